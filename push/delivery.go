@@ -1,0 +1,71 @@
+package push
+
+import "time"
+
+// Message is a push rendered for one delivery channel and environment: built once per
+// (push, channel, environment) and shared, read-only, by every target of that channel.
+type Message struct {
+	Channel string
+	// Body is the gateway-ready payload: the APNs JSON payload; for FCM and the vendors the
+	// JSON of the message without its target token; for the own channel the frame's data.
+	Body           []byte
+	Silent         bool      // Android pass-through
+	Priority       int       // APNs 10 or 5 (0: gateway default); FCM: 10 high, 5 normal
+	PushType       string    // apns-push-type
+	CollapseID     string    // apns-collapse-id / FCM collapse key
+	Expiration     time.Time // zero: none
+	Topic          string    // the request's topic, if any (a target's own topic wins otherwise)
+	TeamID         string    // the request's apns_team_id
+	AndroidChannel string    // _notificationChannel
+}
+
+// Target is one installation (or one listed device id) to deliver to.
+type Target struct {
+	ObjectID   string // "" for a listed device id with no stored installation
+	DeviceType string
+	Channel    string // ChannelAPNs, ChannelDirect, ChannelFCM, ChannelMi, ...
+	DeviceID   string // deviceToken, registrationId or installationId
+	Topic      string // apnsTopic of the installation
+	TeamID     string // apnsTeamId of the installation
+	Profile    string // deviceProfile ("" ⇒ _default for vendors; certificate choice for iOS)
+}
+
+// Delivery is one target and the message for it.
+type Delivery struct {
+	AppID                string
+	NotificationObjectID string
+	NotificationID       string
+	Prod                 bool // APNs production environment
+	Message              *Message
+	Target               Target
+}
+
+// Outcome is how a delivery ended.
+type Outcome uint8
+
+const (
+	OutcomeSent         Outcome = iota + 1 // accepted by the gateway (own channel: written or cached)
+	OutcomeFailed                          // permanent failure; Result.Reason says why
+	OutcomeInvalidToken                    // the gateway says the token is dead: the installation is deleted
+	OutcomeExpired                         // the push expired before it could be sent
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case OutcomeSent:
+		return "sent"
+	case OutcomeFailed:
+		return "failed"
+	case OutcomeInvalidToken:
+		return "invalid_token"
+	case OutcomeExpired:
+		return "expired"
+	}
+	return "unknown"
+}
+
+// Result is the final outcome of one delivery.
+type Result struct {
+	Outcome Outcome
+	Reason  string // for failures: a short, token-free reason
+}

@@ -1,0 +1,99 @@
+package push
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Push record statuses. A record moves scheduled → in-queue → in-process → done, or ends
+// cancelled (its record is then removed, as the spec says).
+const (
+	StatusScheduled = "scheduled"
+	StatusInQueue   = "in-queue"
+	StatusInProcess = "in-process"
+	StatusDone      = "done"
+	StatusCancelled = "cancelled"
+)
+
+// Tally counts the targets of one delivery channel.
+type Tally struct {
+	Targets       int64 `json:"targets"`
+	Sent          int64 `json:"sent"`
+	Failed        int64 `json:"failed"`
+	Expired       int64 `json:"expired"`
+	InvalidTokens int64 `json:"invalidTokens"`
+}
+
+// Add adds o into t.
+func (t *Tally) Add(o Tally) {
+	t.Targets += o.Targets
+	t.Sent += o.Sent
+	t.Failed += o.Failed
+	t.Expired += o.Expired
+	t.InvalidTokens += o.InvalidTokens
+}
+
+// Counts are a push's tallies by delivery channel (ChannelAPNs, ChannelDirect, ...).
+// Device-type totals derive from them: apns is iOS, every other channel Android.
+type Counts map[string]Tally
+
+// Add adds o into c.
+func (c Counts) Add(o Counts) {
+	for ch, t := range o {
+		cur := c[ch]
+		cur.Add(t)
+		c[ch] = cur
+	}
+}
+
+// Total sums every channel.
+func (c Counts) Total() Tally {
+	var t Tally
+	for _, v := range c {
+		t.Add(v)
+	}
+	return t
+}
+
+// Notification is a push record (the _Notification table).
+type Notification struct {
+	ObjectID       string    `json:"objectId"`
+	AppID          string    `json:"appId"`
+	NotificationID string    `json:"notificationId"`
+	JobID          string    `json:"jobId"`
+	Status         string    `json:"status"`
+	CreatedAt      time.Time `json:"createdAt"`
+	UpdatedAt      time.Time `json:"updatedAt"`
+
+	// The request as accepted.
+	Kind               JobKind         `json:"kind"`
+	Data               json.RawMessage `json:"data"`
+	Where              json.RawMessage `json:"where,omitempty"`
+	Channels           []string        `json:"channels,omitempty"`
+	DeviceType         string          `json:"deviceType,omitempty"`
+	DeviceCount        int             `json:"deviceCount,omitempty"` // devices pushes: how many ids were listed
+	Prod               string          `json:"prod"`
+	PushTime           time.Time       `json:"pushTime,omitzero"`
+	ExpiresAt          time.Time       `json:"expiresAt,omitzero"`
+	ExpirationInterval int64           `json:"expirationInterval,omitempty"`
+	FlowControl        int             `json:"flowControl,omitempty"`
+	ReqID              string          `json:"reqId,omitempty"`
+	ScheduledID        int64           `json:"scheduledId,omitempty"`
+
+	// Progress, filled by fan-out.
+	Tasks     int      `json:"tasks"`
+	TasksDone int      `json:"tasksDone"`
+	Counts    Counts   `json:"counts,omitempty"`
+	Errors    []string `json:"errors,omitempty"`
+	// Stopped says why sending stopped early (daily volume reached, credentials rejected).
+	Stopped string `json:"stopped,omitempty"`
+}
+
+// Scheduled is a push waiting for its send time.
+type Scheduled struct {
+	ID        int64     `json:"id"` // unique across a cluster; the outer id of the REST shape
+	AppID     string    `json:"appId"`
+	DueAt     time.Time `json:"dueAt"`
+	Job       Job       `json:"job"`
+	CreatedAt time.Time `json:"createdAt"`
+}

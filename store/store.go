@@ -1,0 +1,103 @@
+// Package store owns what every store implementation shares: the data layout (DESIGN.md,
+// CLUSTER.md), the row types, the sentinel errors, and (in store/storetest) the contract
+// suite. Consumers declare the narrow interfaces they call; Store below is the whole
+// contract, used only by storetest and by cmd/pushd wiring.
+//
+// Every key starts with the app id: no method reads across apps.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/pushd/pushd/push"
+)
+
+// Sentinel errors callers branch on.
+var (
+	ErrNotFound  = errors.New("not found")
+	ErrExists    = errors.New("already exists")
+	ErrDuplicate = errors.New("unique value already taken") // a device id indexed to another installation
+	ErrClosed    = errors.New("store closed")
+)
+
+// ScanRange selects index rows for a scan: by_bucket when Channel is "", else by_channel.
+// Rows come in key order (bucket, deviceType, objectId); After resumes strictly after a cursor
+// returned by an earlier row.
+type ScanRange struct {
+	AppID      string
+	Channel    string
+	Bucket     int
+	DeviceType string // "" for all
+	After      []byte
+}
+
+// Row is one index row handed to a scan callback. Route and Doc alias the store's buffers and
+// are valid only during the callback: copy what you keep.
+type Row struct {
+	Cursor []byte
+	Route  *push.Route
+	Doc    []byte // the full JSON document
+}
+
+// ReqClaim is the first push of a req_id within its window.
+type ReqClaim struct {
+	ObjectID  string    `json:"objectId"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Store is the full contract of a store implementation.
+type Store interface {
+	// Apps.
+	CreateApp(ctx context.Context, app push.App) error // ErrExists
+	GetApp(ctx context.Context, appID string) (push.App, error)
+	PutApp(ctx context.Context, app push.App) error // ErrNotFound if absent
+	ListApps(ctx context.Context) ([]push.App, error)
+
+	// Installations. PutInstallation writes the document and every index in one batch,
+	// removing the index rows of the previous version; a device id already indexed to another
+	// objectId fails with ErrDuplicate and writes nothing. Callers serialise writes to one
+	// object (the store does not lock on their behalf).
+	GetInstallation(ctx context.Context, appID, objectID string) (push.Installation, error)
+	LookupDevice(ctx context.Context, appID string, kind push.IDKind, deviceID string) (objectID string, err error)
+	PutInstallation(ctx context.Context, appID string, buckets int, inst push.Installation) error
+	DeleteInstallation(ctx context.Context, appID string, buckets int, objectID string) error
+	Scan(ctx context.Context, r ScanRange, fn func(*Row) error) error
+	// DeleteInactive removes up to limit installations whose UpdatedAt is before cutoff,
+	// indexes included, and says how many it removed.
+	DeleteInactive(ctx context.Context, appID string, buckets int, cutoff time.Time, limit int) (int, error)
+
+	// Push records.
+	CreateNotification(ctx context.Context, n push.Notification) error
+	GetNotification(ctx context.Context, appID, objectID string) (push.Notification, error)
+	// UpdateNotification reads, applies fn and writes atomically with respect to other
+	// UpdateNotification calls on the same record. fn returning an error aborts.
+	UpdateNotification(ctx context.Context, appID, objectID string, fn func(*push.Notification) error) (push.Notification, error)
+	DeleteNotification(ctx context.Context, appID, objectID string) error
+	// ListNotifications yields records newest first.
+	ListNotifications(ctx context.Context, appID string, fn func(*push.Notification) error) error
+	NotificationsByNID(ctx context.Context, appID, notificationID string) ([]push.Notification, error)
+
+	// Scheduled pushes. NextID returns a number unique across the cluster for the name.
+	NextID(ctx context.Context, name string) (int64, error)
+	PutScheduled(ctx context.Context, s push.Scheduled) error
+	ListScheduled(ctx context.Context, appID string) ([]push.Scheduled, error)
+	GetScheduled(ctx context.Context, appID string, id int64) (push.Scheduled, error)
+	// DeleteScheduled removes it; ErrNotFound when it is already gone (cancelled or fired),
+	// which is how exactly-one firing or cancelling wins.
+	DeleteScheduled(ctx context.Context, appID string, id int64) error
+	DueScheduled(ctx context.Context, before time.Time, limit int) ([]push.Scheduled, error)
+
+	// Limits. ClaimReqID stores claim unless an unexpired claim exists, which it returns
+	// with claimed=false.
+	ClaimReqID(ctx context.Context, appID, reqID string, claim ReqClaim, ttl time.Duration) (prev ReqClaim, claimed bool, err error)
+	AddDailyVolume(ctx context.Context, appID, day string, n int64) (total int64, err error)
+	DailyVolume(ctx context.Context, appID, day string) (int64, error)
+
+	// Fan-out checkpoints.
+	GetTaskProgress(ctx context.Context, jobID, taskID string) (push.TaskProgress, error)
+	PutTaskProgress(ctx context.Context, p push.TaskProgress) error
+
+	Close() error
+}
