@@ -1,0 +1,76 @@
+// Package gateway holds what the sender pools and the per-gateway clients (sender/apns,
+// sender/fcm, ...) share: the classified gateway reply every client returns and a small set of
+// HTTP/2 connections that grows only when the open ones carry their share of streams.
+//
+// Concurrency: Reply is a value; Conns is safe for concurrent use.
+package gateway
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Kind says what the pool does next with a delivery after one gateway attempt.
+type Kind uint8
+
+const (
+	KindSent         Kind = iota + 1 // accepted by the gateway
+	KindInvalidToken                 // the token is dead: delete the installation, never retry
+	KindFailed                       // permanent error of this request (payload, headers, config): no retry
+	KindRetry                        // transient (429, 5xx, timeout, connection): retry with backoff
+	KindAuth                         // our access token was refused: the client dropped it; retry once, then treat as KindCredentials
+	KindCredentials                  // the app's credentials are rejected: stop the pool
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindSent:
+		return "sent"
+	case KindInvalidToken:
+		return "invalid_token"
+	case KindFailed:
+		return "failed"
+	case KindRetry:
+		return "retry"
+	case KindAuth:
+		return "auth"
+	case KindCredentials:
+		return "credentials"
+	}
+	return "unknown"
+}
+
+// Reply is one gateway attempt, classified by the gateway's reply-to-outcome table.
+type Reply struct {
+	Kind Kind
+	// Reason is short, token-free and ends up in the push record for failures, e.g.
+	// "BadTopic" or "SENDER_ID_MISMATCH".
+	Reason string
+	// RetryAfter is the gateway's Retry-After (0: none) for KindRetry.
+	RetryAfter time.Duration
+	// TokenScoped marks a KindCredentials reply that may also mean "this one token belongs to
+	// another sender" (FCM SENDER_ID_MISMATCH): once the pool has delivered successfully its
+	// credentials are proven, so the pool fails only this delivery instead of opening the breaker.
+	TokenScoped bool
+}
+
+// ParseRetryAfter reads a Retry-After header value: delay-seconds or an HTTP date.
+// It returns 0 for an empty or unreadable value.
+func ParseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(v); err == nil {
+		if s < 0 {
+			return 0
+		}
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d
+		}
+	}
+	return 0
+}
