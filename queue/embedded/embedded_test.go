@@ -1,0 +1,71 @@
+package embedded
+
+import (
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/pushd/pushd/queue"
+	"github.com/pushd/pushd/queue/queuetest"
+)
+
+var _ queue.Log = (*Log)(nil)
+
+func openDB(t testing.TB, dir string) *pebble.DB {
+	t.Helper()
+	db, err := pebble.Open(dir, &pebble.Options{})
+	if err != nil {
+		t.Fatalf("pebble.Open: %v", err)
+	}
+	return db
+}
+
+func testOptions() Options {
+	return Options{Partitions: queuetest.Topics, MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond, TrimInterval: -1}
+}
+
+// opened is a Log with the DB under it, closed in order.
+type opened struct {
+	*Log
+	db *pebble.DB
+}
+
+func (o *opened) close(t testing.TB) {
+	if err := o.Log.Close(); err != nil {
+		t.Errorf("Log.Close: %v", err)
+	}
+	if err := o.db.Close(); err != nil {
+		t.Errorf("DB.Close: %v", err)
+	}
+}
+
+func open(t testing.TB, dir string, opts Options) *opened {
+	t.Helper()
+	db := openDB(t, dir)
+	l, err := Open(db, opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return &opened{Log: l, db: db}
+}
+
+func newLog(t *testing.T) queue.Log {
+	dir := t.TempDir()
+	var cur *opened
+	var openIt func() queue.Log
+	openIt = func() queue.Log {
+		cur = open(t, dir, testOptions())
+		return queuetest.WithReopen(cur.Log, func(t *testing.T) queue.Log {
+			cur.close(t)
+			return openIt()
+		})
+	}
+	l := openIt()
+	t.Cleanup(func() { cur.close(t) })
+	return l
+}
+
+func TestQueueEmbeddedContract(t *testing.T) {
+	queuetest.Run(t, newLog)
+}

@@ -1,0 +1,300 @@
+// Package embedded owns the single-machine durable log: queue.Log kept inside the store's
+// Pebble DB under keys starting with 'q' (0x71), which the store never writes.
+//
+// Append is durable when it returns (one synced Pebble batch per call; Pebble's commit
+// pipeline shares one fsync among concurrent synced batches, so concurrent appenders
+// group-commit). Offsets are per (topic, partition), start at 0 and only increase; a failed
+// Append may leave a gap, never a reordering.
+//
+// Consumers: every Consume call with the same (topic, group) in this process is a member of
+// the group; the group's partitions are split round-robin among its members and move when a
+// member joins or leaves. Each owned partition has one goroutine that hands messages to the
+// handler in offset order, one at a time, waits for new appends on a channel Append closes
+// (no polling), commits the next offset durably after each handled message and retries a
+// failing message with backoff. Delivery is at least once: a message whose handler did not
+// return nil before its partition moved is handed again to the new owner.
+//
+// A background trimmer deletes, per partition, the messages below the smallest committed
+// offset of the groups known for the topic (groups with committed offsets in the DB or
+// members in this process). A group that never comes back therefore holds the log; a group
+// that first joins after a trim starts at the oldest message still kept.
+//
+// All methods are safe for concurrent use. The Log does not own the DB: close the Log (which
+// stops every consumer) before closing the DB.
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"go.uber.org/zap"
+
+	"github.com/pushd/pushd/queue"
+	"github.com/pushd/pushd/queue/internal/backoff"
+)
+
+// ErrClosed is returned by Append and Consume after Close.
+var ErrClosed = errors.New("queue log is closed")
+
+// Options configure a Log. The zero value is usable.
+type Options struct {
+	// Partitions per topic; nil means queue.DefaultPartitions. Topics not listed are rejected.
+	// Changing a count between runs of the same DB is not supported (partitions would be
+	// orphaned or added empty; no data moves).
+	Partitions map[string]int
+	// Logger for consumer errors; nil means no logging.
+	Logger *zap.Logger
+	// MinBackoff and MaxBackoff bound the wait before a failed message is handed again
+	// (defaults 50ms and 5s).
+	MinBackoff, MaxBackoff time.Duration
+	// TrimInterval is how often committed messages are deleted (default 30s; negative
+	// disables the background trimmer).
+	TrimInterval time.Duration
+	// FetchBatch is how many messages a partition goroutine reads per iterator (default 256);
+	// it bounds the memory a partition holds.
+	FetchBatch int
+}
+
+// Log is the embedded queue.Log.
+type Log struct {
+	db     *pebble.DB
+	log    *zap.Logger
+	retry  backoff.Policy
+	batch  int
+	topics map[string]*topic // immutable after Open
+
+	mu     sync.Mutex // guards groups, closed and wg.Add
+	groups map[groupKey]*group
+	closed bool
+	done   chan struct{} // closed by Close
+	wg     sync.WaitGroup
+
+	trimMu  sync.Mutex       // serializes trims; guards trimmed
+	trimmed map[string][]int64 // per topic, per partition: offset below which a trim already ran
+}
+
+type topic struct {
+	name  string
+	parts []*partition
+}
+
+// partition tracks offset assignment and visibility of one (topic, partition).
+type partition struct {
+	id int
+
+	mu       sync.Mutex
+	next     int64         // next offset to assign
+	inflight []int64       // first offsets of Appends assigned but not yet applied, ascending
+	visible  int64         // every offset below is applied (or lost to a failed Append)
+	changed  chan struct{} // closed and replaced whenever visible advances
+}
+
+// Open recovers the next offset of every partition (by seeking its last message) and starts
+// the trimmer.
+func Open(db *pebble.DB, opts Options) (*Log, error) {
+	parts := opts.Partitions
+	if parts == nil {
+		parts = queue.DefaultPartitions
+	}
+	l := &Log{
+		db:      db,
+		log:     opts.Logger,
+		retry:   backoff.Policy{Min: opts.MinBackoff, Max: opts.MaxBackoff},
+		batch:   opts.FetchBatch,
+		topics:  make(map[string]*topic, len(parts)),
+		groups:  make(map[groupKey]*group),
+		done:    make(chan struct{}),
+		trimmed: make(map[string][]int64),
+	}
+	if l.log == nil {
+		l.log = zap.NewNop()
+	}
+	l.log = l.log.Named("queue")
+	if l.batch <= 0 {
+		l.batch = 256
+	}
+	for name, n := range parts {
+		if err := checkName("topic", name); err != nil {
+			return nil, fmt.Errorf("cannot open queue log: %w", err)
+		}
+		if n <= 0 {
+			return nil, fmt.Errorf("cannot open queue log: topic %s has %d partitions", name, n)
+		}
+		t := &topic{name: name, parts: make([]*partition, n)}
+		for i := range t.parts {
+			next, err := lastOffset(db, name, i)
+			if err != nil {
+				return nil, fmt.Errorf("cannot recover partition %d of topic %s: %w", i, name, err)
+			}
+			t.parts[i] = &partition{id: i, next: next, visible: next, changed: make(chan struct{})}
+		}
+		l.topics[name] = t
+		l.trimmed[name] = make([]int64, n)
+	}
+	interval := opts.TrimInterval
+	if interval == 0 {
+		interval = 30 * time.Second
+	}
+	if interval > 0 {
+		l.wg.Add(1)
+		go l.trimLoop(interval)
+	}
+	return l, nil
+}
+
+// lastOffset is one past the offset of the partition's last message (0 when empty).
+func lastOffset(db *pebble.DB, topic string, p int) (int64, error) {
+	it, err := db.NewIter(&pebble.IterOptions{
+		LowerBound: partitionPrefix(nil, topic, p),
+		UpperBound: partitionEnd(nil, topic, p),
+	})
+	if err != nil {
+		return 0, err
+	}
+	var next int64
+	if it.Last() {
+		next = offsetOfKey(it.Key()) + 1
+	}
+	if err := it.Error(); err != nil {
+		_ = it.Close()
+		return 0, err
+	}
+	return next, it.Close()
+}
+
+// Partitions returns the partition count of topic, 0 for an unknown topic.
+func (l *Log) Partitions(topic string) int {
+	if t := l.topics[topic]; t != nil {
+		return len(t.parts)
+	}
+	return 0
+}
+
+// Append writes recs in one synced batch. Records of one partition get consecutive offsets in
+// the order given. When Append returns nil, every record survives a crash (kill -9 or power
+// loss, as far as fsync is honoured).
+func (l *Log) Append(ctx context.Context, topicName string, recs ...queue.Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("cannot append to topic %s: %w", topicName, err)
+	}
+	if l.isClosed() {
+		return fmt.Errorf("cannot append to topic %s: %w", topicName, ErrClosed)
+	}
+	t := l.topics[topicName]
+	if t == nil {
+		return fmt.Errorf("cannot append to unknown topic %s", topicName)
+	}
+	// Count per partition, then reserve a range of offsets in each.
+	type span struct {
+		p           *partition
+		first, next int64
+	}
+	spans := make([]span, 0, 4)
+	find := func(p int) int {
+		for i := range spans {
+			if spans[i].p.id == p {
+				return i
+			}
+		}
+		return -1
+	}
+	size := 0
+	for _, r := range recs {
+		if r.Partition < 0 || r.Partition >= len(t.parts) {
+			return fmt.Errorf("cannot append to partition %d of topic %s: it has %d partitions",
+				r.Partition, topicName, len(t.parts))
+		}
+		if i := find(r.Partition); i >= 0 {
+			spans[i].next++
+		} else {
+			spans = append(spans, span{p: t.parts[r.Partition], next: 1})
+		}
+		size += 32 + len(topicName) + len(r.Key) + len(r.Value)
+	}
+	for i := range spans {
+		s := &spans[i]
+		n := s.next
+		s.p.mu.Lock()
+		s.first = s.p.next
+		s.p.next += n
+		s.p.inflight = append(s.p.inflight, s.first)
+		s.p.mu.Unlock()
+		s.next = s.first
+	}
+
+	b := l.db.NewBatchWithSize(size)
+	var key, val []byte
+	for _, r := range recs {
+		s := &spans[find(r.Partition)]
+		key = messageKey(key[:0], topicName, r.Partition, s.next)
+		val = appendEnvelope(val[:0], r.Key, r.Value)
+		s.next++
+		_ = b.Set(key, val, nil) // Set on an in-memory batch cannot fail
+	}
+	err := l.db.Apply(b, pebble.Sync)
+	_ = b.Close()
+
+	// Publish, whether or not the batch applied: a failed Append leaves a gap, and readers
+	// must not wait for it forever.
+	for i := range spans {
+		spans[i].p.done(spans[i].first)
+	}
+	if err != nil {
+		return fmt.Errorf("cannot append %d records to topic %s: %w", len(recs), topicName, err)
+	}
+	return nil
+}
+
+// done marks the Append that reserved offsets from first as finished and advances visible.
+func (p *partition) done(first int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if i := slices.Index(p.inflight, first); i >= 0 {
+		p.inflight = slices.Delete(p.inflight, i, i+1)
+	}
+	v := p.next
+	if len(p.inflight) > 0 {
+		v = p.inflight[0]
+	}
+	if v > p.visible {
+		p.visible = v
+		close(p.changed)
+		p.changed = make(chan struct{})
+	}
+}
+
+// watch returns the visible offset and a channel closed when it advances.
+func (p *partition) watch() (int64, <-chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.visible, p.changed
+}
+
+func (l *Log) isClosed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed
+}
+
+// Close stops every consumer (their Consume calls return nil once their partition goroutines
+// exited) and the trimmer. It does not close the DB.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	close(l.done)
+	l.mu.Unlock()
+	l.wg.Wait()
+	return nil
+}
