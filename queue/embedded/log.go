@@ -74,7 +74,7 @@ type Log struct {
 	done   chan struct{} // closed by Close
 	wg     sync.WaitGroup
 
-	trimMu  sync.Mutex       // serializes trims; guards trimmed
+	trimMu  sync.Mutex         // serializes trims; guards trimmed
 	trimmed map[string][]int64 // per topic, per partition: offset below which a trim already ran
 }
 
