@@ -1,0 +1,131 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/pushd/pushd/push"
+)
+
+// IOSAttributes are the attributes of data that belong to iOS (spec "iOS data attributes" and
+// the Apple-style form's aps). alert and title are shared with Android.
+var IOSAttributes = []string{"alert", "title", "badge", "sound", "content-available", "mutable-content",
+	"collapse-id", "apns-priority", "apns-push-type", "url-args", "target-content-id", "thread-id",
+	"category", "aps"}
+
+// AndroidAttributes are the attributes of data that belong to Android (spec "Android data
+// attributes"). alert and title are shared with iOS.
+var AndroidAttributes = []string{"alert", "title", "silent", "action", "_notificationChannel"}
+
+// VendorParams are the vendor-specific keys taken from a vendor's own object into
+// VendorBody.Params rather than the custom attributes.
+var VendorParams = map[string][]string{
+	push.ChannelVivo: {"pushMode"},
+	push.ChannelHMS:  {"target_user_type"},
+}
+
+func isIOSOnly(k string) bool {
+	return k != "alert" && k != "title" && slices.Contains(IOSAttributes, k)
+}
+
+func isAndroidOnly(k string) bool {
+	return k != "alert" && k != "title" && slices.Contains(AndroidAttributes, k)
+}
+
+// isCustom says whether k is a custom attribute: none of the known ones of any platform.
+func isCustom(k string) bool {
+	return !IsPlatformKey(k) && !slices.Contains(IOSAttributes, k) && !slices.Contains(AndroidAttributes, k)
+}
+
+// sortedKeys returns the keys of m that keep says to keep, sorted, so output is deterministic.
+func sortedKeys(m attrs, keep func(string) bool) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		if keep == nil || keep(k) {
+			ks = append(ks, k)
+		}
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// objWriter writes one JSON object member by member.
+type objWriter struct {
+	b *bytes.Buffer
+	n int
+}
+
+func newObj(b *bytes.Buffer) *objWriter {
+	b.WriteByte('{')
+	return &objWriter{b: b}
+}
+
+func (w *objWriter) key(k string) {
+	if w.n > 0 {
+		w.b.WriteByte(',')
+	}
+	w.n++
+	appendString(w.b, k)
+	w.b.WriteByte(':')
+}
+
+// raw writes a member whose value is raw JSON, compacted.
+func (w *objWriter) raw(k string, v json.RawMessage) error {
+	w.key(k)
+	if err := json.Compact(w.b, v); err != nil {
+		return ErrBadData
+	}
+	return nil
+}
+
+func (w *objWriter) str(k, v string) {
+	w.key(k)
+	appendString(w.b, v)
+}
+
+func (w *objWriter) close() { w.b.WriteByte('}') }
+
+// appendString writes s as a JSON string. Unlike encoding/json it does not escape <, > and &
+// (gateways count payload bytes); invalid UTF-8 becomes U+FFFD.
+func appendString(b *bytes.Buffer, s string) {
+	const hex = "0123456789abcdef"
+	b.WriteByte('"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b.WriteByte('\\')
+				b.WriteByte(c)
+			case c == '\n':
+				b.WriteString(`\n`)
+			case c == '\r':
+				b.WriteString(`\r`)
+			case c == '\t':
+				b.WriteString(`\t`)
+			case c < 0x20:
+				b.WriteString(`\u00`)
+				b.WriteByte(hex[c>>4])
+				b.WriteByte(hex[c&0xf])
+			default:
+				b.WriteByte(c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b.WriteString(`\ufffd`)
+		case r == '\u2028' || r == '\u2029':
+			b.WriteString(`\u202`)
+			b.WriteByte(hex[r&0xf])
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	b.WriteByte('"')
+}

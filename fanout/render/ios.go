@@ -1,0 +1,207 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+
+	"github.com/pushd/pushd/push"
+)
+
+// apsOrder is the order of the known aps keys in a rendered payload; other aps keys (the
+// Apple-style form may carry any, e.g. interruption-level) follow, sorted.
+var apsOrder = []string{"alert", "badge", "sound", "thread-id", "category", "content-available",
+	"mutable-content", "url-args", "target-content-id"}
+
+// badgeIncrement is the one string badge value the spec allows. It asks for the device's
+// stored badge plus one, which a payload rendered once for every target cannot express: the
+// badge is left out of the payload (docs/decisions.md, "Push payloads").
+const badgeIncrement = "Increment"
+
+// renderIOS renders the APNs payload. The flat attributes build aps; an aps object (the
+// Apple-style form) is merged over them key by key. collapse-id, apns-priority and
+// apns-push-type become Message fields (request headers), never payload keys.
+func renderIOS(m attrs, opts Options) (*push.Message, error) {
+	aps := make(attrs, 10)
+	title, hasTitle, err := m.str("title")
+	if err != nil {
+		return nil, err
+	}
+	if alert, ok := m["alert"]; ok {
+		switch {
+		case isString(alert) && hasTitle:
+			var body string
+			if err := json.Unmarshal(alert, &body); err != nil {
+				return nil, ErrBadData
+			}
+			aps["alert"] = alertObject(attrs{"body": mustString(body)}, title)
+		case isString(alert):
+			aps["alert"] = alert
+		case isObject(alert):
+			obj, err := decodeObject(alert)
+			if err != nil {
+				return nil, err
+			}
+			if _, ok := obj["title"]; !ok && hasTitle {
+				aps["alert"] = alertObject(obj, title)
+			} else {
+				aps["alert"] = alert
+			}
+		default:
+			return nil, ErrBadData
+		}
+	} else if hasTitle {
+		aps["alert"] = alertObject(attrs{}, title)
+	}
+	for _, k := range []string{"badge", "sound", "thread-id", "category", "content-available",
+		"mutable-content", "url-args", "target-content-id"} {
+		if v, ok := m[k]; ok {
+			aps[k] = v
+		}
+	}
+	apsForm := false
+	if raw, ok := m["aps"]; ok {
+		native, err := decodeObject(raw)
+		if err != nil {
+			return nil, err
+		}
+		apsForm = len(native) > 0
+		for k, v := range native {
+			if isNull(v) {
+				delete(aps, k)
+			} else {
+				aps[k] = v
+			}
+		}
+	}
+	if err := normalizeAPS(aps); err != nil {
+		return nil, err
+	}
+	ca, _, err := aps.num("content-available")
+	if err != nil {
+		return nil, err
+	}
+	_, hasAlert := aps["alert"]
+	_, hasBadge := aps["badge"]
+	_, hasSound := aps["sound"]
+	// Content: an alert, a background push (content-available=1), or the Apple-style form,
+	// whose aps APNs judges itself.
+	if !hasAlert && ca != 1 && !apsForm {
+		return nil, ErrNoContent
+	}
+	background := ca == 1 && !hasAlert && !hasBadge && !hasSound
+
+	msg := &push.Message{
+		Channel:    push.ChannelAPNs,
+		Expiration: opts.Expiry,
+		Topic:      opts.Topic,
+		TeamID:     opts.TeamID,
+	}
+	if msg.CollapseID, _, err = m.str("collapse-id"); err != nil {
+		return nil, err
+	}
+	if msg.PushType, _, err = m.str("apns-push-type"); err != nil {
+		return nil, err
+	}
+	if msg.PushType == "" {
+		msg.PushType = "alert"
+		if background {
+			msg.PushType = "background"
+		}
+	}
+	if f, ok, err := m.num("apns-priority"); err != nil {
+		return nil, err
+	} else if ok {
+		msg.Priority = int(f)
+	} else if msg.PushType == "background" {
+		msg.Priority = 5 // APNs requires 5 for background pushes (gateways.md §1.3)
+	}
+
+	var b bytes.Buffer
+	b.Grow(256)
+	root := newObj(&b)
+	root.key("aps")
+	w := newObj(&b)
+	for _, k := range apsOrder {
+		if v, ok := aps[k]; ok {
+			if err := w.raw(k, v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, k := range sortedKeys(aps, func(k string) bool { return !slices.Contains(apsOrder, k) }) {
+		if err := w.raw(k, aps[k]); err != nil {
+			return nil, err
+		}
+	}
+	w.close()
+	for _, k := range sortedKeys(m, isCustom) {
+		if err := root.raw(k, m[k]); err != nil {
+			return nil, err
+		}
+	}
+	root.close()
+	limit := maxAPNsPayload
+	if msg.PushType == "voip" {
+		limit = maxAPNsVoIPPayload
+	}
+	if b.Len() > limit {
+		return nil, ErrTooLarge
+	}
+	msg.Body = b.Bytes()
+	return msg, nil
+}
+
+// normalizeAPS drops badge "Increment" and turns the sound object's boolean critical into
+// the 0/1 number APNs expects.
+func normalizeAPS(aps attrs) error {
+	if v, ok := aps["badge"]; ok && isString(v) {
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil || s != badgeIncrement {
+			return ErrBadData
+		}
+		delete(aps, "badge")
+	}
+	if v, ok := aps["sound"]; ok && isObject(v) {
+		snd, err := decodeObject(v)
+		if err != nil {
+			return err
+		}
+		if c, ok := snd["critical"]; ok {
+			switch string(bytes.TrimSpace(c)) {
+			case "true":
+				snd["critical"] = json.RawMessage("1")
+			case "false":
+				snd["critical"] = json.RawMessage("0")
+			}
+			var b bytes.Buffer
+			w := newObj(&b)
+			for _, k := range sortedKeys(snd, nil) {
+				if err := w.raw(k, snd[k]); err != nil {
+					return err
+				}
+			}
+			w.close()
+			aps["sound"] = b.Bytes()
+		}
+	}
+	return nil
+}
+
+// alertObject returns obj (an alert object's members) with title added, as JSON.
+func alertObject(obj attrs, title string) json.RawMessage {
+	var b bytes.Buffer
+	w := newObj(&b)
+	w.str("title", title)
+	for _, k := range sortedKeys(obj, func(k string) bool { return k != "title" }) {
+		_ = w.raw(k, obj[k]) // members came from a decoded object: valid JSON
+	}
+	w.close()
+	return b.Bytes()
+}
+
+func mustString(s string) json.RawMessage {
+	var b bytes.Buffer
+	appendString(&b, s)
+	return b.Bytes()
+}
