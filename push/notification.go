@@ -87,6 +87,11 @@ type Notification struct {
 	Errors    []string `json:"errors,omitempty"`
 	// Stopped says why sending stopped early (daily volume reached, credentials rejected).
 	Stopped string `json:"stopped,omitempty"`
+
+	// TasksFinished lists the tasks whose counts are already in Counts (task ids without
+	// their job id prefix): fan-out adds a task's counts in the same update that lists it,
+	// so a task finished twice (redelivery after a crash) is counted once.
+	TasksFinished []string `json:"tasksFinished,omitempty"`
 }
 
 // Scheduled is a push waiting for its send time.
