@@ -1,0 +1,133 @@
+package pebble
+
+import (
+	"github.com/pushd/pushd/store"
+)
+
+// Key layout. Each table of CLUSTER.md is one leading byte; the rest is the table's key tuple in
+// the store's order-preserving, prefix-free encoding (store/key.go: escaped strings, big-endian
+// numbers). The app id follows the table byte wherever CLUSTER.md's partition key starts with
+// it, so one app's rows (and one bucket's, one channel's) are contiguous, and no prefix scan can
+// reach another app. Byte 'q' is never used: it belongs to queue/embedded.
+//
+//	'a' app                                     → App JSON                       (apps)
+//	'i' app objectId                            → bucket, route, createdAt, doc  (installations)
+//	'b' app bucket deviceType objectId          → route + doc                    (installations_by_bucket)
+//	'c' app channel bucket deviceType objectId  → route + doc                    (installations_by_channel)
+//	'd' app kind deviceId                       → objectId                       (installations_by_device)
+//	'u' app updatedAt objectId                  → ∅                              (inactivity sweep; Cassandra uses TTL)
+//	'n' app objectId                            → Notification JSON              (notifications_by_id + doc)
+//	'o' app ^createdAt objectId                 → ∅                              (notifications, newest first)
+//	'm' app notificationId objectId             → ∅                              (notifications_by_nid)
+//	's' app id                                  → Scheduled JSON                 (scheduled_by_id)
+//	'w' dueAt app id                            → Scheduled JSON                 (scheduled_pushes, by due time)
+//	'x' name                                    → last id, uint64                (id counters)
+//	'r' app reqId                               → createdAt, expiresAt, objectId (req_ids)
+//	'v' app day                                 → total, int64                   (daily_volume)
+//	'p' jobId taskId                            → TaskProgress JSON              (task_progress)
+//
+// Times in keys are int64-encoded: updatedAt in unix milliseconds (as push.Route keeps it), the
+// others in unix nanoseconds; ^createdAt sorts newest first.
+const (
+	tApps        = 'a'
+	tInst        = 'i'
+	tByBucket    = 'b'
+	tByChannel   = 'c'
+	tByDevice    = 'd'
+	tUpdated     = 'u'
+	tNotif       = 'n'
+	tNotifByTime = 'o'
+	tNotifByNID  = 'm'
+	tSched       = 's'
+	tSchedDue    = 'w'
+	tCounter     = 'x'
+	tReqID       = 'r'
+	tVolume      = 'v'
+	tProgress    = 'p'
+
+	reservedQueue = 'q' // queue/embedded; never written here
+)
+
+var (
+	appendStr    = store.AppendKeyString
+	appendInt64  = store.AppendKeyInt64
+	appendUint16 = store.AppendKeyUint16
+)
+
+func appKey(dst []byte, app string) []byte { return appendStr(append(dst, tApps), app) }
+
+func instKey(dst []byte, app, oid string) []byte {
+	return appendStr(appendStr(append(dst, tInst), app), oid)
+}
+
+// bucketPrefix is the key prefix of one by_bucket partition (app, bucket).
+func bucketPrefix(dst []byte, app string, bucket int) []byte {
+	return appendUint16(appendStr(append(dst, tByBucket), app), uint16(bucket))
+}
+
+// channelPrefix is the key prefix of one by_channel partition (app, channel, bucket).
+func channelPrefix(dst []byte, app, channel string, bucket int) []byte {
+	return appendUint16(appendStr(appendStr(append(dst, tByChannel), app), channel), uint16(bucket))
+}
+
+func deviceKey(dst []byte, app, kind, id string) []byte {
+	return appendStr(appendStr(appendStr(append(dst, tByDevice), app), kind), id)
+}
+
+func updatedPrefix(dst []byte, app string) []byte { return appendStr(append(dst, tUpdated), app) }
+
+func updatedKey(dst []byte, app string, updatedMs int64, oid string) []byte {
+	return appendStr(appendInt64(updatedPrefix(dst, app), updatedMs), oid)
+}
+
+func notifKey(dst []byte, app, oid string) []byte {
+	return appendStr(appendStr(append(dst, tNotif), app), oid)
+}
+
+func notifTimePrefix(dst []byte, app string) []byte { return appendStr(append(dst, tNotifByTime), app) }
+
+func notifTimeKey(dst []byte, app string, createdNs int64, oid string) []byte {
+	return appendStr(appendInt64(notifTimePrefix(dst, app), ^createdNs), oid)
+}
+
+func notifNIDPrefix(dst []byte, app, nid string) []byte {
+	return appendStr(appendStr(append(dst, tNotifByNID), app), nid)
+}
+
+func schedPrefix(dst []byte, app string) []byte { return appendStr(append(dst, tSched), app) }
+
+func schedKey(dst []byte, app string, id int64) []byte { return appendInt64(schedPrefix(dst, app), id) }
+
+func schedDueKey(dst []byte, dueNs int64, app string, id int64) []byte {
+	return appendInt64(appendStr(appendInt64(append(dst, tSchedDue), dueNs), app), id)
+}
+
+func counterKey(dst []byte, name string) []byte { return appendStr(append(dst, tCounter), name) }
+
+func reqIDKey(dst []byte, app, reqID string) []byte {
+	return appendStr(appendStr(append(dst, tReqID), app), reqID)
+}
+
+func volumeKey(dst []byte, app, day string) []byte {
+	return appendStr(appendStr(append(dst, tVolume), app), day)
+}
+
+func progressKey(dst []byte, job, task string) []byte {
+	return appendStr(appendStr(append(dst, tProgress), job), task)
+}
+
+// prefixEnd is the smallest key greater than every key starting with prefix: the exclusive
+// upper bound of a prefix scan. Every prefix here starts with a table byte below 0xFF.
+func prefixEnd(prefix []byte) []byte {
+	end := append([]byte(nil), prefix...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] != 0xFF {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	panic("BUG: prefixEnd of an all-0xFF prefix")
+}
+
+// successor is the smallest key strictly greater than k.
+func successor(k []byte) []byte { return append(append([]byte(nil), k...), 0) }

@@ -1,0 +1,241 @@
+// Package pebble is the embedded store: every table of CLUSTER.md laid out as Pebble keys in one
+// database (keys.go has the layout), which it shares with queue/embedded (keys under 'q').
+//
+// Concurrency: every method is safe for concurrent use. Writes that must be atomic with
+// respect to each other (an installation and its indexes, a push record's read-modify-write,
+// counters, claims) hold striped mutexes (locks.go) and commit one synced batch. Close waits
+// for calls in flight; later calls fail with store.ErrClosed.
+package pebble
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"go.uber.org/zap"
+
+	"github.com/pushd/pushd/store"
+)
+
+// Options configure Open. The zero value is valid.
+type Options struct {
+	// CacheSize is the block cache size in bytes (default 64 MiB).
+	CacheSize int64
+	// MemTableSize is the size of one memtable in bytes (default 64 MiB).
+	MemTableSize uint64
+	// Logger receives Pebble's own log lines (default: discarded).
+	Logger *zap.Logger
+	// Now is the clock used where a caller gives no time (default time.Now).
+	Now func() time.Time
+}
+
+const (
+	defaultCacheSize    = 64 << 20
+	defaultMemTableSize = 64 << 20
+)
+
+// RegisterFlags registers the options as flags named prefix+"cache-size" and
+// prefix+"memtable-size".
+func (o *Options) RegisterFlags(fs *flag.FlagSet, prefix string) {
+	fs.Int64Var(&o.CacheSize, prefix+"cache-size", defaultCacheSize, "Pebble block cache size in bytes")
+	fs.Uint64Var(&o.MemTableSize, prefix+"memtable-size", defaultMemTableSize, "Pebble memtable size in bytes")
+}
+
+// Validate reports options that cannot work.
+func (o *Options) Validate() error {
+	if o.CacheSize < 0 {
+		return fmt.Errorf("cannot use a negative Pebble cache size %d", o.CacheSize)
+	}
+	if o.MemTableSize != 0 && o.MemTableSize < 1<<20 {
+		return fmt.Errorf("cannot use a Pebble memtable smaller than 1 MiB (got %d bytes)", o.MemTableSize)
+	}
+	return nil
+}
+
+// Store is the embedded implementation of store.Store.
+type Store struct {
+	db   *pebble.DB
+	lock *pebble.Lock
+	dir  string
+	now  func() time.Time
+
+	locks stripes // per-record write serialisation (locks.go)
+
+	gate struct {
+		sync.Mutex
+		cond     sync.Cond
+		inflight int
+		closed   bool
+	}
+
+	idMu  sync.Mutex       // NextID
+	idMax map[string]int64 // last id handed out per name, cached after the first read
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the store in dir. A directory already open in this or
+// another process fails with an error saying so.
+func Open(dir string, opts Options) (*Store, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("cannot create data directory %s: %w", dir, err)
+	}
+	lock, err := pebble.LockDirectory(dir, vfs.Default)
+	if err != nil {
+		return nil, fmt.Errorf("data directory %s is in use by another process (or by this one): %w", dir, err)
+	}
+	cacheSize := opts.CacheSize
+	if cacheSize == 0 {
+		cacheSize = defaultCacheSize
+	}
+	memSize := opts.MemTableSize
+	if memSize == 0 {
+		memSize = defaultMemTableSize
+	}
+	cache := pebble.NewCache(cacheSize)
+	defer cache.Unref()
+	po := &pebble.Options{
+		Cache:              cache,
+		MemTableSize:       memSize,
+		Lock:               lock,
+		FormatMajorVersion: pebble.FormatNewest,
+		Logger:             pebbleLogger{opts.Logger},
+	}
+	db, err := pebble.Open(dir, po)
+	if err != nil {
+		_ = lock.Close()
+		return nil, fmt.Errorf("cannot open pebble store in %s: %w", dir, err)
+	}
+	s := &Store{db: db, lock: lock, dir: dir, now: opts.Now, idMax: map[string]int64{}}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.gate.cond.L = &s.gate.Mutex
+	return s, nil
+}
+
+// DB is the underlying database, for queue/embedded. The store never writes keys starting with
+// 'q'. Close the log before the store: Close closes the database.
+func (s *Store) DB() *pebble.DB { return s.db }
+
+// Close waits for calls in flight, then closes the database and releases the directory.
+func (s *Store) Close() error {
+	s.gate.Lock()
+	if s.gate.closed {
+		s.gate.Unlock()
+		return store.ErrClosed
+	}
+	s.gate.closed = true
+	for s.gate.inflight > 0 {
+		s.gate.cond.Wait()
+	}
+	s.gate.Unlock()
+	err := s.db.Close()
+	if lerr := s.lock.Close(); err == nil {
+		err = lerr
+	}
+	if err != nil {
+		return fmt.Errorf("cannot close pebble store in %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+// enter admits one call; the caller must call s.exit() when done.
+func (s *Store) enter() error {
+	s.gate.Lock()
+	defer s.gate.Unlock()
+	if s.gate.closed {
+		return store.ErrClosed
+	}
+	s.gate.inflight++
+	return nil
+}
+
+func (s *Store) exit() {
+	s.gate.Lock()
+	s.gate.inflight--
+	if s.gate.inflight == 0 && s.gate.closed {
+		s.gate.cond.Broadcast()
+	}
+	s.gate.Unlock()
+}
+
+// get returns a copy of the value at key, or store.ErrNotFound.
+func (s *Store) get(key []byte) ([]byte, error) {
+	v, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := append([]byte(nil), v...)
+	_ = closer.Close()
+	return out, nil
+}
+
+// has says whether key exists, and if so appends its value to dst.
+func (s *Store) getInto(dst, key []byte) ([]byte, bool, error) {
+	v, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return dst, false, nil
+	}
+	if err != nil {
+		return dst, false, err
+	}
+	dst = append(dst, v...)
+	_ = closer.Close()
+	return dst, true, nil
+}
+
+// iterate visits every key in [lower, upper) in order. k and v are valid only during fn.
+func (s *Store) iterate(lower, upper []byte, fn func(k, v []byte) error) (err error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := it.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	for valid := it.First(); valid; valid = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return err
+		}
+		if err := fn(it.Key(), v); err != nil {
+			return err
+		}
+	}
+	return it.Error()
+}
+
+type pebbleLogger struct{ l *zap.Logger }
+
+func (p pebbleLogger) Infof(format string, args ...any) {
+	if p.l != nil {
+		p.l.Sugar().Infof(format, args...)
+	}
+}
+
+func (p pebbleLogger) Errorf(format string, args ...any) {
+	if p.l != nil {
+		p.l.Sugar().Errorf(format, args...)
+	}
+}
+
+func (p pebbleLogger) Fatalf(format string, args ...any) {
+	if p.l != nil {
+		p.l.Sugar().Errorf(format, args...)
+	}
+	panic(fmt.Sprintf("pebble: fatal: "+format, args...))
+}
