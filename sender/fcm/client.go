@@ -1,0 +1,178 @@
+package fcm
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"golang.org/x/net/http2"
+
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/sender/gateway"
+)
+
+// Client delivers to FCM for one app over at most Config.MaxConns HTTP/2 connections (one per
+// transport, StrictMaxConcurrentStreams), opening another only when every open one carries
+// Config.StreamsPerConn requests. Safe for concurrent use.
+type Client struct {
+	url     string
+	ts      *tokenSource
+	tokenHC *http.Client
+	conns   *gateway.Conns[*http.Client]
+}
+
+// NewClient builds the client of the route returned by Route. It does not connect:
+// connections open, and the first access token is minted, on first use.
+func (c *Credentials) NewClient(route string, cfg Config) (*Client, error) {
+	if want, _ := c.Route(nil); route != want {
+		return nil, fmt.Errorf("cannot build fcm client: bad route %q", route)
+	}
+	cfg = cfg.WithDefaults()
+	endpoint := cfg.Endpoint
+	if c.endpoint != "" {
+		endpoint = c.endpoint
+	}
+	tokenURL := c.tokenURI
+	if cfg.TokenURL != "" {
+		tokenURL = cfg.TokenURL
+	}
+	tokenHC := &http.Client{
+		Transport: &http.Transport{
+			TLSClientConfig:     baseTLS(cfg),
+			ForceAttemptHTTP2:   true,
+			DialContext:         (&net.Dialer{Timeout: cfg.DialTimeout}).DialContext,
+			TLSHandshakeTimeout: cfg.DialTimeout,
+			IdleConnTimeout:     time.Minute,
+		},
+		Timeout: cfg.RequestTimeout,
+	}
+	cl := &Client{
+		url: strings.TrimSuffix(endpoint, "/") + "/v1/projects/" + url.PathEscape(c.projectID) + "/messages:send",
+		ts: &tokenSource{
+			email: c.email, keyID: c.keyID, tokenURL: tokenURL, key: c.key,
+			hc: tokenHC, timeout: cfg.RequestTimeout, now: time.Now,
+		},
+		tokenHC: tokenHC,
+	}
+	dial := func() (*http.Client, error) { return newConn(cfg), nil }
+	cl.conns = gateway.NewConns(cfg.MaxConns, cfg.StreamsPerConn, dial, func(h *http.Client) { h.CloseIdleConnections() })
+	return cl, nil
+}
+
+func baseTLS(cfg Config) *tls.Config {
+	if cfg.TLS != nil {
+		return cfg.TLS.Clone()
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12}
+}
+
+// newConn builds one http.Client whose HTTP/2 transport holds a single connection.
+func newConn(cfg Config) *http.Client {
+	dialer := &tls.Dialer{NetDialer: &net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 15 * time.Second}}
+	return &http.Client{
+		Transport: &http2.Transport{
+			TLSClientConfig: baseTLS(cfg),
+			DialTLSContext: func(ctx context.Context, network, addr string, c *tls.Config) (net.Conn, error) {
+				d := *dialer
+				d.Config = c
+				return d.DialContext(ctx, network, addr)
+			},
+			ReadIdleTimeout:            cfg.ReadIdleTimeout,
+			PingTimeout:                cfg.PingTimeout,
+			StrictMaxConcurrentStreams: true,
+		},
+		Timeout: cfg.RequestTimeout,
+	}
+}
+
+// Conns is the number of open connections.
+func (cl *Client) Conns() int { return cl.conns.Len() }
+
+// TokensMinted counts the access tokens this client obtained.
+func (cl *Client) TokensMinted() int64 { return cl.ts.mints.Load() }
+
+// Close closes the connections; call it once no Send is running.
+func (cl *Client) Close() {
+	cl.conns.Close()
+	cl.tokenHC.CloseIdleConnections()
+}
+
+var jsonContentType = []string{"application/json"}
+
+// Send makes one attempt to deliver d and classifies the reply.
+func (cl *Client) Send(ctx context.Context, d *push.Delivery) gateway.Reply {
+	bearer, err := cl.ts.token(ctx)
+	if err != nil {
+		var ce *credError
+		switch {
+		case errors.As(err, &ce):
+			return gateway.Reply{Kind: gateway.KindCredentials, Reason: ce.reason}
+		case ctx.Err() != nil:
+			return gateway.Reply{Kind: gateway.KindRetry, Reason: "canceled"}
+		}
+		return gateway.Reply{Kind: gateway.KindRetry, Reason: "cannot get an oauth2 access token"}
+	}
+	bp := bufs.Get().(*[]byte)
+	*bp, err = appendMessage((*bp)[:0], d.Target.DeviceID, d.Message.Body)
+	if err != nil {
+		bufs.Put(bp)
+		return gateway.Reply{Kind: gateway.KindFailed, Reason: err.Error()}
+	}
+	b := &body{buf: bp}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cl.url, nil)
+	if err != nil {
+		b.Close()
+		return gateway.Reply{Kind: gateway.KindFailed, Reason: "bad fcm endpoint"}
+	}
+	req.Body = b
+	req.ContentLength = int64(len(*bp))
+	req.Header = http.Header{"Authorization": {bearer}, "Content-Type": jsonContentType}
+
+	conn, err := cl.conns.Acquire()
+	if err != nil {
+		b.Close()
+		return gateway.Reply{Kind: gateway.KindRetry, Reason: "fcm client closed"}
+	}
+	defer conn.Release()
+	res, err := conn.C.Do(req)
+	if err != nil {
+		return transportReply(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode == http.StatusOK {
+		_, _ = io.Copy(io.Discard, res.Body)
+		return gateway.Reply{Kind: gateway.KindSent}
+	}
+	data, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+	r := classify(res.StatusCode, data)
+	switch r.Kind {
+	case gateway.KindRetry:
+		r.RetryAfter = gateway.ParseRetryAfter(res.Header.Get("Retry-After"), time.Now())
+	case gateway.KindAuth:
+		cl.ts.invalidate(bearer)
+	}
+	return r
+}
+
+// transportReply classifies a request that got no FCM reply.
+func transportReply(err error) gateway.Reply {
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.Canceled):
+		return gateway.Reply{Kind: gateway.KindRetry, Reason: "canceled"}
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return gateway.Reply{Kind: gateway.KindRetry, Reason: "fcm request timed out"}
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return gateway.Reply{Kind: gateway.KindRetry, Reason: "cannot reach fcm: " + ue.Err.Error()}
+	}
+	return gateway.Reply{Kind: gateway.KindRetry, Reason: "cannot reach fcm"}
+}
