@@ -1,0 +1,102 @@
+package pebble
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/pushd/pushd/store"
+)
+
+// req_ids value: createdAt (int64 ns), expiresAt (int64 ns), objectId.
+func appendClaim(dst []byte, c store.ReqClaim, expires time.Time) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, uint64(c.CreatedAt.UnixNano()))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(expires.UnixNano()))
+	return append(dst, c.ObjectID...)
+}
+
+func decodeClaim(v []byte) (store.ReqClaim, time.Time, bool) {
+	if len(v) < 16 {
+		return store.ReqClaim{}, time.Time{}, false
+	}
+	c := store.ReqClaim{
+		CreatedAt: time.Unix(0, int64(binary.BigEndian.Uint64(v))),
+		ObjectID:  string(v[16:]),
+	}
+	return c, time.Unix(0, int64(binary.BigEndian.Uint64(v[8:]))), true
+}
+
+// ClaimReqID implements store.Store. Expiry is judged against claim.CreatedAt (the caller's
+// now; Options.Now when zero): a claim is live while claim.CreatedAt is before the previous
+// claim's CreatedAt + ttl. Expired claims are overwritten, never swept.
+func (s *Store) ClaimReqID(ctx context.Context, appID, reqID string, claim store.ReqClaim, ttl time.Duration) (store.ReqClaim, bool, error) {
+	if err := s.enter(); err != nil {
+		return store.ReqClaim{}, false, err
+	}
+	defer s.exit()
+	if claim.CreatedAt.IsZero() {
+		claim.CreatedAt = s.now()
+	}
+	defer s.locks.lock(stripeOf("r", appID, reqID))()
+	key := reqIDKey(nil, appID, reqID)
+	v, found, err := s.getInto(nil, key)
+	if err != nil {
+		return store.ReqClaim{}, false, fmt.Errorf("cannot read req_id claim of app %s: %w", appID, err)
+	}
+	if found {
+		if prev, expires, ok := decodeClaim(v); ok && claim.CreatedAt.Before(expires) {
+			return prev, false, nil
+		}
+	}
+	if err := s.db.Set(key, appendClaim(nil, claim, claim.CreatedAt.Add(ttl)), pebble.Sync); err != nil {
+		return store.ReqClaim{}, false, fmt.Errorf("cannot claim req_id of app %s: %w", appID, err)
+	}
+	return claim, true, nil
+}
+
+// AddDailyVolume implements store.Store: read, add, synced write under the counter's stripe.
+func (s *Store) AddDailyVolume(ctx context.Context, appID, day string, n int64) (int64, error) {
+	if err := s.enter(); err != nil {
+		return 0, err
+	}
+	defer s.exit()
+	defer s.locks.lock(stripeOf("v", appID, day))()
+	key := volumeKey(nil, appID, day)
+	cur, err := s.readInt64(key)
+	if err != nil {
+		return 0, fmt.Errorf("cannot read daily volume of app %s: %w", appID, err)
+	}
+	total := cur + n
+	if err := s.db.Set(key, binary.BigEndian.AppendUint64(nil, uint64(total)), pebble.Sync); err != nil {
+		return 0, fmt.Errorf("cannot add to daily volume of app %s: %w", appID, err)
+	}
+	return total, nil
+}
+
+// DailyVolume implements store.Store; 0 for a day with no volume.
+func (s *Store) DailyVolume(ctx context.Context, appID, day string) (int64, error) {
+	if err := s.enter(); err != nil {
+		return 0, err
+	}
+	defer s.exit()
+	v, err := s.readInt64(volumeKey(nil, appID, day))
+	if err != nil {
+		return 0, fmt.Errorf("cannot read daily volume of app %s: %w", appID, err)
+	}
+	return v, nil
+}
+
+func (s *Store) readInt64(key []byte) (int64, error) {
+	var buf [8]byte
+	v, found, err := s.getInto(buf[:0], key)
+	if err != nil || !found {
+		return 0, err
+	}
+	if len(v) != 8 {
+		return 0, fmt.Errorf("counter of %d bytes", len(v))
+	}
+	return int64(binary.BigEndian.Uint64(v)), nil
+}

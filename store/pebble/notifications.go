@@ -1,0 +1,233 @@
+package pebble
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/store"
+)
+
+// CreateNotification implements store.Store; a record with the same objectId → store.ErrExists.
+func (s *Store) CreateNotification(ctx context.Context, n push.Notification) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	if n.ObjectID == "" || n.AppID == "" {
+		return errors.New("cannot create a push record without appId and objectId")
+	}
+	defer s.locks.lock(stripeOf("n", n.AppID, n.ObjectID))()
+	_, found, err := s.getInto(nil, notifKey(nil, n.AppID, n.ObjectID))
+	if err != nil {
+		return fmt.Errorf("cannot create push record %s of app %s: %w", n.ObjectID, n.AppID, err)
+	}
+	if found {
+		return fmt.Errorf("cannot create push record %s of app %s: %w", n.ObjectID, n.AppID, store.ErrExists)
+	}
+	if err := s.writeNotification(nil, &n); err != nil {
+		return fmt.Errorf("cannot create push record %s of app %s: %w", n.ObjectID, n.AppID, err)
+	}
+	return nil
+}
+
+// writeNotification writes n and its index rows, removing old's index rows when they differ,
+// in one synced batch. The caller holds n's stripe.
+func (s *Store) writeNotification(old, n *push.Notification) error {
+	v, err := json.Marshal(n)
+	if err != nil {
+		return err
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	timeKey := notifTimeKey(nil, n.AppID, n.CreatedAt.UnixNano(), n.ObjectID)
+	nidKey := appendStr(notifNIDPrefix(nil, n.AppID, n.NotificationID), n.ObjectID)
+	if old != nil {
+		if k := notifTimeKey(nil, old.AppID, old.CreatedAt.UnixNano(), old.ObjectID); string(k) != string(timeKey) {
+			if err := b.Delete(k, nil); err != nil {
+				return err
+			}
+		}
+		if k := appendStr(notifNIDPrefix(nil, old.AppID, old.NotificationID), old.ObjectID); string(k) != string(nidKey) {
+			if err := b.Delete(k, nil); err != nil {
+				return err
+			}
+		}
+	}
+	if err := b.Set(notifKey(nil, n.AppID, n.ObjectID), v, nil); err != nil {
+		return err
+	}
+	if old == nil || !old.CreatedAt.Equal(n.CreatedAt) {
+		if err := b.Set(timeKey, nil, nil); err != nil {
+			return err
+		}
+	}
+	if old == nil || old.NotificationID != n.NotificationID {
+		if err := b.Set(nidKey, nil, nil); err != nil {
+			return err
+		}
+	}
+	return b.Commit(pebble.Sync)
+}
+
+func (s *Store) readNotification(appID, objectID string) (push.Notification, error) {
+	var n push.Notification
+	v, err := s.get(notifKey(nil, appID, objectID))
+	if err != nil {
+		return n, err
+	}
+	if err := json.Unmarshal(v, &n); err != nil {
+		return n, fmt.Errorf("cannot decode push record %s of app %s: %w", objectID, appID, err)
+	}
+	return n, nil
+}
+
+// GetNotification implements store.Store.
+func (s *Store) GetNotification(ctx context.Context, appID, objectID string) (push.Notification, error) {
+	if err := s.enter(); err != nil {
+		return push.Notification{}, err
+	}
+	defer s.exit()
+	n, err := s.readNotification(appID, objectID)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return n, fmt.Errorf("cannot get push record %s of app %s: %w", objectID, appID, err)
+	}
+	return n, err
+}
+
+// UpdateNotification implements store.Store: read, fn, write under the record's stripe. fn
+// cannot move the record: AppID and ObjectID are restored after it runs.
+func (s *Store) UpdateNotification(ctx context.Context, appID, objectID string, fn func(*push.Notification) error) (push.Notification, error) {
+	if err := s.enter(); err != nil {
+		return push.Notification{}, err
+	}
+	defer s.exit()
+	defer s.locks.lock(stripeOf("n", appID, objectID))()
+	old, err := s.readNotification(appID, objectID)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return push.Notification{}, err
+		}
+		return push.Notification{}, fmt.Errorf("cannot update push record %s of app %s: %w", objectID, appID, err)
+	}
+	// fn gets its own copy: old's maps and slices must not change under it.
+	n, err := s.readNotification(appID, objectID)
+	if err != nil {
+		return push.Notification{}, fmt.Errorf("cannot update push record %s of app %s: %w", objectID, appID, err)
+	}
+	if err := fn(&n); err != nil {
+		return push.Notification{}, err
+	}
+	n.AppID, n.ObjectID = appID, objectID
+	if err := s.writeNotification(&old, &n); err != nil {
+		return push.Notification{}, fmt.Errorf("cannot update push record %s of app %s: %w", objectID, appID, err)
+	}
+	return n, nil
+}
+
+// DeleteNotification implements store.Store.
+func (s *Store) DeleteNotification(ctx context.Context, appID, objectID string) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	defer s.locks.lock(stripeOf("n", appID, objectID))()
+	n, err := s.readNotification(appID, objectID)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		return fmt.Errorf("cannot delete push record %s of app %s: %w", objectID, appID, err)
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	for _, k := range [][]byte{
+		notifKey(nil, appID, objectID),
+		notifTimeKey(nil, appID, n.CreatedAt.UnixNano(), objectID),
+		appendStr(notifNIDPrefix(nil, appID, n.NotificationID), objectID),
+	} {
+		if err := b.Delete(k, nil); err != nil {
+			return fmt.Errorf("cannot delete push record %s of app %s: %w", objectID, appID, err)
+		}
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("cannot delete push record %s of app %s: %w", objectID, appID, err)
+	}
+	return nil
+}
+
+// ListNotifications implements store.Store, newest first, over the time index.
+func (s *Store) ListNotifications(ctx context.Context, appID string, fn func(*push.Notification) error) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	prefix := notifTimePrefix(nil, appID)
+	var cbErr error
+	err := s.iterate(prefix, prefixEnd(prefix), func(k, _ []byte) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if len(k) < len(prefix)+8 {
+			return store.ErrBadKey
+		}
+		oid, _, err := store.DecodeKeyString(k[len(prefix)+8:])
+		if err != nil {
+			return err
+		}
+		n, err := s.readNotification(appID, oid)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil // deleted after the iterator opened
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(&n); err != nil {
+			cbErr = err
+			return err
+		}
+		return nil
+	})
+	if cbErr != nil {
+		return cbErr
+	}
+	if err != nil {
+		return fmt.Errorf("cannot list push records of app %s: %w", appID, err)
+	}
+	return nil
+}
+
+// NotificationsByNID implements store.Store, newest first.
+func (s *Store) NotificationsByNID(ctx context.Context, appID, notificationID string) ([]push.Notification, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.exit()
+	prefix := notifNIDPrefix(nil, appID, notificationID)
+	var out []push.Notification
+	err := s.iterate(prefix, prefixEnd(prefix), func(k, _ []byte) error {
+		oid, _, err := store.DecodeKeyString(k[len(prefix):])
+		if err != nil {
+			return err
+		}
+		n, err := s.readNotification(appID, oid)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		out = append(out, n)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot list push records of app %s by notification id: %w", appID, err)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
+	return out, nil
+}
