@@ -397,4 +397,8 @@ func testTakeOver(t *testing.T, l queue.Log) {
 		return true
 	}
 	waitfor.True(t, timeout, "a handled every message b left uncommitted", all)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t.Logf("%d rounds of %d partitions; a handled %d, b handled %d and refused %d",
+		appended, partitions, a.c.count(), b.c.count(), b.refused)
 }

@@ -4,6 +4,7 @@ package backoff
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"time"
 )
@@ -42,9 +43,18 @@ func (p Policy) Delay(attempt int) time.Duration {
 	return d - d/4 + jitter
 }
 
-// Retry calls f until it returns nil, waiting Delay(attempt) between calls. It returns nil once
-// f succeeded, or ctx.Err() when ctx ends first (f is not called again after that). onErr, if
-// not nil, sees every error of f with its attempt number (for logging and metrics).
+// Permanent wraps err so that Retry returns it at once instead of retrying.
+func Permanent(err error) error { return permanent{err} }
+
+type permanent struct{ err error }
+
+func (p permanent) Error() string { return p.err.Error() }
+func (p permanent) Unwrap() error { return p.err }
+
+// Retry calls f until it returns nil, waiting Delay(attempt) between calls. It returns nil
+// once f succeeded, the error f wrapped with Permanent, or ctx.Err() when ctx ends first (f
+// is not called again after that). onErr, if not nil, sees every error of f with its attempt
+// number (for logging and metrics).
 func Retry(ctx context.Context, p Policy, f func() error, onErr func(attempt int, err error)) error {
 	var timer *time.Timer
 	defer func() {
@@ -59,6 +69,10 @@ func Retry(ctx context.Context, p Policy, f func() error, onErr func(attempt int
 		err := f()
 		if err == nil {
 			return nil
+		}
+		var perm permanent
+		if errors.As(err, &perm) {
+			return perm.err
 		}
 		if onErr != nil {
 			onErr(attempt, err)

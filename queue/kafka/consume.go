@@ -1,0 +1,145 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+
+	"github.com/pushd/pushd/queue"
+	"github.com/pushd/pushd/queue/internal/backoff"
+)
+
+// Consume joins group on topic and hands the messages of the partitions assigned to this
+// member to h until ctx is cancelled or the Log is closed; it then leaves the group and
+// returns nil once its partition goroutines exited.
+func (l *Log) Consume(ctx context.Context, topic, group string, h queue.Handler) error {
+	if l.Partitions(topic) == 0 {
+		return fmt.Errorf("cannot consume unknown topic %s", topic)
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return fmt.Errorf("cannot consume topic %s: %w", topic, ErrClosed)
+	}
+	l.wg.Add(1)
+	defer l.wg.Done()
+	l.mu.Unlock()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-l.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+
+	cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
+		ID:                group,
+		Brokers:           l.cfg.Brokers,
+		Dialer:            l.dialer(),
+		Topics:            []string{topic},
+		HeartbeatInterval: l.cfg.HeartbeatInterval,
+		SessionTimeout:    l.cfg.SessionTimeout,
+		RebalanceTimeout:  l.cfg.RebalanceTimeout,
+		JoinGroupBackoff:  l.cfg.JoinGroupBackoff,
+		StartOffset:       kafka.FirstOffset,
+		ErrorLogger:       kafka.LoggerFunc(l.log.Named("group").Sugar().Debugf),
+	})
+	if err != nil {
+		return fmt.Errorf("cannot join group %s on topic %s: %w", group, topic, err)
+	}
+	// Close leaves the group after the current generation's goroutines exited.
+	defer func() { _ = cg.Close() }()
+
+	log := l.log.With(zap.String("topic", topic), zap.String("group", group))
+	for {
+		gen, err := cg.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed) {
+				return nil
+			}
+			// Join/sync errors: the group loop already backs off before the next attempt.
+			log.Warn("cannot join consumer group generation", zap.Error(err))
+			continue
+		}
+		var commitMu sync.Mutex // one OffsetCommit at a time on the generation's connection
+		for _, a := range gen.Assignments[topic] {
+			gen.Start(func(genCtx context.Context) {
+				pctx, pcancel := context.WithCancel(ctx)
+				defer pcancel()
+				stop := context.AfterFunc(genCtx, pcancel)
+				defer stop()
+				l.consumePartition(pctx, gen, &commitMu, topic, a, h, log.With(zap.Int("partition", a.ID)))
+			})
+		}
+	}
+}
+
+func (l *Log) dialer() *kafka.Dialer {
+	return &kafka.Dialer{ClientID: l.cfg.ClientID, Timeout: l.cfg.WriteTimeout, DualStack: true}
+}
+
+// consumePartition runs one assigned partition for one generation: fetch, handle (retrying),
+// commit, in offset order, until ctx ends (consumer stopped or generation over).
+func (l *Log) consumePartition(ctx context.Context, gen *kafka.Generation, commitMu *sync.Mutex,
+	topic string, a kafka.PartitionAssignment, h queue.Handler, log *zap.Logger) {
+	r := kafka.NewReader(kafka.ReaderConfig{
+		Brokers:   l.cfg.Brokers,
+		Dialer:    l.dialer(),
+		Topic:     topic,
+		Partition: a.ID,
+		MinBytes:  1,
+		MaxBytes:  10 << 20,
+		MaxWait:   l.cfg.MaxWait,
+	})
+	defer r.Close()
+	if err := r.SetOffset(a.Offset); err != nil {
+		log.Warn("cannot set the start offset", zap.Int64("offset", a.Offset), zap.Error(err))
+		return
+	}
+	for {
+		km, err := r.FetchMessage(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Warn("cannot fetch", zap.Error(err))
+				// Ending this goroutine ends the generation: the group rejoins and the
+				// partition restarts from its committed offset.
+			}
+			return
+		}
+		m := queue.Message{Topic: km.Topic, Partition: km.Partition, Offset: km.Offset, Key: km.Key, Value: km.Value}
+		if err := backoff.Retry(ctx, l.retry, func() error { return h(ctx, m) }, func(attempt int, err error) {
+			log.Warn("handler failed; will retry", zap.Int64("offset", m.Offset), zap.Int("attempt", attempt), zap.Error(err))
+		}); err != nil {
+			return // stopped: the message stays uncommitted
+		}
+		commit := map[string]map[int]int64{topic: {a.ID: km.Offset + 1}}
+		if err := backoff.Retry(ctx, l.retry, func() error {
+			commitMu.Lock()
+			err := gen.CommitOffsets(commit)
+			commitMu.Unlock()
+			if isGenerationOver(err) {
+				// This member no longer owns the partition: stop; the new owner gets the
+				// message again (at least once).
+				return backoff.Permanent(err)
+			}
+			return err
+		}, func(attempt int, err error) {
+			log.Warn("cannot commit offset", zap.Int64("offset", km.Offset+1), zap.Int("attempt", attempt), zap.Error(err))
+		}); err != nil {
+			return
+		}
+	}
+}
+
+// isGenerationOver tells whether a commit failed because the group moved on.
+func isGenerationOver(err error) bool {
+	return errors.Is(err, kafka.IllegalGeneration) || errors.Is(err, kafka.RebalanceInProgress) ||
+		errors.Is(err, kafka.UnknownMemberId) || errors.Is(err, kafka.ErrGenerationEnded)
+}
