@@ -1,0 +1,130 @@
+package sender
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pushd/pushd/sender/apns"
+	"github.com/pushd/pushd/sender/fcm"
+)
+
+// Config configures the dispatcher and its pools.
+type Config struct {
+	// Workers is the most deliveries in flight per pool, each worker one request (default 1000).
+	Workers int
+	// QueueSize bounds the deliveries waiting for a worker per pool (default Workers);
+	// a full queue blocks Send.
+	QueueSize int
+	// Rate is the default per-pool rate in deliveries/s (0: unlimited); Rates overrides it by
+	// "<channel>" or "<appId>/<channel>" (the more specific wins).
+	Rate  float64
+	Rates map[string]float64
+	// Burst is the token-bucket depth (default Rate/10, at least 1).
+	Burst int
+	// MaxAttempts bounds the gateway requests per delivery (default 5).
+	MaxAttempts int
+	// MaxRetryDelay bounds the total backoff of one delivery (default 2m); a Retry-After beyond
+	// it fails the delivery at once.
+	MaxRetryDelay time.Duration
+	// BaseBackoff and MaxBackoff shape the exponential backoff (defaults 200ms, 30s).
+	BaseBackoff time.Duration
+	MaxBackoff  time.Duration
+	// IdleTimeout closes a pool unused for this long (default 5m). A pool stopped by the
+	// breaker is not "used" by the deliveries it fails fast, so it is rebuilt (and tries the
+	// credentials again) IdleTimeout after it stopped, or at once when the credentials change.
+	IdleTimeout time.Duration
+	// AppCacheTTL is how long an app and its parsed credentials are reused (default 10s).
+	AppCacheTTL time.Duration
+
+	APNs apns.Config
+	FCM  fcm.Config
+
+	// Test hooks.
+	sleep   func(ctx context.Context, d time.Duration) error // backoff and rate waits
+	now     func() time.Time
+	drivers map[string]driver // replaces the built-in gateways
+}
+
+// WithDefaults fills zero fields.
+func (c Config) WithDefaults() Config {
+	if c.Workers == 0 {
+		c.Workers = 1000
+	}
+	if c.QueueSize == 0 {
+		c.QueueSize = c.Workers
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = 5
+	}
+	if c.MaxRetryDelay == 0 {
+		c.MaxRetryDelay = 2 * time.Minute
+	}
+	if c.BaseBackoff == 0 {
+		c.BaseBackoff = 200 * time.Millisecond
+	}
+	if c.MaxBackoff == 0 {
+		c.MaxBackoff = 30 * time.Second
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = 5 * time.Minute
+	}
+	if c.AppCacheTTL == 0 {
+		c.AppCacheTTL = 10 * time.Second
+	}
+	if c.sleep == nil {
+		c.sleep = sleep
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	return c
+}
+
+// Validate reports a configuration that cannot work.
+func (c Config) Validate() error {
+	if c.Workers < 0 || c.QueueSize < 0 || c.Burst < 0 || c.MaxAttempts < 0 {
+		return errors.New("sender: Workers, QueueSize, Burst and MaxAttempts must not be negative")
+	}
+	if c.Rate < 0 {
+		return errors.New("sender: Rate must not be negative")
+	}
+	for k, r := range c.Rates {
+		if r < 0 {
+			return fmt.Errorf("sender: rate of %q must not be negative", k)
+		}
+	}
+	if c.MaxRetryDelay < 0 || c.BaseBackoff < 0 || c.MaxBackoff < 0 || c.IdleTimeout < 0 || c.AppCacheTTL < 0 {
+		return errors.New("sender: durations must not be negative")
+	}
+	if err := c.APNs.Validate(); err != nil {
+		return err
+	}
+	return c.FCM.Validate()
+}
+
+// rate is the per-pool rate of (app, channel).
+func (c *Config) rate(appID, channel string) float64 {
+	if r, ok := c.Rates[appID+"/"+channel]; ok {
+		return r
+	}
+	if r, ok := c.Rates[channel]; ok {
+		return r
+	}
+	return c.Rate
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

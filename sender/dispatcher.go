@@ -1,0 +1,358 @@
+package sender
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"go.uber.org/zap"
+
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/store"
+)
+
+// ErrClosed is returned by Send once the dispatcher is closed.
+var ErrClosed = errors.New("sender closed")
+
+// AppSource gives the app (and its gateway credentials) of a delivery.
+type AppSource interface {
+	GetApp(ctx context.Context, appID string) (push.App, error)
+}
+
+// TokenInvalidator deletes the installation whose token a gateway reported dead. objectID is
+// "" for a listed device id without a stored installation.
+type TokenInvalidator interface {
+	InvalidateToken(ctx context.Context, appID, objectID, deviceID string) error
+}
+
+// Dispatcher routes deliveries to pools. See the package doc.
+type Dispatcher struct {
+	cfg     Config
+	src     AppSource
+	inv     TokenInvalidator
+	log     *zap.Logger
+	m       map[string]*channelMetrics
+	drivers map[string]driver
+	closed  chan struct{}
+
+	appsMu sync.Mutex
+	apps   map[string]*appEntry
+
+	mu       sync.Mutex // guards pools, isClosed; see pool.pending
+	pools    map[poolKey]*pool
+	isClosed bool
+}
+
+// appEntry is a cached app and its parsed credentials per channel.
+type appEntry struct {
+	fetched time.Time
+	found   bool
+	creds   map[string]*credsEntry
+}
+
+type credsEntry struct {
+	fingerprint string
+	creds       credentials
+	err         error // invalid credentials: every delivery of the channel fails with it
+}
+
+// New builds a dispatcher. Run (or Close) ends it.
+func New(cfg Config, apps AppSource, inv TokenInvalidator, log *zap.Logger, set *metrics.Set) *Dispatcher {
+	cfg = cfg.WithDefaults()
+	drivers := cfg.drivers
+	if drivers == nil {
+		drivers = map[string]driver{
+			push.ChannelAPNs: apnsDriver{cfg.APNs},
+			push.ChannelFCM:  fcmDriver{cfg.FCM},
+		}
+	}
+	return &Dispatcher{
+		cfg:     cfg,
+		src:     apps,
+		inv:     inv,
+		log:     log.Named("sender"),
+		m:       newMetrics(set),
+		drivers: drivers,
+		closed:  make(chan struct{}),
+		apps:    make(map[string]*appEntry),
+		pools:   make(map[poolKey]*pool),
+	}
+}
+
+// Run closes idle pools until ctx ends, then closes the dispatcher.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	tick := time.NewTicker(max(d.cfg.IdleTimeout/4, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			d.Close()
+			return nil
+		case <-d.closed:
+			return nil
+		case <-tick.C:
+			d.closeIdle()
+		}
+	}
+}
+
+// closeIdle closes the pools with nothing pending and unused for IdleTimeout.
+func (d *Dispatcher) closeIdle() {
+	limit := d.cfg.now().Add(-d.cfg.IdleTimeout).UnixNano()
+	var idle []*pool
+	d.mu.Lock()
+	for k, p := range d.pools {
+		if p.pending.Load() == 0 && p.lastUsed.Load() <= limit {
+			delete(d.pools, k)
+			idle = append(idle, p)
+		}
+	}
+	d.mu.Unlock()
+	for _, p := range idle {
+		p.close()
+		p.log.Debug("idle pool closed")
+	}
+}
+
+// Pools is the number of open pools.
+func (d *Dispatcher) Pools() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.pools)
+}
+
+// Close stops every pool, aborting requests in flight; Send calls still waiting return ErrClosed.
+func (d *Dispatcher) Close() {
+	d.mu.Lock()
+	if d.isClosed {
+		d.mu.Unlock()
+		return
+	}
+	d.isClosed = true
+	close(d.closed)
+	pools := d.pools
+	d.pools = map[poolKey]*pool{}
+	d.mu.Unlock()
+	for _, p := range pools {
+		p.close()
+	}
+}
+
+// batch collects the results of one Send call. Once abandoned (Send returned early) results
+// are no longer written: the caller owns res again.
+type batch struct {
+	mu        sync.Mutex
+	res       []push.Result
+	left      int
+	abandoned bool
+	done      chan struct{}
+}
+
+func (b *batch) finish(i int, r push.Result) {
+	b.mu.Lock()
+	if !b.abandoned {
+		b.res[i] = r
+	}
+	b.left--
+	if b.left == 0 {
+		close(b.done)
+	}
+	b.mu.Unlock()
+}
+
+func (b *batch) abandon() {
+	b.mu.Lock()
+	b.abandoned = true
+	b.mu.Unlock()
+}
+
+// Send delivers ds and blocks until res[i] holds the final result of ds[i] (retries done
+// inside). A non-nil error means ctx ended, an app could not be read, or the dispatcher closed
+// before all were final; the caller must then not count or commit the batch.
+func (d *Dispatcher) Send(ctx context.Context, ds []push.Delivery, res []push.Result) error {
+	if len(res) < len(ds) {
+		panic("BUG: sender.Send needs a result per delivery")
+	}
+	if len(ds) == 0 {
+		return nil
+	}
+	select {
+	case <-d.closed:
+		return ErrClosed
+	default:
+	}
+	b := &batch{res: res, left: len(ds), done: make(chan struct{})}
+	var memo appMemo
+	now := d.cfg.now()
+	for i := range ds {
+		dl := &ds[i]
+		r, p, err := d.route(ctx, dl, now, &memo)
+		if err != nil {
+			b.abandon()
+			return err
+		}
+		if p == nil {
+			b.finish(i, r)
+			continue
+		}
+		select {
+		case p.queue <- item{ctx: ctx, d: dl, i: i, b: b}:
+			p.ensureWorker()
+		case <-ctx.Done():
+			p.done()
+			b.abandon()
+			return ctx.Err()
+		case <-d.closed:
+			p.done()
+			b.abandon()
+			return ErrClosed
+		}
+	}
+	select {
+	case <-b.done:
+		return nil
+	default:
+	}
+	select {
+	case <-b.done:
+		return nil
+	case <-ctx.Done():
+		b.abandon()
+		return ctx.Err()
+	case <-d.closed:
+		b.abandon()
+		return ErrClosed
+	}
+}
+
+// appMemo remembers the last app of a Send call: batches are usually of one app.
+type appMemo struct {
+	id string
+	e  *appEntry
+}
+
+// route settles dl at once (r, nil) or picks its pool, counting it pending there (_, p).
+// An error is not dl's: the batch cannot proceed (the app could not be read).
+func (d *Dispatcher) route(ctx context.Context, dl *push.Delivery, now time.Time, memo *appMemo) (push.Result, *pool, error) {
+	ch := dl.Target.Channel
+	m := d.m[ch]
+	if m == nil {
+		return push.Result{Outcome: push.OutcomeFailed, Reason: fmt.Sprintf("unknown channel %q", ch)}, nil, nil
+	}
+	fail := func(reason string) (push.Result, *pool, error) {
+		m.rejections.Inc()
+		m.outcome(push.OutcomeFailed)
+		return push.Result{Outcome: push.OutcomeFailed, Reason: reason}, nil, nil
+	}
+	drv := d.drivers[ch]
+	if drv == nil {
+		return fail("channel " + ch + " not available")
+	}
+	if exp := dl.Message.Expiration; !exp.IsZero() && !now.Before(exp) {
+		m.outcome(push.OutcomeExpired)
+		return push.Result{Outcome: push.OutcomeExpired}, nil, nil
+	}
+	if memo.e == nil || memo.id != dl.AppID {
+		e, err := d.app(ctx, dl.AppID, now)
+		if err != nil {
+			return push.Result{}, nil, err
+		}
+		memo.id, memo.e = dl.AppID, e
+	}
+	if !memo.e.found {
+		return fail("app not found")
+	}
+	ce := memo.e.creds[ch]
+	switch {
+	case ce == nil:
+		return fail("no " + ch + " credentials configured")
+	case ce.err != nil:
+		return fail("invalid " + ch + " credentials: " + ce.err.Error())
+	}
+	route, err := ce.creds.Route(dl)
+	if err != nil {
+		return fail(err.Error())
+	}
+	key := poolKey{channel: ch, appID: dl.AppID, fingerprint: ce.fingerprint, route: route}
+	p, err := d.acquire(key, ce.creds)
+	if err != nil {
+		return push.Result{}, nil, err
+	}
+	if p == nil {
+		return fail("cannot build " + ch + " client")
+	}
+	if r, ok := p.rejected(); ok {
+		p.pending.Add(-1)
+		p.m.queued.Dec()
+		m.outcome(r.Outcome)
+		return r, nil, nil
+	}
+	return push.Result{}, p, nil
+}
+
+// acquire returns the pool of key (creating it), counted pending for one delivery.
+func (d *Dispatcher) acquire(key poolKey, c credentials) (*pool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.isClosed {
+		return nil, ErrClosed
+	}
+	p := d.pools[key]
+	if p == nil {
+		cl, err := c.newClient(key.route)
+		if err != nil {
+			d.log.Warn("cannot build gateway client", zap.String("app_id", key.appID), zap.String("vendor", key.channel), zap.Error(err))
+			return nil, nil
+		}
+		p = newPool(key, cl, &d.cfg, d.inv, d.m[key.channel], d.log)
+		d.pools[key] = p
+		p.log.Debug("pool created")
+	}
+	p.pending.Add(1)
+	p.m.queued.Inc()
+	return p, nil
+}
+
+// app returns the cached app entry, reading the app again after AppCacheTTL. Parsed
+// credentials are kept while their bytes are unchanged (they hold shared JWTs and tokens).
+func (d *Dispatcher) app(ctx context.Context, appID string, now time.Time) (*appEntry, error) {
+	d.appsMu.Lock()
+	old := d.apps[appID]
+	d.appsMu.Unlock()
+	if old != nil && now.Sub(old.fetched) < d.cfg.AppCacheTTL {
+		return old, nil
+	}
+	app, err := d.src.GetApp(ctx, appID)
+	e := &appEntry{fetched: now, found: true, creds: map[string]*credsEntry{}}
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		e.found = false
+	case err != nil:
+		return nil, fmt.Errorf("cannot read app %s: %w", appID, err)
+	}
+	for ch, raw := range app.Credentials {
+		drv := d.drivers[ch]
+		if drv == nil {
+			continue
+		}
+		sum := sha256.Sum256(raw)
+		fp := hex.EncodeToString(sum[:8])
+		if old != nil {
+			if oc := old.creds[ch]; oc != nil && oc.fingerprint == fp {
+				e.creds[ch] = oc
+				continue
+			}
+		}
+		c, err := drv.load(raw)
+		e.creds[ch] = &credsEntry{fingerprint: fp, creds: c, err: err}
+	}
+	d.appsMu.Lock()
+	d.apps[appID] = e
+	d.appsMu.Unlock()
+	return e, nil
+}

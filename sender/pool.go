@@ -1,0 +1,290 @@
+package sender
+
+import (
+	"context"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/sender/gateway"
+)
+
+// poolKey names one pool. fingerprint changes when the app's credentials of the channel change.
+type poolKey struct {
+	channel, appID, fingerprint, route string
+}
+
+// item is one queued delivery: by value in the queue, so queueing allocates nothing.
+type item struct {
+	ctx context.Context // the Send call's
+	d   *push.Delivery
+	i   int
+	b   *batch
+}
+
+// pool delivers over one route. Workers start on demand up to cfg.Workers and live as long
+// as the pool.
+type pool struct {
+	key    poolKey
+	cfg    *Config
+	client client
+	inv    TokenInvalidator
+	m      *channelMetrics
+	log    *zap.Logger
+	bucket *bucket // nil: no rate limit
+
+	queue  chan item
+	ctx    context.Context // cancelled by close: aborts requests and backoffs
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	workers atomic.Int32
+	idle    atomic.Int32
+	// pending counts deliveries handed to the pool and not yet final; it is incremented under
+	// Dispatcher.mu, so the janitor (also under Dispatcher.mu) never closes a pool in use.
+	pending  atomic.Int64
+	lastUsed atomic.Int64 // unix nanos
+
+	broken   atomic.Pointer[string] // breaker: the credential rejection reason
+	everSent atomic.Bool
+	lastLog  atomic.Int64 // unix nanos of the last sampled log line
+}
+
+func newPool(key poolKey, cl client, cfg *Config, inv TokenInvalidator, m *channelMetrics, log *zap.Logger) *pool {
+	p := &pool{
+		key: key, cfg: cfg, client: cl, inv: inv, m: m,
+		log:   log.With(zap.String("app_id", key.appID), zap.String("vendor", key.channel), zap.String("route", key.route)),
+		queue: make(chan item, cfg.QueueSize),
+	}
+	if r := cfg.rate(key.appID, key.channel); r > 0 {
+		p.bucket = newBucket(r, cfg.Burst, cfg.now)
+	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.lastUsed.Store(cfg.now().UnixNano())
+	m.pools.Inc()
+	m.capacity.Add(float64(cfg.Workers))
+	return p
+}
+
+// ensureWorker starts a worker when the queue holds more deliveries than idle workers.
+func (p *pool) ensureWorker() {
+	for int(p.idle.Load()) < len(p.queue) {
+		n := p.workers.Load()
+		if int(n) >= p.cfg.Workers {
+			return
+		}
+		if p.workers.CompareAndSwap(n, n+1) {
+			p.idle.Add(1)
+			p.wg.Add(1)
+			go p.work()
+		}
+	}
+}
+
+func (p *pool) work() {
+	defer p.wg.Done()
+	for {
+		select {
+		case it := <-p.queue:
+			p.idle.Add(-1)
+			r, final := p.deliver(it.ctx, it.d)
+			if final {
+				p.m.outcome(r.Outcome)
+			}
+			it.b.finish(it.i, r)
+			p.done()
+			p.idle.Add(1)
+		case <-p.ctx.Done():
+			return
+		}
+	}
+}
+
+// done ends one pending delivery.
+func (p *pool) done() {
+	p.lastUsed.Store(p.cfg.now().UnixNano())
+	p.pending.Add(-1)
+	p.m.queued.Dec()
+}
+
+// close stops the workers (aborting requests in flight) and the connections.
+func (p *pool) close() {
+	p.cancel()
+	p.wg.Wait()
+	for len(p.queue) > 0 { // only when the dispatcher closes: their Send calls return ErrClosed
+		it := <-p.queue
+		it.b.finish(it.i, push.Result{Outcome: push.OutcomeFailed, Reason: "sender closed"})
+		p.pending.Add(-1)
+		p.m.queued.Dec()
+	}
+	p.client.Close()
+	p.m.pools.Dec()
+	p.m.capacity.Add(-float64(p.cfg.Workers))
+}
+
+// rejected is the fail-fast result of a pool stopped by its breaker, or false.
+func (p *pool) rejected() (push.Result, bool) {
+	if r := p.broken.Load(); r != nil {
+		p.m.rejections.Inc()
+		return push.Result{Outcome: push.OutcomeFailed, Reason: "credentials rejected: " + *r}, true
+	}
+	return push.Result{}, false
+}
+
+// trip opens the breaker; the first trip is logged for a human to fix the credentials.
+func (p *pool) trip(reason string) {
+	if p.broken.CompareAndSwap(nil, &reason) {
+		p.m.trips.Inc()
+		p.log.Error("gateway rejected the app's credentials: pool stopped until they change", zap.String("reason", reason))
+	}
+}
+
+// deliver runs the attempts of one delivery. final is false when ctx ended first: the result
+// is then not counted (the batch is abandoned).
+func (p *pool) deliver(ctx context.Context, d *push.Delivery) (res push.Result, final bool) {
+	if ctx.Err() != nil {
+		return push.Result{Outcome: push.OutcomeFailed, Reason: "canceled"}, false
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(p.ctx, cancel)
+	defer stop()
+
+	var (
+		waited      time.Duration
+		authRetried bool
+	)
+	for attempt := 1; ; attempt++ {
+		if r, ok := p.rejected(); ok {
+			return r, true
+		}
+		if exp := d.Message.Expiration; !exp.IsZero() && !p.cfg.now().Before(exp) {
+			return push.Result{Outcome: push.OutcomeExpired}, true
+		}
+		if w := p.bucket.reserve(); w > 0 {
+			if p.cfg.sleep(ctx, w) != nil {
+				return push.Result{Outcome: push.OutcomeFailed, Reason: "canceled"}, false
+			}
+		}
+		p.m.inflight.Inc()
+		rep := p.client.Send(ctx, d)
+		p.m.inflight.Dec()
+		switch rep.Kind {
+		case gateway.KindSent:
+			p.everSent.Store(true)
+			return push.Result{Outcome: push.OutcomeSent}, true
+		case gateway.KindInvalidToken:
+			p.invalidate(ctx, d, rep.Reason)
+			return push.Result{Outcome: push.OutcomeInvalidToken, Reason: rep.Reason}, true
+		case gateway.KindFailed:
+			return push.Result{Outcome: push.OutcomeFailed, Reason: rep.Reason}, true
+		case gateway.KindCredentials:
+			if rep.TokenScoped && p.everSent.Load() {
+				return push.Result{Outcome: push.OutcomeFailed, Reason: rep.Reason}, true
+			}
+			p.trip(rep.Reason)
+			return push.Result{Outcome: push.OutcomeFailed, Reason: "credentials rejected: " + rep.Reason}, true
+		case gateway.KindAuth:
+			if !authRetried { // the client dropped its token: one retry with a fresh one
+				authRetried = true
+				attempt--
+				continue
+			}
+			p.trip(rep.Reason)
+			return push.Result{Outcome: push.OutcomeFailed, Reason: "credentials rejected: " + rep.Reason}, true
+		}
+		// gateway.KindRetry (and any unknown kind)
+		if ctx.Err() != nil {
+			return push.Result{Outcome: push.OutcomeFailed, Reason: "canceled"}, false
+		}
+		delay := p.backoff(attempt)
+		if rep.RetryAfter > delay {
+			delay = rep.RetryAfter
+		}
+		if attempt >= p.cfg.MaxAttempts || waited+delay > p.cfg.MaxRetryDelay {
+			p.sampled("delivery failed after retries", zap.String("reason", rep.Reason), zap.Int("attempt", attempt))
+			return push.Result{Outcome: push.OutcomeFailed, Reason: "retries exhausted after " + strconv.Itoa(attempt) + " attempts: " + rep.Reason}, true
+		}
+		waited += delay
+		p.m.retries.Inc()
+		if p.cfg.sleep(ctx, delay) != nil {
+			return push.Result{Outcome: push.OutcomeFailed, Reason: "canceled"}, false
+		}
+	}
+}
+
+// backoff is the delay before retry number attempt: exponential, capped, with jitter
+// (half fixed, half random) so that a brownout's retries do not arrive in lockstep.
+func (p *pool) backoff(attempt int) time.Duration {
+	d := p.cfg.BaseBackoff << min(attempt-1, 30)
+	if d > p.cfg.MaxBackoff || d <= 0 {
+		d = p.cfg.MaxBackoff
+	}
+	half := d / 2
+	return half + rand.N(half+1)
+}
+
+func (p *pool) invalidate(ctx context.Context, d *push.Delivery, reason string) {
+	if p.inv == nil {
+		return
+	}
+	if err := p.inv.InvalidateToken(ctx, d.AppID, d.Target.ObjectID, d.Target.DeviceID); err != nil {
+		p.m.invErrors.Inc()
+		p.sampled("cannot delete an installation with a dead token", zap.String("reason", reason), zap.Error(err))
+	}
+}
+
+// logEvery is the sampling period of the per-pool warnings: hot-path failures are counted,
+// and at most one line per pool per period says what is happening.
+const logEvery = 10 * time.Second
+
+func (p *pool) sampled(msg string, fields ...zap.Field) {
+	now := p.cfg.now().UnixNano()
+	last := p.lastLog.Load()
+	if now-last < int64(logEvery) || !p.lastLog.CompareAndSwap(last, now) {
+		return
+	}
+	p.log.Warn(msg+" (sampled)", fields...)
+}
+
+// bucket is a token bucket; reserve takes one token, going into debt, and says how long the
+// caller waits for it, so waiting callers are served in order without a lock held while waiting.
+type bucket struct {
+	mu     sync.Mutex
+	rate   float64 // tokens/s
+	burst  float64
+	tokens float64
+	last   time.Time
+	now    func() time.Time
+}
+
+func newBucket(rate float64, burst int, now func() time.Time) *bucket {
+	b := float64(burst)
+	if b <= 0 {
+		b = max(1, rate/10)
+	}
+	return &bucket{rate: rate, burst: b, tokens: b, last: now(), now: now}
+}
+
+func (b *bucket) reserve() time.Duration {
+	if b == nil {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.now()
+	if el := now.Sub(b.last); el > 0 {
+		b.tokens = min(b.burst, b.tokens+el.Seconds()*b.rate)
+		b.last = now
+	}
+	b.tokens--
+	if b.tokens >= 0 {
+		return 0
+	}
+	return time.Duration(-b.tokens / b.rate * float64(time.Second))
+}
