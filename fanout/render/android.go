@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -152,7 +153,7 @@ func renderFCM(m attrs, opts Options, now time.Time) (*push.Message, error) {
 		}
 		for _, k := range custom {
 			if fcmReserved(k) {
-				return nil, ErrReservedKey
+				return nil, fmt.Errorf("%w: %q", ErrReservedKey, k)
 			}
 			if err := dataString(d, k, m[k]); err != nil {
 				return nil, err

@@ -50,8 +50,6 @@ func renderIOS(m attrs, opts Options) (*push.Message, error) {
 		default:
 			return nil, ErrBadData
 		}
-	} else if hasTitle {
-		aps["alert"] = alertObject(attrs{}, title)
 	}
 	for _, k := range []string{"badge", "sound", "thread-id", "category", "content-available",
 		"mutable-content", "url-args", "target-content-id"} {

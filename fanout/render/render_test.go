@@ -197,6 +197,7 @@ func TestRenderErrors(t *testing.T) {
 		{"silent mz", `{"alert":"x","silent":true}`, push.ChannelMz, time.Time{}, ErrNoPassThrough},
 		{"no alert android", `{"title":"x"}`, push.ChannelDirect, time.Time{}, ErrNoContent},
 		{"alert removed by override", `{"alert":"x","mi":{"alert":null}}`, push.ChannelMi, time.Time{}, ErrNoContent},
+		{"title only ios", `{"title":"t","k":1}`, push.ChannelAPNs, time.Time{}, ErrNoContent},
 		{"no alert ios", `{"badge":1}`, push.ChannelAPNs, time.Time{}, ErrNoContent},
 		{"alert object android", `{"alert":{"body":"x"}}`, push.ChannelFCM, time.Time{}, ErrAlertObject},
 		{"expired", `{"alert":"x"}`, push.ChannelAPNs, testNow, ErrExpired},

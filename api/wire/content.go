@@ -1,0 +1,160 @@
+package wire
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/pushd/pushd/fanout/render"
+	"github.com/pushd/pushd/push"
+)
+
+// edition answers which delivery channels an app's edition has. An empty edition is the
+// China edition, the default of push.DefaultSettings.
+type edition push.Edition
+
+func (e edition) international() bool { return push.Edition(e) == push.EditionInternational }
+
+func (e edition) name() string {
+	if e.international() {
+		return string(push.EditionInternational)
+	}
+	return string(push.EditionChina)
+}
+
+// vendors lists the hybrid-push channels of the edition.
+func (e edition) vendors() []string {
+	if e.international() {
+		return []string{push.ChannelMi, push.ChannelFCM}
+	}
+	return []string{push.ChannelMi, push.ChannelHMS, push.ChannelMz, push.ChannelVivo, push.ChannelOppo}
+}
+
+func (e edition) has(channel string) bool {
+	for _, v := range e.vendors() {
+		if v == channel {
+			return true
+		}
+	}
+	return false
+}
+
+// renderable renders data for channel the way fan-out will, and sorts the outcome: ok
+// (a message, or a failure fan-out records per target), noContent, or alertObject.
+type verdict uint8
+
+const (
+	verdictOK verdict = iota
+	verdictNoContent
+	verdictAlertObject
+	verdictTargetsFail // renders to an error every target of the channel will be failed with
+	verdictBug
+)
+
+func renderVerdict(data json.RawMessage, channel string, now time.Time) (verdict, error) {
+	_, err := render.Render(data, channel, render.Options{Now: now})
+	switch {
+	case err == nil:
+		return verdictOK, nil
+	case errors.Is(err, render.ErrNoContent):
+		return verdictNoContent, err
+	case errors.Is(err, render.ErrAlertObject):
+		return verdictAlertObject, err
+	case errors.Is(err, render.ErrNoPassThrough), errors.Is(err, render.ErrReservedKey), errors.Is(err, render.ErrTooLarge):
+		return verdictTargetsFail, err
+	default:
+		return verdictBug, err
+	}
+}
+
+// noContentError is the error for data that renders to nothing for the targets.
+func noContentError(what string) *push.Error {
+	return push.Errorf(push.CodeValidation,
+		"data.alert is required for %s (for iOS, content-available 1 or an aps object also does)", what)
+}
+
+// checkContentQuery checks that data gives the targets of a query push something to show.
+// The candidate platforms are the edition's, narrowed to iOS or Android when where pins
+// deviceType by top-level equality. At least one candidate must render; a candidate that
+// does not (say data has only data.ios.alert) fails its targets at fan-out, because only the
+// query decides which platforms are really targeted. needsIOSOnly reports an alert object
+// that would reach an Android candidate.
+func checkContentQuery(data json.RawMessage, ed push.Edition, pinned string, now time.Time) (needsIOSOnly bool, perr *push.Error) {
+	var cands []string
+	if pinned != push.DeviceAndroid {
+		cands = append(cands, push.ChannelAPNs)
+	}
+	if pinned != push.DeviceIOS {
+		cands = append(cands, push.ChannelDirect)
+		cands = append(cands, edition(ed).vendors()...)
+	}
+	anyOK, alertObject := false, false
+	for _, ch := range cands {
+		v, err := renderVerdict(data, ch, now)
+		switch v {
+		case verdictOK, verdictTargetsFail:
+			anyOK = true
+		case verdictAlertObject:
+			alertObject = true
+		case verdictBug:
+			return false, push.Errorf(push.CodeValidation, "data cannot be rendered for %s: %v", ch, err)
+		}
+	}
+	switch {
+	case alertObject && pinned == push.DeviceAndroid:
+		return false, IOSOnlyError()
+	case !anyOK && alertObject:
+		return false, IOSOnlyError()
+	case !anyOK:
+		return false, noContentError("the targeted platforms")
+	}
+	return alertObject, nil
+}
+
+// checkContentDevices checks that data renders for the one channel of a devices push.
+// A silent push to a vendor without pass-through is accepted (ORIGINAL-NOTES §2.4: the
+// targets fail and the record says why); other render failures are refused here.
+func checkContentDevices(data json.RawMessage, channel string, now time.Time) *push.Error {
+	v, err := renderVerdict(data, channel, now)
+	switch v {
+	case verdictNoContent:
+		return noContentError(render.PlatformKey(channel))
+	case verdictAlertObject:
+		return IOSOnlyError()
+	case verdictTargetsFail:
+		if errors.Is(err, render.ErrNoPassThrough) {
+			return nil
+		}
+		return push.Errorf(push.CodeValidation, "data cannot be sent to %s: %v", channel, err)
+	case verdictBug:
+		return push.Errorf(push.CodeValidation, "data cannot be rendered for %s: %v", channel, err)
+	}
+	return nil
+}
+
+// pinnedDeviceType returns the deviceType where pins by top-level equality ("deviceType":
+// "ios" or {"$eq":"ios"}), else "".
+func pinnedDeviceType(where json.RawMessage) string {
+	if len(where) == 0 {
+		return ""
+	}
+	var w map[string]json.RawMessage
+	if json.Unmarshal(where, &w) != nil {
+		return ""
+	}
+	raw, ok := w["deviceType"]
+	if !ok {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var op map[string]json.RawMessage
+	if json.Unmarshal(raw, &op) == nil && len(op) == 1 {
+		if json.Unmarshal(op["$eq"], &s) == nil {
+			return s
+		}
+	}
+	return ""
+}

@@ -1,0 +1,223 @@
+// Package wire owns the JSON shapes of the push requests (POST /1.1/push and
+// POST /1.1/push/devices) and their strict decoders: size, shape and type checks of every
+// parameter and of the data object, defaults (prod, flow_control), and expiry arithmetic.
+// Decoding is pure (no I/O, no clock: the caller passes now) and safe for concurrent use.
+// Decoded values never alias the body, so a caller may reuse the body's buffer.
+//
+// The decisions the spec leaves open are listed in docs/decisions.md, "Push payloads".
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+
+	"github.com/pushd/pushd/push"
+)
+
+// Limits of the push requests (spec "Limits").
+const (
+	// MaxBody: a push body's serialized size must be below 4096 bytes.
+	MaxBody = 4096
+	// MaxDeviceIDs is the most device_ids one /1.1/push/devices call may list.
+	MaxDeviceIDs = 500
+	// MaxIDLength bounds notification_id and req_id (letters and digits only).
+	MaxIDLength = 16
+	// MinFlowControl: lower flow_control values are treated as this.
+	MinFlowControl = 1000
+	// MaxFlowControl guards the integer conversion; no real audience needs more per second.
+	MaxFlowControl = 1_000_000_000
+	// MaxExpirationInterval (10 years, in seconds) guards the time arithmetic; gateways keep
+	// messages for weeks at most.
+	MaxExpirationInterval = 10 * 365 * 24 * 3600
+	// ScheduleAfter: a push_time at least this far after now schedules the push; an earlier
+	// one is ignored and the push is sent at once (spec "Scheduled push lifecycle").
+	ScheduleAfter = time.Minute
+	// maxCollapseID is APNs' limit on apns-collapse-id (gateways.md §1.3).
+	maxCollapseID = 64
+)
+
+// Common holds the parameters both push endpoints share.
+type Common struct {
+	// Data is the validated data object, a compact copy of the request's.
+	Data json.RawMessage
+	// ExpiresAt is the absolute expiry: expiration_time, or expiration_interval counted from
+	// the send time (push_time when the push is scheduled, else now). Zero: no expiry.
+	ExpiresAt time.Time
+	// ExpirationInterval is expiration_interval in seconds as given (0: absent), for the record.
+	ExpirationInterval int64
+	NotificationID     string // "" when absent (the caller assigns one)
+	ReqID              string // "" when absent
+	Prod               string // "dev" or "prod", defaulted from the X-SVC-Prod header
+	Topic              string
+	APNsTeamID         string
+	// NotificationChannel is _notificationChannel (for devices pushes, else `channel`).
+	NotificationChannel string
+}
+
+// PushRequest is a decoded POST /1.1/push body.
+type PushRequest struct {
+	Common
+	// Where is the query as a compact JSON object, nil when absent. The caller parses it with
+	// the query package (this decoder only checks that it is an object).
+	Where json.RawMessage
+	// Channels are the target channels (a string is a one-element list), valid and de-duplicated.
+	Channels []string
+	// PushTime is push_time as given (nil: absent).
+	PushTime *time.Time
+	// Scheduled says PushTime is at least ScheduleAfter after now: the push waits until then.
+	// A PushTime that is not is ignored and the push is sent at once.
+	Scheduled bool
+	// FlowControl is targets per second, 0 when off, else at least MinFlowControl.
+	FlowControl int
+	// NeedsIOSOnly says data gives an alert object to an Android platform (the object form is
+	// only for iOS) and where does not visibly pin deviceType "ios" (top-level equality).
+	// The caller must reject the push with IOSOnlyError() unless the parsed query's hints
+	// pin deviceType "ios".
+	NeedsIOSOnly bool
+}
+
+// DevicesRequest is a decoded POST /1.1/push/devices body.
+type DevicesRequest struct {
+	Common
+	DeviceType string   // "ios" or "android"
+	DeviceIDs  []string // 1..MaxDeviceIDs non-empty ids, de-duplicated, in request order
+	// DeviceProfile is device_profile as given ("" when absent: the sender uses the stored
+	// settings, push.DefaultProfile for hybrid Android).
+	DeviceProfile string
+	// Channel is the `channel` parameter (Android notification channel) as given.
+	Channel string
+	// Vendor is the hybrid-push vendor as a delivery channel name (mi, hms, mz, vivo, oppo,
+	// fcm); "" for iOS and the own Android channel.
+	Vendor string
+}
+
+// DeliveryChannel returns where the listed devices' pushes go: apns for iOS, the vendor's
+// channel for hybrid Android, direct otherwise.
+func (r *DevicesRequest) DeliveryChannel() string {
+	switch {
+	case r.DeviceType == push.DeviceIOS:
+		return push.ChannelAPNs
+	case r.Vendor != "":
+		return r.Vendor
+	default:
+		return push.ChannelDirect
+	}
+}
+
+// IOSOnlyError is the error for a push whose alert object would reach non-iOS targets.
+func IOSOnlyError() *push.Error {
+	return push.Errorf(push.CodeValidation,
+		`the alert object form is allowed only when every target is iOS: pin "where" to deviceType "ios", or give Android platforms a string alert`)
+}
+
+// MergedWhere returns the query with the channels condition added, as the job carries it:
+// channels become `{"channels":{"$in":[...]}}` (devices subscribed to any of them), joined to
+// where with $and when where reads channels itself. Nil when there is neither.
+func (r *PushRequest) MergedWhere() json.RawMessage {
+	if len(r.Channels) == 0 {
+		return r.Where
+	}
+	ch, _ := json.Marshal(map[string]any{"channels": map[string]any{"$in": r.Channels}})
+	var where map[string]json.RawMessage
+	if len(r.Where) == 0 || json.Unmarshal(r.Where, &where) != nil || len(where) == 0 {
+		return ch
+	}
+	if _, ok := where["channels"]; !ok {
+		var b bytes.Buffer
+		b.Write(bytes.TrimSuffix(bytes.TrimSpace(r.Where), []byte("}")))
+		b.WriteByte(',')
+		b.Write(bytes.TrimPrefix(ch, []byte("{")))
+		return b.Bytes()
+	}
+	var b bytes.Buffer
+	b.WriteString(`{"$and":[`)
+	b.Write(r.Where)
+	b.WriteByte(',')
+	b.Write(ch)
+	b.WriteString(`]}`)
+	return b.Bytes()
+}
+
+// DecodePush decodes and validates a POST /1.1/push body. prodHeader is the X-SVC-Prod
+// header's value, "" when absent. Errors carry the spec's codes: 413 for a body of MaxBody
+// bytes or more, 107 when it is not a JSON object, 113 for missing data, 111 for a wrong
+// type, 112 for a bad channel name, 142 for other invalid values.
+func DecodePush(body []byte, ed push.Edition, prodHeader string, now time.Time) (*PushRequest, *push.Error) {
+	f, perr := decodeBody(body)
+	if perr != nil {
+		return nil, perr
+	}
+	r := &PushRequest{}
+	if perr := f.common(&r.Common, prodHeader); perr != nil {
+		return nil, perr
+	}
+	if raw, ok := f["where"]; ok {
+		if !isKind(raw, '{') {
+			return nil, typeError("where", "a JSON object")
+		}
+		r.Where = compact(raw)
+	}
+	if r.Channels, perr = f.channels("channels"); perr != nil {
+		return nil, perr
+	}
+	if raw, ok := f["push_time"]; ok {
+		t, perr := parseTime("push_time", raw)
+		if perr != nil {
+			return nil, perr
+		}
+		r.PushTime = &t
+		r.Scheduled = !t.Before(now.Add(ScheduleAfter))
+	}
+	sendAt := now
+	if r.Scheduled {
+		sendAt = *r.PushTime
+	}
+	if perr := f.expiry(&r.Common, now, sendAt); perr != nil {
+		return nil, perr
+	}
+	if r.FlowControl, perr = f.flowControl(); perr != nil {
+		return nil, perr
+	}
+	if perr := checkData(r.Data, ed); perr != nil {
+		return nil, perr
+	}
+	if r.NeedsIOSOnly, perr = checkContentQuery(r.Data, ed, pinnedDeviceType(r.Where), now); perr != nil {
+		return nil, perr
+	}
+	return r, nil
+}
+
+// devicesOnlyRefused are /1.1/push parameters that /1.1/push/devices refuses rather than
+// ignores: ignoring them would silently send at once, or to every listed device.
+var devicesOnlyRefused = []string{"where", "channels", "push_time"}
+
+// DecodePushDevices decodes and validates a POST /1.1/push/devices body (see DecodePush).
+func DecodePushDevices(body []byte, ed push.Edition, prodHeader string, now time.Time) (*DevicesRequest, *push.Error) {
+	f, perr := decodeBody(body)
+	if perr != nil {
+		return nil, perr
+	}
+	for _, k := range devicesOnlyRefused {
+		if _, ok := f[k]; ok {
+			return nil, push.Errorf(push.CodeValidation, "%s is not a parameter of /1.1/push/devices", k)
+		}
+	}
+	r := &DevicesRequest{}
+	if perr := f.common(&r.Common, prodHeader); perr != nil {
+		return nil, perr
+	}
+	if perr := f.expiry(&r.Common, now, now); perr != nil {
+		return nil, perr
+	}
+	if perr := f.devices(r, ed); perr != nil {
+		return nil, perr
+	}
+	if perr := checkData(r.Data, ed); perr != nil {
+		return nil, perr
+	}
+	if perr := checkContentDevices(r.Data, r.DeliveryChannel(), now); perr != nil {
+		return nil, perr
+	}
+	return r, nil
+}

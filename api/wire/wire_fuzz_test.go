@@ -1,0 +1,156 @@
+package wire
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/pushd/pushd/fanout/render"
+	"github.com/pushd/pushd/push"
+)
+
+// fuzzSeeds are real request bodies: the spec's examples and the shapes clients send.
+var fuzzSeeds = []string{
+	`{"data":{"alert":"Hello"}}`,
+	`{"data":{"alert":"See you at 8?","title":"Ana","badge":"Increment","sound":"default","conv":"42"},"channels":["chat"]}`,
+	`{"where":{"deviceType":"ios","updatedAt":{"$gt":{"__type":"Date","iso":"2029-01-01T00:00:00.000Z"}}},"data":{"alert":{"title":"T","body":"B","loc-args":["a"]},"sound":{"name":"a.caf","critical":true,"volume":0.8}},"prod":"dev"}`,
+	`{"data":{"aps":{"alert":"x","badge":1,"content-available":1},"apns-push-type":"voip","collapse-id":"c","apns-priority":5,"k":[1,{"a":null}]}}`,
+	`{"data":{"alert":"def","ios":{"badge":2},"android":{"silent":true,"action":"com.x.ACTION"},"mi":{"title":"m"},"hms":{"target_user_type":1},"vivo":{"pushMode":1},"oppo":{},"mz":{}},"push_time":"2030-01-03T00:00:00Z","expiration_interval":86400,"notification_id":"abc","req_id":"r1","flow_control":2000,"_notificationChannel":"news"}`,
+	`{"data":{"content-available":1},"where":{"deviceType":{"$eq":"ios"}},"expiration_time":"2030-02-01T00:00:00Z","topic":"com.example","apns_team_id":"TEAM"}`,
+	`{"data":{"alert":"x","fcm":{"silent":true,"k":"v"}},"channels":"体育"}`,
+	`{"data":{"alert":"x"},"where":{"$or":[{"a":1},{"b":{"$in":[1,2]}}]},"channels":["a","b"]}`,
+	`{"device_type":"ios","device_ids":["5f1c0e9a7b2d4c6e8f0a1b3c5d7e9f11223344556677889900aabbccddeeff00"],"data":{"alert":"x"},"prod":"dev","device_profile":"cert"}`,
+	`{"device_type":"android","device_ids":["r1","r2"],"vendor":"vivo","data":{"alert":"x","vivo":{"pushMode":0}},"device_profile":"_default","channel":"c"}`,
+	`[]`, `{}`, `null`, `{"data":null}`, ` {"data":{"alert":"x"}} `,
+}
+
+var fuzzCodes = []push.Code{push.CodeTooLarge, push.CodeInvalidJSON, push.CodeMissingRequired,
+	push.CodeInvalidType, push.CodeInvalidChannel, push.CodeValidation}
+
+func fuzzAdd(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+		// Split at odd points: truncated bodies must be refused cleanly.
+		f.Add([]byte(s[:len(s)/2]), false)
+		f.Add([]byte(s[:len(s)*2/3]), true)
+	}
+}
+
+func checkRefusal(t *testing.T, perr *push.Error) {
+	t.Helper()
+	ok := false
+	for _, c := range fuzzCodes {
+		ok = ok || perr.Code == c
+	}
+	if !ok || perr.Message == "" {
+		t.Fatalf("unexpected error %v", perr)
+	}
+	if strings.HasPrefix(perr.Message, "data cannot be rendered") {
+		t.Fatalf("the validator accepted data render refuses: %v", perr)
+	}
+}
+
+// checkCommon checks the invariants of every accepted request.
+func checkCommon(t *testing.T, body []byte, c *Common) {
+	t.Helper()
+	if len(body) >= MaxBody {
+		t.Fatalf("accepted a %d-byte body", len(body))
+	}
+	if !isKind(c.Data, '{') || !json.Valid(c.Data) {
+		t.Fatalf("data not an object: %s", c.Data)
+	}
+	if c.Prod != "dev" && c.Prod != "prod" {
+		t.Fatalf("prod %q", c.Prod)
+	}
+	if !c.ExpiresAt.IsZero() && !c.ExpiresAt.After(testNow) {
+		t.Fatalf("expiry %v not after now", c.ExpiresAt)
+	}
+	for _, id := range []string{c.NotificationID, c.ReqID} {
+		if len(id) > MaxIDLength || !alnum(id) {
+			t.Fatalf("bad id %q", id)
+		}
+	}
+}
+
+// checkRenders renders the accepted data for channel: a message or a documented sentinel,
+// never malformed data.
+func checkRenders(t *testing.T, data json.RawMessage, channel string) {
+	t.Helper()
+	m, err := render.Render(data, channel, render.Options{Now: testNow})
+	switch {
+	case err == nil:
+		if !json.Valid(m.Body) {
+			t.Fatalf("%s body is not JSON: %s", channel, m.Body)
+		}
+	case errors.Is(err, render.ErrBadData), errors.Is(err, render.ErrUnknownChannel), errors.Is(err, render.ErrExpired):
+		t.Fatalf("accepted data does not render for %s: %v (%s)", channel, err, data)
+	}
+}
+
+func FuzzWireDecodePush(f *testing.F) {
+	fuzzAdd(f)
+	f.Fuzz(func(t *testing.T, body []byte, intlEd bool) {
+		ed := cn
+		if intlEd {
+			ed = intl
+		}
+		r, perr := DecodePush(body, ed, "", testNow)
+		if perr != nil {
+			if r != nil {
+				t.Fatal("request and error")
+			}
+			checkRefusal(t, perr)
+			return
+		}
+		checkCommon(t, body, &r.Common)
+		if r.Where != nil && (!isKind(r.Where, '{') || !json.Valid(r.Where)) {
+			t.Fatalf("where %s", r.Where)
+		}
+		if mw := r.MergedWhere(); mw != nil && !json.Valid(mw) {
+			t.Fatalf("merged where %s", mw)
+		}
+		for _, ch := range r.Channels {
+			if !ValidChannel(ch) {
+				t.Fatalf("channel %q", ch)
+			}
+		}
+		if r.FlowControl != 0 && r.FlowControl < MinFlowControl {
+			t.Fatalf("flow control %d", r.FlowControl)
+		}
+		chans := append([]string{push.ChannelAPNs, push.ChannelDirect}, edition(ed).vendors()...)
+		for _, ch := range chans {
+			checkRenders(t, r.Data, ch)
+		}
+	})
+}
+
+func FuzzWireDecodePushDevices(f *testing.F) {
+	fuzzAdd(f)
+	f.Fuzz(func(t *testing.T, body []byte, intlEd bool) {
+		ed := cn
+		if intlEd {
+			ed = intl
+		}
+		r, perr := DecodePushDevices(body, ed, "1", testNow)
+		if perr != nil {
+			checkRefusal(t, perr)
+			return
+		}
+		checkCommon(t, body, &r.Common)
+		if len(r.DeviceIDs) == 0 || len(r.DeviceIDs) > MaxDeviceIDs {
+			t.Fatalf("%d ids", len(r.DeviceIDs))
+		}
+		if r.DeviceType != push.DeviceIOS && r.DeviceType != push.DeviceAndroid {
+			t.Fatalf("device type %q", r.DeviceType)
+		}
+		m, err := render.Render(r.Data, r.DeliveryChannel(), render.Options{Now: testNow})
+		if err != nil && !errors.Is(err, render.ErrNoPassThrough) {
+			t.Fatalf("accepted devices push does not render: %v", err)
+		}
+		if err == nil && !json.Valid(m.Body) {
+			t.Fatalf("body %s", m.Body)
+		}
+	})
+}
