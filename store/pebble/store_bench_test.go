@@ -1,0 +1,173 @@
+package pebble
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/store"
+)
+
+const (
+	benchApp     = "benchapp"
+	benchBuckets = 16
+	benchRows    = 64 << 10
+)
+
+// benchInst builds installation i with a ~300-byte JSON document.
+func benchInst(i int) push.Installation {
+	oid := fmt.Sprintf("obj%08d", i)
+	dt, tok, iid := push.DeviceAndroid, "", fmt.Sprintf("iid-%08d-0000-4000-8000-000000000000", i)
+	if i%3 == 0 {
+		dt, tok, iid = push.DeviceIOS, strings.Repeat(fmt.Sprintf("%08x", i), 8), ""
+	}
+	now := time.Now().UnixMilli()
+	doc := fmt.Sprintf(`{"objectId":%q,"deviceType":%q,"deviceToken":%q,"installationId":%q,`+
+		`"channels":["news","sport"],"timeZone":"Asia/Shanghai","badge":0,"appVersion":"3.12.1",`+
+		`"createdAt":"2024-05-01T10:00:00.000Z","updatedAt":"2024-05-01T10:00:00.000Z","user":"u%d"}`,
+		oid, dt, tok, iid, i)
+	return push.Installation{
+		Route: push.Route{ObjectID: oid, DeviceType: dt, DeviceToken: tok, InstallationID: iid,
+			APNsTopic: "com.example.app", Channels: []string{"news", "sport"}, UpdatedAt: now},
+		CreatedAt: now,
+		Doc:       []byte(doc),
+	}
+}
+
+var seeded struct {
+	once sync.Once
+	dir  string
+	s    *Store
+	err  error
+}
+
+// seededStore is one store of benchRows installations shared by the scan benchmarks.
+func seededStore(b *testing.B) *Store {
+	seeded.once.Do(func() {
+		seeded.dir, seeded.err = os.MkdirTemp("", "pushd-store-bench-")
+		if seeded.err != nil {
+			return
+		}
+		seeded.s, seeded.err = Open(seeded.dir, Options{})
+		if seeded.err != nil {
+			return
+		}
+		insts := make([]push.Installation, benchRows)
+		for i := range insts {
+			insts[i] = benchInst(i)
+		}
+		if seeded.err = seeded.s.SeedInstallations(benchApp, benchBuckets, insts); seeded.err != nil {
+			return
+		}
+		// Compact so scans read sstables, as on a long-running node, not the memtable.
+		seeded.err = seeded.s.db.Compact(context.Background(), []byte{tByBucket}, []byte{tByBucket + 1}, true)
+	})
+	if seeded.err != nil {
+		b.Fatal(seeded.err)
+	}
+	return seeded.s
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if seeded.s != nil {
+		_ = seeded.s.Close()
+	}
+	if seeded.dir != "" {
+		_ = os.RemoveAll(seeded.dir)
+	}
+	os.Exit(code)
+}
+
+// BenchmarkStoreScanRaw is the ceiling: bare Pebble iteration over every by_bucket row.
+func BenchmarkStoreScanRaw(b *testing.B) {
+	s := seededStore(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var rows, bytes int64
+	for b.Loop() {
+		for bk := 0; bk < benchBuckets; bk++ {
+			prefix := bucketPrefix(nil, benchApp, bk)
+			it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for valid := it.First(); valid; valid = it.Next() {
+				v, err := it.ValueAndErr()
+				if err != nil {
+					b.Fatal(err)
+				}
+				rows++
+				bytes += int64(len(v))
+			}
+			if err := it.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if rows != int64(b.N)*benchRows {
+		b.Fatalf("scanned %d rows, want %d", rows, int64(b.N)*benchRows)
+	}
+	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
+	b.ReportMetric(float64(bytes)/float64(rows), "B/row")
+}
+
+// BenchmarkStoreScanRoute is Scan as fan-out calls it: route decoded per row, document aliased.
+func BenchmarkStoreScanRoute(b *testing.B) {
+	s := seededStore(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	var rows, ios int64
+	fn := func(r *store.Row) error {
+		rows++
+		if r.Route.DeviceType == push.DeviceIOS && len(r.Route.DeviceToken) > 0 {
+			ios++
+		}
+		return nil
+	}
+	for b.Loop() {
+		for bk := 0; bk < benchBuckets; bk++ {
+			if err := s.Scan(ctx, store.ScanRange{AppID: benchApp, Bucket: bk}, fn); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if rows != int64(b.N)*benchRows || ios == 0 {
+		b.Fatalf("scanned %d rows (%d ios), want %d", rows, ios, int64(b.N)*benchRows)
+	}
+	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// BenchmarkStorePutInstallation measures synced single-installation writes (document, by_bucket,
+// two channels, device id, updatedAt index), serially and from 16 writers (Pebble group commit).
+func BenchmarkStorePutInstallation(b *testing.B) {
+	for _, writers := range []int{1, 16} {
+		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+			s := openTest(b)
+			ctx := context.Background()
+			var next atomic.Int64
+			b.ReportAllocs()
+			b.SetParallelism(writers)
+			b.ResetTimer()
+			start := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := s.PutInstallation(ctx, benchApp, benchBuckets, benchInst(int(next.Add(1)))); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "puts/s")
+		})
+	}
+}
