@@ -211,7 +211,15 @@ func (p *parser) ops(field string, m map[string]any, depth int, q *Query) ([]pre
 			default:
 				return nil, errQuery("%s on field %q expects a number, string, Date or boolean, not %s", k, field, val.kind)
 			}
-			op := map[string]cmpOp{"$lt": opLT, "$lte": opLTE, "$gt": opGT, "$gte": opGTE}[k]
+			op := opGTE
+			switch k {
+			case "$lt":
+				op = opLT
+			case "$lte":
+				op = opLTE
+			case "$gt":
+				op = opGT
+			}
 			preds = append(preds, &cmpPred{op: op, v: val})
 		case "$in", "$nin":
 			vals, err := list(x, k, field)

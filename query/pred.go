@@ -122,7 +122,15 @@ func (p *cmpPred) test(v any, ok bool) bool {
 	if !ok {
 		return false
 	}
-	if a, isArr := v.([]any); isArr {
+	switch a := v.(type) {
+	case []any:
+		for _, e := range a {
+			if p.one(e) {
+				return true
+			}
+		}
+		return false
+	case []string:
 		for _, e := range a {
 			if p.one(e) {
 				return true
@@ -207,7 +215,14 @@ func (s *inSet) contains(v any, ok bool) bool {
 	if s.has(v) {
 		return true
 	}
-	if a, isArr := v.([]any); isArr {
+	switch a := v.(type) {
+	case []any:
+		for _, e := range a {
+			if s.has(e) {
+				return true
+			}
+		}
+	case []string:
 		for _, e := range a {
 			if s.has(e) {
 				return true
@@ -259,16 +274,23 @@ func (p *containedByPred) test(v any, ok bool) bool {
 	if !ok {
 		return false
 	}
-	a, isArr := v.([]any)
-	if !isArr {
-		return p.set.has(v)
-	}
-	for _, e := range a {
-		if !p.set.has(e) {
-			return false
+	switch a := v.(type) {
+	case []any:
+		for _, e := range a {
+			if !p.set.has(e) {
+				return false
+			}
 		}
+		return true
+	case []string:
+		for _, e := range a {
+			if !p.set.has(e) {
+				return false
+			}
+		}
+		return true
 	}
-	return true
+	return p.set.has(v)
 }
 
 type existsPred struct{ want bool }
@@ -291,6 +313,12 @@ func (p *regexPred) test(v any, ok bool) bool {
 				return true
 			}
 		}
+	case []string:
+		for _, s := range x {
+			if p.re.MatchString(s) {
+				return true
+			}
+		}
 	}
 	return false
 }
@@ -298,8 +326,13 @@ func (p *regexPred) test(v any, ok bool) bool {
 type sizePred struct{ n int }
 
 func (p *sizePred) test(v any, ok bool) bool {
-	a, isArr := v.([]any)
-	return ok && isArr && len(a) == p.n
+	switch a := v.(type) {
+	case []any:
+		return ok && len(a) == p.n
+	case []string:
+		return ok && len(a) == p.n
+	}
+	return false
 }
 
 // notPred is the field-level $not: true unless every one of its predicates holds.

@@ -20,7 +20,9 @@ const (
 )
 
 // Doc is one document a query is evaluated against. Values are what encoding/json decodes
-// into any: string, float64, bool, nil, []any, map[string]any.
+// into any: string, float64, bool, nil, []any, map[string]any. For documents built from
+// compact rows without decoding JSON, []string (e.g. channels), int64 and time.Time
+// (dates) are understood too.
 type Doc interface {
 	Get(field string) (any, bool)
 }

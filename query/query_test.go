@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pushd/pushd/push"
 )
@@ -493,5 +494,46 @@ func TestQueryErrorsAreClientSafe(t *testing.T) {
 	var pe *push.Error
 	if !errors.As(err, &pe) || len(pe.Message) > 300 {
 		t.Fatalf("got %v, want a short *push.Error", err)
+	}
+}
+
+// TestQueryRouteDocValues covers documents built from compact rows: []string channels,
+// int64 numbers and time.Time dates, as a Doc over push.Route may return them.
+func TestQueryRouteDocValues(t *testing.T) {
+	d := MapDoc{
+		"channels":  []string{"sports", "news"},
+		"updatedAt": time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC),
+		"badge":     int64(5),
+	}
+	cases := []struct {
+		name, where string
+		want        bool
+	}{
+		{"contains", `{"channels":"news"}`, true},
+		{"not contains", `{"channels":"music"}`, false},
+		{"exact array", `{"channels":["sports","news"]}`, true},
+		{"exact array differs", `{"channels":["news","sports"]}`, false},
+		{"ne", `{"channels":{"$ne":"news"}}`, false},
+		{"in", `{"channels":{"$in":["x","sports"]}}`, true},
+		{"nin", `{"channels":{"$nin":["x","sports"]}}`, false},
+		{"all", `{"channels":{"$all":["news","sports"]}}`, true},
+		{"containedBy", `{"channels":{"$containedBy":["news","sports","x"]}}`, true},
+		{"size", `{"channels":{"$size":2}}`, true},
+		{"regex", `{"channels":{"$regex":"^spo"}}`, true},
+		{"gt string element", `{"channels":{"$gt":"s"}}`, true},
+		{"time.Time date", `{"updatedAt":{"$gte":{"__type":"Date","iso":"2024-03-01T12:00:00Z"}}}`, true},
+		{"int64 number", `{"badge":{"$in":[5]}}`, true},
+		{"int64 compare", `{"badge":{"$lt":5}}`, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			q, err := Parse(json.RawMessage(c.where))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := q.Match(d); got != c.want {
+				t.Errorf("Match(%s): got %v, want %v", c.where, got, c.want)
+			}
+		})
 	}
 }

@@ -216,6 +216,17 @@ func valueEq(op *value, v any) bool {
 		c, id, ok := docPtr(v)
 		return ok && c == op.c && id == op.s
 	case kindArr:
+		if ss, ok := v.([]string); ok {
+			if len(ss) != len(op.arr) {
+				return false
+			}
+			for i := range ss {
+				if op.arr[i].kind != kindStr || op.arr[i].s != ss[i] {
+					return false
+				}
+			}
+			return true
+		}
 		a, ok := v.([]any)
 		if !ok || len(a) != len(op.arr) {
 			return false
@@ -248,10 +259,19 @@ func eqOrContains(op *value, v any) bool {
 	if valueEq(op, v) {
 		return true
 	}
-	if a, ok := v.([]any); ok {
+	switch a := v.(type) {
+	case []any:
 		for i := range a {
 			if valueEq(op, a[i]) {
 				return true
+			}
+		}
+	case []string:
+		if op.kind == kindStr {
+			for _, s := range a {
+				if s == op.s {
+					return true
+				}
 			}
 		}
 	}
