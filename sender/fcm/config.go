@@ -23,7 +23,8 @@ type Config struct {
 	// MaxConns is the most HTTP/2 connections one pool opens (default 4).
 	MaxConns int
 	// StreamsPerConn is how many requests one connection carries before the pool opens
-	// another (default 500; the transport still honours the server's live stream limit).
+	// another (default 100, what Google's front ends advertise; the transport still honours
+	// the live stream limit).
 	StreamsPerConn int
 	// RequestTimeout bounds one send or token request (default 30s).
 	RequestTimeout time.Duration
@@ -45,7 +46,7 @@ func (c Config) WithDefaults() Config {
 		c.MaxConns = 4
 	}
 	if c.StreamsPerConn == 0 {
-		c.StreamsPerConn = 500
+		c.StreamsPerConn = 100
 	}
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = 30 * time.Second
