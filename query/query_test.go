@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -536,4 +537,31 @@ func TestQueryRouteDocValues(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestQueryMatchConcurrent runs one resolved query from several goroutines (under -race).
+func TestQueryMatchConcurrent(t *testing.T) {
+	q, err := Parse(json.RawMessage(`{"timeZone":{"$regex":"^asia","$options":"i"},"channels":{"$in":["news"]},"team":{"$select":{"query":{"className":"_Installation"},"key":"team"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &scanner{docs: []MapDoc{{"objectId": "a", "team": "red"}}}
+	if err := q.Resolve(t.Context(), s.run); err != nil {
+		t.Fatal(err)
+	}
+	d := doc(t, install)
+	d["team"] = "red"
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 1000 {
+				if !q.Match(d) {
+					t.Error("Match: got false, want true")
+					return
+				}
+				_ = q.Hints()
+			}
+		})
+	}
+	wg.Wait()
 }
