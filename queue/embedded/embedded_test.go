@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"log"
 	"testing"
 	"time"
 
@@ -14,12 +15,19 @@ var _ queue.Log = (*Log)(nil)
 
 func openDB(t testing.TB, dir string) *pebble.DB {
 	t.Helper()
-	db, err := pebble.Open(dir, &pebble.Options{})
+	db, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}})
 	if err != nil {
 		t.Fatalf("pebble.Open: %v", err)
 	}
 	return db
 }
+
+// quietLogger drops Pebble's informational lines; errors still reach the test output.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any)            {}
+func (quietLogger) Errorf(format string, a ...any) { log.Printf("pebble: "+format, a...) }
+func (quietLogger) Fatalf(format string, a ...any) { log.Fatalf("pebble: "+format, a...) }
 
 func testOptions() Options {
 	return Options{Partitions: queuetest.Topics, MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond, TrimInterval: -1}

@@ -10,9 +10,12 @@
 // the group; the group's partitions are split round-robin among its members and move when a
 // member joins or leaves. Each owned partition has one goroutine that hands messages to the
 // handler in offset order, one at a time, waits for new appends on a channel Append closes
-// (no polling), commits the next offset durably after each handled message and retries a
-// failing message with backoff. Delivery is at least once: a message whose handler did not
-// return nil before its partition moved is handed again to the new owner.
+// (no polling), commits the next offset after each handled message and retries a failing
+// message with backoff. Delivery is at least once: a message whose handler did not return nil
+// before its partition moved is handed again to the new owner. Commits are visible to the
+// next owner at once; they are fsynced once per read batch (Options.FetchBatch), before a
+// failing message is retried and when a partition goroutine stops, so a crash (not a
+// rebalance or Close) may hand again at most FetchBatch messages per partition.
 //
 // A background trimmer deletes, per partition, the messages below the smallest committed
 // offset of the groups known for the topic (groups with committed offsets in the DB or
