@@ -25,7 +25,7 @@ func openDB(t testing.TB, dir string) *pebble.DB {
 // quietLogger drops Pebble's informational lines; errors still reach the test output.
 type quietLogger struct{}
 
-func (quietLogger) Infof(string, ...any)            {}
+func (quietLogger) Infof(string, ...any)           {}
 func (quietLogger) Errorf(format string, a ...any) { log.Printf("pebble: "+format, a...) }
 func (quietLogger) Fatalf(format string, a ...any) { log.Fatalf("pebble: "+format, a...) }
 
