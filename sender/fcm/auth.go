@@ -101,13 +101,14 @@ type tokenReply struct {
 }
 
 func (s *tokenSource) mint(ctx context.Context) (string, error) {
-	now := s.now()
+	now := s.now()       // the cache's clock (tests move it)
+	signed := time.Now() // the assertion's: Google checks it against real time
 	t := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.MapClaims{
 		"iss":   s.email,
 		"scope": Scope,
 		"aud":   s.tokenURL,
-		"iat":   now.Unix(),
-		"exp":   now.Add(time.Hour).Unix(),
+		"iat":   signed.Unix(),
+		"exp":   signed.Add(time.Hour).Unix(),
 	})
 	if s.keyID != "" {
 		t.Header["kid"] = s.keyID
