@@ -58,6 +58,30 @@ func Run(t *testing.T, newLog func(t *testing.T) queue.Log) {
 	t.Run("CommittedSurvivesReopen", func(t *testing.T) { testReopen(t, newLog(t)) })
 	t.Run("AppendDurable", func(t *testing.T) { testDurable(t, newLog(t)) })
 	t.Run("MembersSplitAndTakeOver", func(t *testing.T) { testTakeOver(t, newLog(t)) })
+	t.Run("AppendRejectsBadInput", func(t *testing.T) { testBadInput(t, newLog(t)) })
+}
+
+func testBadInput(t *testing.T, l queue.Log) {
+	ctx := context.Background()
+	for _, p := range []int{-1, partitions} {
+		if err := l.Append(ctx, Topic, rec(0, 0), queue.Record{Partition: p}); err == nil {
+			t.Errorf("Append to partition %d of %d: no error", p, partitions)
+		}
+	}
+	if err := l.Append(ctx, "queuetest-unknown", rec(0, 0)); err == nil {
+		t.Error("Append to an unknown topic: no error")
+	}
+	if n := l.Partitions("queuetest-unknown"); n != 0 {
+		t.Errorf("Partitions of an unknown topic = %d, want 0", n)
+	}
+	// A rejected Append wrote nothing: the first message consumed is the next good one.
+	appendAll(t, l, rec(0, 0))
+	c := newCollector()
+	consume(t, l, "queuetest-bad", func(_ context.Context, m queue.Message) error { c.add(m); return nil })
+	waitfor.True(t, timeout, "the good message", func() bool { return c.count() >= 1 })
+	if got, w := c.values(0), want(0, 0, 1); !slices.Equal(got, w) {
+		t.Errorf("got %q, want %q", got, w)
+	}
 }
 
 // rec makes the i-th record of partition p.
