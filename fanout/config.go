@@ -1,0 +1,131 @@
+package fanout
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"time"
+)
+
+// PlannerConfig tunes how jobs are split into tasks.
+type PlannerConfig struct {
+	// BucketsPerTask is how many buckets one task scans. Smaller tasks spread a push over
+	// more workers and lose less on a crash; larger ones cost fewer record updates.
+	BucketsPerTask int
+	// IDsPerTask is how many point ids (listed devices, objectId/deviceToken hints) one
+	// task looks up.
+	IDsPerTask int
+}
+
+// DefaultPlannerConfig: 256 buckets / 8 = 32 tasks per push, enough to keep every partition
+// of a 2–8 node cluster busy while each task stays a few seconds of work.
+func DefaultPlannerConfig() PlannerConfig {
+	return PlannerConfig{BucketsPerTask: 8, IDsPerTask: 1000}
+}
+
+// Validate checks the values.
+func (c PlannerConfig) Validate() error {
+	if c.BucketsPerTask < 1 {
+		return errors.New("fanout planner: buckets per task must be at least 1")
+	}
+	if c.IDsPerTask < 1 {
+		return errors.New("fanout planner: ids per task must be at least 1")
+	}
+	return nil
+}
+
+// RegisterFlags registers the fields under prefix (e.g. "fanout.").
+func (c *PlannerConfig) RegisterFlags(fs *flag.FlagSet, prefix string) {
+	fs.IntVar(&c.BucketsPerTask, prefix+"buckets-per-task", c.BucketsPerTask, "buckets scanned by one fan-out task")
+	fs.IntVar(&c.IDsPerTask, prefix+"ids-per-task", c.IDsPerTask, "point ids looked up by one fan-out task")
+}
+
+// WorkerConfig tunes task execution.
+type WorkerConfig struct {
+	// BatchSize is how many deliveries go to the sender in one call.
+	BatchSize int
+	// CheckpointEvery bounds the deliveries a task makes between two checkpoints: the
+	// duplicates a crash can cause per task in flight. At least BatchSize.
+	CheckpointEvery int
+	// QueueBatches is how many batches the scan may run ahead of the send (back-pressure).
+	QueueBatches int
+	// Concurrency is how many tasks a worker runs at once, whatever partitions it owns.
+	Concurrency int
+	// RecordCheck is how long a worker trusts its last read of a push record before it reads
+	// it again to notice a cancel (the spec's "stops within a second").
+	RecordCheck time.Duration
+	// VolumeReserve is how many units of daily volume a task reserves per store call.
+	VolumeReserve int
+	// MaxErrors bounds the distinct failure reasons kept on a record.
+	MaxErrors int
+
+	clock Clock // test hook: nil ⇒ wall clock
+}
+
+// DefaultWorkerConfig returns the defaults.
+func DefaultWorkerConfig() WorkerConfig {
+	return WorkerConfig{
+		BatchSize:       256,
+		CheckpointEvery: 1000,
+		QueueBatches:    4,
+		Concurrency:     4,
+		RecordCheck:     time.Second,
+		VolumeReserve:   4096,
+		MaxErrors:       20,
+	}
+}
+
+// Validate checks the values.
+func (c WorkerConfig) Validate() error {
+	switch {
+	case c.BatchSize < 1:
+		return errors.New("fanout worker: batch size must be at least 1")
+	case c.CheckpointEvery < c.BatchSize:
+		return errors.New("fanout worker: checkpoint interval must be at least the batch size")
+	case c.QueueBatches < 1:
+		return errors.New("fanout worker: queue batches must be at least 1")
+	case c.Concurrency < 1:
+		return errors.New("fanout worker: concurrency must be at least 1")
+	case c.RecordCheck <= 0 || c.RecordCheck > time.Second:
+		return errors.New("fanout worker: record check must be in (0, 1s]")
+	case c.VolumeReserve < 1:
+		return errors.New("fanout worker: volume reserve must be at least 1")
+	case c.MaxErrors < 1:
+		return errors.New("fanout worker: max errors must be at least 1")
+	}
+	return nil
+}
+
+// RegisterFlags registers the fields under prefix (e.g. "fanout.").
+func (c *WorkerConfig) RegisterFlags(fs *flag.FlagSet, prefix string) {
+	fs.IntVar(&c.BatchSize, prefix+"batch-size", c.BatchSize, "deliveries handed to the sender per call")
+	fs.IntVar(&c.CheckpointEvery, prefix+"checkpoint-every", c.CheckpointEvery, "deliveries between task checkpoints (duplicates per crash per task)")
+	fs.IntVar(&c.QueueBatches, prefix+"queue-batches", c.QueueBatches, "batches the scan may run ahead of sending")
+	fs.IntVar(&c.Concurrency, prefix+"concurrency", c.Concurrency, "tasks a worker runs at once")
+	fs.DurationVar(&c.RecordCheck, prefix+"record-check", c.RecordCheck, "how often a task re-reads its push record to notice a cancel")
+	fs.IntVar(&c.VolumeReserve, prefix+"volume-reserve", c.VolumeReserve, "daily volume reserved per store call")
+	fs.IntVar(&c.MaxErrors, prefix+"max-errors", c.MaxErrors, "distinct failure reasons kept on a push record")
+}
+
+// Clock is time as fan-out sees it: flow control and record caching run on it, so tests
+// inject one that advances without sleeping.
+type Clock interface {
+	Now() time.Time
+	// Sleep waits d or until ctx ends.
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+
+func (wallClock) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,82 @@
+package fanout
+
+import (
+	"context"
+
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/queue"
+	"github.com/pushd/pushd/store"
+)
+
+// The narrow views of the store fan-out calls. store/pebble and store/cassandra implement them
+// all; tests may fake one.
+
+// Scanner streams index rows (by_bucket or by_channel) in key order.
+type Scanner interface {
+	Scan(ctx context.Context, r store.ScanRange, fn func(*store.Row) error) error
+}
+
+// Lookup finds installations by object id or device id (point tasks, devices jobs).
+type Lookup interface {
+	GetInstallation(ctx context.Context, appID, objectID string) (push.Installation, error)
+	LookupDevice(ctx context.Context, appID string, kind push.IDKind, deviceID string) (objectID string, err error)
+}
+
+// Records reads and updates push records.
+type Records interface {
+	GetNotification(ctx context.Context, appID, objectID string) (push.Notification, error)
+	UpdateNotification(ctx context.Context, appID, objectID string, fn func(*push.Notification) error) (push.Notification, error)
+}
+
+// Checkpoints keeps task progress.
+type Checkpoints interface {
+	GetTaskProgress(ctx context.Context, jobID, taskID string) (push.TaskProgress, error)
+	PutTaskProgress(ctx context.Context, p push.TaskProgress) error
+}
+
+// Apps reads app settings and counts daily volume.
+type Apps interface {
+	GetApp(ctx context.Context, appID string) (push.App, error)
+	AddDailyVolume(ctx context.Context, appID, day string, n int64) (total int64, err error)
+}
+
+// PlannerStore is what the planner uses.
+type PlannerStore interface {
+	Scanner
+	Records
+	GetApp(ctx context.Context, appID string) (push.App, error)
+}
+
+// WorkerStore is what a worker uses.
+type WorkerStore interface {
+	Scanner
+	Lookup
+	Records
+	Checkpoints
+	Apps
+}
+
+// Appender appends records to the log (queue/embedded, queue/kafka).
+type Appender interface {
+	Partitions(topic string) int
+	Append(ctx context.Context, topic string, recs ...queue.Record) error
+}
+
+// Consumer consumes a topic as a member of a group (queue/embedded, queue/kafka).
+type Consumer interface {
+	Consume(ctx context.Context, topic, group string, h queue.Handler) error
+}
+
+// Sender delivers a batch: it returns once res[i] holds the final result of ds[i]. A non-nil
+// error means the batch is not final (ctx ended, sender closed): the worker neither counts
+// nor checkpoints it, and the task is retried from its last checkpoint. The worker reuses the
+// ds and res slices (and the memory behind their strings is kept alive only by the strings
+// themselves) after Send returns. sender.Dispatcher implements it.
+type Sender interface {
+	Send(ctx context.Context, ds []push.Delivery, res []push.Result) error
+}
+
+// Messages renders a job's payload per delivery channel, each at most once (render.Cache).
+type Messages interface {
+	Get(channel string) (*push.Message, error)
+}

@@ -1,0 +1,152 @@
+package fanout
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/pushd/pushd/fanout/render"
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/query"
+	"github.com/pushd/pushd/store"
+)
+
+// jobState is what every task of one job shares on a worker: the app's settings, the parsed
+// (and resolved) where, and the rendered messages. Immutable once built.
+type jobState struct {
+	app      push.App
+	buckets  int
+	q        *query.Query // nil for devices jobs
+	hints    query.Hints
+	msgs     [nChannels]*push.Message
+	msgErrs  [nChannels]string       // why a channel's message could not be rendered
+	msgOut   [nChannels]push.Outcome // and how its targets end: failed, or expired
+	readyErr error
+	ready    chan struct{}
+}
+
+// buildJob reads the app, parses and resolves the where, and renders the messages.
+func (w *Worker) buildJob(ctx context.Context, job *push.Job) (*jobState, error) {
+	app, err := w.st.GetApp(ctx, job.AppID)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read app %s of job %s: %w", job.AppID, job.ID, err)
+	}
+	js := &jobState{app: app, buckets: app.Settings.Buckets}
+	if js.buckets <= 0 {
+		js.buckets = push.DefaultBuckets
+	}
+	if job.Kind != push.JobDevices {
+		q, err := query.Parse(job.Where)
+		if err != nil {
+			return nil, fmt.Errorf("cannot parse where of job %s: %w", job.ID, err)
+		}
+		if q.NeedsResolve() {
+			if err := q.Resolve(ctx, resolver(w.st, job.AppID, js.buckets)); err != nil {
+				return nil, fmt.Errorf("cannot resolve sub-queries of job %s: %w", job.ID, err)
+			}
+		}
+		js.q = q
+		js.hints = q.Hints()
+	}
+	msgs := w.newMessages(job)
+	for i, ch := range channelNames {
+		m, err := msgs.Get(ch)
+		if err != nil {
+			js.msgErrs[i] = err.Error()
+			js.msgOut[i] = push.OutcomeFailed
+			if errors.Is(err, render.ErrExpired) {
+				js.msgOut[i] = push.OutcomeExpired
+			}
+			continue
+		}
+		js.msgs[i] = m
+	}
+	return js, nil
+}
+
+// resolver runs a sub-query over an app's installations (every bucket, by_channel when the
+// sub-query pins a channel) and hands each match, fully decoded, to visit.
+func resolver(s Scanner, appID string, buckets int) func(context.Context, *query.Query, func(query.Doc) error) error {
+	return func(ctx context.Context, sub *query.Query, visit func(query.Doc) error) error {
+		h := sub.Hints()
+		channel := ""
+		if len(h.Channels) > 0 {
+			channel = h.Channels[0]
+		}
+		for b := 0; b < buckets; b++ {
+			r := store.ScanRange{AppID: appID, Channel: channel, Bucket: b, DeviceType: h.DeviceType}
+			err := s.Scan(ctx, r, func(row *store.Row) error {
+				var m map[string]any
+				if json.Unmarshal(row.Doc, &m) != nil {
+					return nil
+				}
+				d := query.MapDoc(m)
+				if !sub.Match(d) {
+					return nil
+				}
+				return visit(d)
+			})
+			if err != nil {
+				return fmt.Errorf("cannot scan bucket %d of app %s for a sub-query: %w", b, appID, err)
+			}
+		}
+		return nil
+	}
+}
+
+// jobCache keeps the jobState of recent jobs, built once per job even when several of its
+// tasks start together. Bounded: the oldest entry is dropped past max.
+type jobCache struct {
+	mu    sync.Mutex
+	max   int
+	m     map[string]*jobState
+	order []string
+}
+
+func newJobCache(max int) *jobCache {
+	return &jobCache{max: max, m: make(map[string]*jobState)}
+}
+
+func (c *jobCache) get(ctx context.Context, jobID string, build func() (*jobState, error)) (*jobState, error) {
+	c.mu.Lock()
+	js, ok := c.m[jobID]
+	if !ok {
+		js = &jobState{ready: make(chan struct{})}
+		c.m[jobID] = js
+		c.order = append(c.order, jobID)
+		if len(c.order) > c.max {
+			delete(c.m, c.order[0])
+			c.order = c.order[1:]
+		}
+	}
+	c.mu.Unlock()
+	if ok {
+		select {
+		case <-js.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if js.readyErr != nil {
+			return nil, js.readyErr
+		}
+		return js, nil
+	}
+	built, err := build()
+	if err != nil {
+		// Do not cache a failure: the next task of this job tries again.
+		c.mu.Lock()
+		if c.m[jobID] == js {
+			delete(c.m, jobID)
+		}
+		c.mu.Unlock()
+		js.readyErr = err
+		close(js.ready)
+		return nil, err
+	}
+	built.ready = js.ready
+	*js = *built
+	close(js.ready)
+	return js, nil
+}

@@ -1,0 +1,280 @@
+package fanout
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"go.uber.org/zap"
+
+	"github.com/pushd/pushd/internal/telemetry"
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/query"
+	"github.com/pushd/pushd/queue"
+	"github.com/pushd/pushd/store"
+)
+
+// Log is the durable log as the planner uses it.
+type Log interface {
+	Appender
+	Consumer
+}
+
+// kindObjectID marks a point task whose ids are object ids (a where pinning objectId).
+const kindObjectID push.IDKind = "object"
+
+// Planner consumes push.jobs and emits each job's tasks onto push.tasks.
+type Planner struct {
+	cfg    PlannerConfig
+	st     PlannerStore
+	log    Log
+	logger *zap.Logger
+
+	jobs      *metrics.Counter
+	skipped   *metrics.Counter
+	invalid   *metrics.Counter
+	tasks     *metrics.Counter
+	appendErr *metrics.Counter
+}
+
+// NewPlanner builds a planner.
+func NewPlanner(cfg PlannerConfig, st PlannerStore, lg Log, logger *zap.Logger, ms *metrics.Set) (*Planner, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Planner{
+		cfg:       cfg,
+		st:        st,
+		log:       lg,
+		logger:    logger.Named("planner"),
+		jobs:      ms.NewCounter(`pushd_fanout_jobs_planned_total`),
+		skipped:   ms.NewCounter(`pushd_fanout_jobs_skipped_total`),
+		invalid:   ms.NewCounter(`pushd_fanout_jobs_invalid_total`),
+		tasks:     ms.NewCounter(`pushd_fanout_tasks_planned_total`),
+		appendErr: ms.NewCounter(`pushd_fanout_task_append_errors_total`),
+	}, nil
+}
+
+// Run consumes push.jobs as a member of the planner group until ctx ends.
+func (p *Planner) Run(ctx context.Context) error {
+	return p.log.Consume(ctx, queue.TopicJobs, queue.GroupPlanner, p.handle)
+}
+
+func (p *Planner) handle(ctx context.Context, m queue.Message) error {
+	var job push.Job
+	if err := json.Unmarshal(m.Value, &job); err != nil || job.ID == "" || job.AppID == "" {
+		// A message that is not a job can never be planned: drop it rather than block the
+		// partition forever.
+		p.invalid.Inc()
+		p.logger.Error("dropping undecodable job", zap.Int(telemetry.KeyPartition, m.Partition),
+			zap.Int64(telemetry.KeyOffset, m.Offset), zap.Error(err))
+		return nil
+	}
+	return p.Plan(ctx, &job)
+}
+
+// errSkipJob aborts a record update when the job must not be (re)planned.
+var errSkipJob = errors.New("job needs no planning")
+
+// Plan splits one job into tasks, records how many on its push record (in-queue →
+// in-process), then appends the tasks. It is idempotent: a job planned again after a crash
+// yields the same task ids, the record keeps its first plan, and workers skip finished tasks.
+func (p *Planner) Plan(ctx context.Context, job *push.Job) error {
+	log := p.logger.With(zap.String(telemetry.KeyAppID, job.AppID), zap.String(telemetry.KeyJobID, job.ID))
+	app, err := p.st.GetApp(ctx, job.AppID)
+	if errors.Is(err, store.ErrNotFound) {
+		p.skipped.Inc()
+		log.Info("skipping job of a deleted app")
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cannot read app %s for job %s: %w", job.AppID, job.ID, err)
+	}
+	buckets := app.Settings.Buckets
+	if buckets <= 0 {
+		buckets = push.DefaultBuckets
+	}
+
+	tasks, perr := p.split(job, buckets)
+	if perr != nil {
+		p.invalid.Inc()
+		log.Warn("job has an invalid where", zap.Error(perr))
+		_, err := p.st.UpdateNotification(ctx, job.AppID, job.NotificationObjectID, func(n *push.Notification) error {
+			if n.Status == push.StatusDone || n.Status == push.StatusCancelled {
+				return errSkipJob
+			}
+			n.Status = push.StatusDone
+			n.Errors = appendReason(n.Errors, perr.Error(), 20)
+			n.UpdatedAt = time.Now()
+			return nil
+		})
+		if err != nil && !errors.Is(err, errSkipJob) && !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("cannot finish record %s of job %s: %w", job.NotificationObjectID, job.ID, err)
+		}
+		return nil
+	}
+
+	// Record first, append second: once a worker can finish a task, the record already says
+	// how many tasks make the push complete.
+	_, err = p.st.UpdateNotification(ctx, job.AppID, job.NotificationObjectID, func(n *push.Notification) error {
+		switch n.Status {
+		case push.StatusCancelled, push.StatusDone:
+			return errSkipJob
+		case push.StatusInProcess:
+			if n.Tasks > 0 {
+				return errPlanned // planned before a crash: keep the record, append again
+			}
+		}
+		n.Status = push.StatusInProcess
+		n.Tasks = len(tasks)
+		n.TasksDone = 0
+		n.TasksFinished = nil
+		n.Counts = nil
+		if len(tasks) == 0 {
+			n.Status = push.StatusDone
+		}
+		n.UpdatedAt = time.Now()
+		return nil
+	})
+	switch {
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, errSkipJob):
+		p.skipped.Inc()
+		log.Info("skipping job whose record is gone, cancelled or done")
+		return nil
+	case errors.Is(err, errPlanned):
+		log.Info("job planned again after a redelivery", zap.Int("tasks", len(tasks)))
+	case err != nil:
+		return fmt.Errorf("cannot mark record %s of job %s in process: %w", job.NotificationObjectID, job.ID, err)
+	}
+	if len(tasks) == 0 {
+		p.jobs.Inc()
+		return nil
+	}
+
+	parts := p.log.Partitions(queue.TopicTasks)
+	recs := make([]queue.Record, len(tasks))
+	for i := range tasks {
+		v, err := json.Marshal(&tasks[i])
+		if err != nil {
+			return fmt.Errorf("cannot encode task %s: %w", tasks[i].ID, err)
+		}
+		n := tasks[i].BucketLo
+		if tasks[i].Source == push.SourcePoint {
+			n = i
+		}
+		recs[i] = queue.Record{Partition: n % parts, Key: taskKey(n), Value: v}
+	}
+	if err := p.log.Append(ctx, queue.TopicTasks, recs...); err != nil {
+		p.appendErr.Inc()
+		return fmt.Errorf("cannot append %d tasks of job %s: %w", len(recs), job.ID, err)
+	}
+	p.jobs.Inc()
+	p.tasks.Add(len(tasks))
+	log.Info("job planned", zap.Int("tasks", len(tasks)), zap.String("source", string(sourceOf(tasks))))
+	return nil
+}
+
+var errPlanned = errors.New("job already planned")
+
+func sourceOf(ts []push.Task) push.Source {
+	if len(ts) == 0 {
+		return ""
+	}
+	return ts[0].Source
+}
+
+// split picks the narrowest source for the job and cuts it into tasks. The error is the
+// client-facing parse error of the where.
+func (p *Planner) split(job *push.Job, buckets int) ([]push.Task, error) {
+	if job.Kind == push.JobDevices {
+		return p.pointTasks(job, deviceKind(job.DeviceType, job.Vendor), job.DeviceIDs), nil
+	}
+	q, err := query.Parse(job.Where)
+	if err != nil {
+		return nil, err
+	}
+	h := q.Hints()
+	var (
+		kind push.IDKind
+		ids  []string
+		have bool
+	)
+	for _, c := range []struct {
+		kind push.IDKind
+		ids  []string
+	}{
+		{kindObjectID, h.ObjectIDs}, {push.KindToken, h.DeviceTokens},
+		{push.KindIID, h.InstallationIDs}, {push.KindRegID, h.RegistrationIDs},
+	} {
+		if c.ids != nil && (!have || len(c.ids) < len(ids)) {
+			kind, ids, have = c.kind, c.ids, true
+		}
+	}
+	if have {
+		return p.pointTasks(job, kind, ids), nil
+	}
+	src, channel := push.SourceBucket, ""
+	if len(h.Channels) > 0 {
+		src, channel = push.SourceChannel, h.Channels[0]
+	}
+	span := min(p.cfg.BucketsPerTask, buckets)
+	n := (buckets + span - 1) / span
+	tasks := make([]push.Task, 0, n)
+	for lo := 0; lo < buckets; lo += span {
+		hi := min(lo+span, buckets)
+		tasks = append(tasks, push.Task{
+			ID: rangeTaskID(job.ID, lo, hi), Job: *job, Source: src, Channel: channel,
+			BucketLo: lo, BucketHi: hi,
+		})
+	}
+	return withRate(tasks, job.FlowControl), nil
+}
+
+func (p *Planner) pointTasks(job *push.Job, kind push.IDKind, ids []string) []push.Task {
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	var tasks []push.Task
+	for i := 0; i < len(ids); i += p.cfg.IDsPerTask {
+		chunk := ids[i:min(i+p.cfg.IDsPerTask, len(ids))]
+		tasks = append(tasks, push.Task{
+			ID: pointTaskID(job.ID, len(tasks)), Job: *job, Source: push.SourcePoint,
+			IDKind: kind, IDs: chunk,
+		})
+	}
+	return withRate(tasks, job.FlowControl)
+}
+
+func withRate(ts []push.Task, flow int) []push.Task {
+	for i := range ts {
+		ts[i].Of = len(ts)
+		if flow > 0 {
+			ts[i].Rate = float64(flow) / float64(len(ts))
+		}
+	}
+	return ts
+}
+
+// deviceKind is the device-id index a devices push's ids are looked up in.
+func deviceKind(deviceType, vendor string) push.IDKind {
+	switch {
+	case deviceType == push.DeviceIOS:
+		return push.KindToken
+	case vendor != "":
+		return push.KindRegID
+	default:
+		return push.KindIID
+	}
+}
+
+// appendReason adds reason to reasons unless present, keeping at most max.
+func appendReason(reasons []string, reason string, max int) []string {
+	if reason == "" || len(reasons) >= max || slices.Contains(reasons, reason) {
+		return reasons
+	}
+	return append(reasons, reason)
+}

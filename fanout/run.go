@@ -1,0 +1,337 @@
+package fanout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/pushd/pushd/internal/telemetry"
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/store"
+)
+
+// ReasonDailyVolume is the Stopped reason (and the failure reason of the targets not sent)
+// once an app's daily volume is used up.
+const ReasonDailyVolume = "daily volume reached"
+
+// run is one execution of one task. The scan goroutine owns the filter and the batch being
+// filled; every other field belongs to the send goroutine (the caller of run).
+type run struct {
+	w    *Worker
+	t    *push.Task
+	js   *jobState
+	prog *push.TaskProgress
+	tmpl push.Delivery // every delivery starts as a copy of it
+	size int           // batch size
+
+	// send side
+	tl      tally
+	cursor  []byte // the task cursor after the last final batch
+	since   int    // deliveries since the last checkpoint
+	pace    *pacer
+	reasons []string
+	stopped string
+	expires time.Time
+	recAt   time.Time
+
+	day      string
+	volLeft  int64 // daily volume reserved and not yet used
+	volSpent bool  // the app's volume is exhausted: reserve no more
+}
+
+func (w *Worker) newRun(t *push.Task, js *jobState, prog *push.TaskProgress, rec *push.Notification) *run {
+	now := w.clock.Now()
+	r := &run{
+		w:    w,
+		t:    t,
+		js:   js,
+		prog: prog,
+		tmpl: push.Delivery{
+			AppID:                t.Job.AppID,
+			NotificationObjectID: t.Job.NotificationObjectID,
+			NotificationID:       t.Job.NotificationID,
+			Prod:                 t.Job.Prod != "dev",
+		},
+		size:    batchFor(w.cfg.BatchSize, t.Rate),
+		tl:      tallyFrom(prog.Counts),
+		cursor:  append([]byte(nil), prog.Cursor...),
+		pace:    newPacer(w.clock, t.Rate),
+		stopped: rec.Stopped,
+		expires: t.Job.ExpiresAt,
+		recAt:   now,
+		day:     now.UTC().Format(time.DateOnly),
+	}
+	return r
+}
+
+// run scans and sends until the task is done, the push is cancelled (errCancelled), or an
+// error ends it (the task is then retried from r.cursor).
+func (r *run) run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	n := r.w.cfg.QueueBatches + 2 // queued, plus the one being filled and the one being sent
+	all := make([]*batch, n)
+	free := make(chan *batch, n)
+	full := make(chan *batch, n)
+	for i := range all {
+		all[i] = r.w.pool.Get().(*batch)
+		all[i].reset()
+		free <- all[i]
+	}
+	var scanErr error
+	scanned := make(chan struct{})
+	go func() {
+		defer close(scanned)
+		defer close(full)
+		s := scanner{r: r, free: free, full: full}
+		scanErr = s.scan(ctx)
+	}()
+	err := r.send(ctx, full, free)
+	cancel()
+	for range full { //nolint:revive // drain so the scanner can finish
+	}
+	<-scanned
+	for _, b := range all {
+		r.w.pool.Put(b)
+	}
+	if err != nil {
+		return err
+	}
+	if scanErr != nil && !errors.Is(scanErr, context.Canceled) {
+		return scanErr
+	}
+	if scanErr != nil {
+		return ctx.Err()
+	}
+	return nil
+}
+
+func (r *run) send(ctx context.Context, full <-chan *batch, free chan<- *batch) error {
+	for b := range full {
+		if err := r.sendBatch(ctx, b); err != nil {
+			return err
+		}
+		if b.last {
+			return nil
+		}
+		b.reset()
+		free <- b
+	}
+	return nil // the scan failed; run reports its error
+}
+
+func (r *run) sendBatch(ctx context.Context, b *batch) error {
+	w := r.w
+	if err := r.checkRecord(ctx); err != nil {
+		return err
+	}
+	n := len(b.ds)
+	w.m.batches.Inc()
+	// Checkpoint before a batch that could take the unrecorded deliveries past the
+	// interval: a crash then repeats at most CheckpointEvery deliveries of this task.
+	if n > 0 && r.since+n > w.cfg.CheckpointEvery {
+		if err := r.checkpoint(ctx); err != nil {
+			return err
+		}
+	}
+	if b.pre != (tally{}) {
+		r.tl.add(&b.pre)
+		r.addReason(b.preReason)
+		pt := b.pre.total()
+		w.m.failed.Add(int(pt.Failed))
+		w.m.expired.Add(int(pt.Expired))
+	}
+	if n > 0 {
+		if err := r.deliver(ctx, b); err != nil {
+			return err
+		}
+	}
+	r.cursor = append(r.cursor[:0], b.cursor...)
+	return nil
+}
+
+// deliver sends b's deliveries, or counts them as expired or not sent.
+func (r *run) deliver(ctx context.Context, b *batch) error {
+	w := r.w
+	ds, res := b.ds, b.res[:len(b.ds)]
+	if r.stopped != "" {
+		r.countAll(b.ch, push.OutcomeFailed, r.stopped)
+		return nil
+	}
+	if !r.expires.IsZero() && !w.clock.Now().Before(r.expires) {
+		r.countAll(b.ch, push.OutcomeExpired, "")
+		return nil
+	}
+	allowed, err := r.reserve(ctx, len(ds))
+	if err != nil {
+		return err
+	}
+	if allowed < len(ds) {
+		r.countAll(b.ch[allowed:], push.OutcomeFailed, ReasonDailyVolume)
+		if err := r.stop(ctx, ReasonDailyVolume); err != nil {
+			return err
+		}
+		ds, res = ds[:allowed], res[:allowed]
+		if allowed == 0 {
+			return nil
+		}
+	}
+	if err := r.pace.wait(ctx, len(ds)); err != nil {
+		return err
+	}
+	clear(res)
+	if err := w.snd.Send(ctx, ds, res); err != nil {
+		return fmt.Errorf("cannot send a batch of task %s: %w", r.t.ID, err)
+	}
+	r.since += len(ds)
+	var sent, failed, expired, invalid int
+	for i := range res {
+		o := res[i].Outcome
+		r.tl.count(b.ch[i], o)
+		switch o {
+		case push.OutcomeSent:
+			sent++
+		case push.OutcomeInvalidToken:
+			invalid++
+		case push.OutcomeExpired:
+			expired++
+		default:
+			failed++
+			reason := res[i].Reason
+			if reason == "" {
+				reason = "failed without a reason"
+			}
+			r.addReason(reason)
+		}
+	}
+	w.m.sent.Add(sent)
+	w.m.failed.Add(failed)
+	w.m.expired.Add(expired)
+	w.m.invalidTokens.Add(invalid)
+	return nil
+}
+
+func (r *run) countAll(chs []uint8, o push.Outcome, reason string) {
+	for _, ch := range chs {
+		r.tl.count(ch, o)
+	}
+	if o == push.OutcomeExpired {
+		r.w.m.expired.Add(len(chs))
+	} else {
+		r.w.m.failed.Add(len(chs))
+	}
+	r.addReason(reason)
+}
+
+func (r *run) addReason(reason string) {
+	r.reasons = appendReason(r.reasons, reason, r.w.cfg.MaxErrors)
+}
+
+// checkRecord re-reads the push record when the last read is older than RecordCheck: a
+// deleted or cancelled record ends the task, a Stopped one stops its sending.
+func (r *run) checkRecord(ctx context.Context) error {
+	now := r.w.clock.Now()
+	if now.Sub(r.recAt) < r.w.cfg.RecordCheck {
+		return nil
+	}
+	job := &r.t.Job
+	n, err := r.w.st.GetNotification(ctx, job.AppID, job.NotificationObjectID)
+	if errors.Is(err, store.ErrNotFound) {
+		return errCancelled
+	}
+	if err != nil {
+		return fmt.Errorf("cannot read record %s of task %s: %w", job.NotificationObjectID, r.t.ID, err)
+	}
+	r.recAt = now
+	if n.Status == push.StatusCancelled {
+		return errCancelled
+	}
+	if n.Stopped != "" && r.stopped == "" {
+		r.stopped = n.Stopped
+	}
+	return nil
+}
+
+// reserve takes n units of the app's daily volume, reserving VolumeReserve at a time from
+// the store, and says how many it got.
+func (r *run) reserve(ctx context.Context, n int) (int, error) {
+	limit := r.js.app.Settings.DailyVolume
+	if limit <= 0 {
+		return n, nil
+	}
+	if r.volLeft < int64(n) && !r.volSpent {
+		ask := max(int64(r.w.cfg.VolumeReserve), int64(n)-r.volLeft)
+		job := &r.t.Job
+		total, err := r.w.st.AddDailyVolume(ctx, job.AppID, r.day, ask)
+		if err != nil {
+			return 0, fmt.Errorf("cannot count daily volume of app %s: %w", job.AppID, err)
+		}
+		granted := ask
+		if over := total - limit; over > 0 {
+			r.volSpent = true
+			granted = max(ask-over, 0)
+			// Give back what was counted beyond the limit, so the day's figure stays true.
+			if _, err := r.w.st.AddDailyVolume(ctx, job.AppID, r.day, granted-ask); err != nil {
+				r.w.logger.Warn("cannot return excess daily volume", zap.String(telemetry.KeyAppID, job.AppID), zap.Error(err))
+			}
+		}
+		r.volLeft += granted
+	}
+	got := min(int64(n), r.volLeft)
+	r.volLeft -= got
+	return int(got), nil
+}
+
+// returnVolume gives back the daily volume reserved and not used.
+func (r *run) returnVolume(ctx context.Context) {
+	if r.volLeft <= 0 {
+		return
+	}
+	job := &r.t.Job
+	if _, err := r.w.st.AddDailyVolume(ctx, job.AppID, r.day, -r.volLeft); err != nil {
+		r.w.logger.Warn("cannot return unused daily volume", zap.String(telemetry.KeyAppID, job.AppID), zap.Error(err))
+		return
+	}
+	r.volLeft = 0
+}
+
+// stop stops the push's sending for reason: this task counts its remaining targets as not
+// sent, and the record tells the other tasks (they notice within RecordCheck).
+func (r *run) stop(ctx context.Context, reason string) error {
+	r.stopped = reason
+	job := &r.t.Job
+	_, err := r.w.st.UpdateNotification(ctx, job.AppID, job.NotificationObjectID, func(n *push.Notification) error {
+		if n.Stopped != "" {
+			return errApplied
+		}
+		n.Stopped = reason
+		n.Errors = appendReason(n.Errors, reason, r.w.cfg.MaxErrors)
+		n.UpdatedAt = time.Now()
+		return nil
+	})
+	if err != nil && !errors.Is(err, errApplied) && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("cannot mark record %s stopped: %w", job.NotificationObjectID, err)
+	}
+	r.w.logger.Info("push stopped", zap.String(telemetry.KeyAppID, job.AppID),
+		zap.String(telemetry.KeyJobID, job.ID), zap.String("reason", reason))
+	return nil
+}
+
+// checkpoint writes the cursor and counts of every final batch so far.
+func (r *run) checkpoint(ctx context.Context) error {
+	p := *r.prog
+	p.Cursor = r.cursor
+	p.Counts = r.tl.counts()
+	p.Done = false
+	p.Epoch++
+	if err := r.w.st.PutTaskProgress(ctx, p); err != nil {
+		return fmt.Errorf("cannot checkpoint task %s: %w", r.t.ID, err)
+	}
+	r.prog.Epoch = p.Epoch
+	r.since = 0
+	r.w.m.checkpoints.Inc()
+	return nil
+}

@@ -1,0 +1,253 @@
+package fanout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/query"
+	"github.com/pushd/pushd/store"
+)
+
+// filter is the residual filter of a query job: a row is a target when its installation is
+// valid, was refreshed within push.InactiveAfter, and matches the full where. The index a
+// task scans only narrows the rows; the filter decides. One per goroutine (it reuses a doc).
+type filter struct {
+	q      *query.Query
+	cutoff int64 // unix ms: rows last refreshed before it are inactive
+	doc    rowDoc
+}
+
+func newFilter(q *query.Query, now time.Time) *filter {
+	return &filter{q: q, cutoff: now.Add(-push.InactiveAfter).UnixMilli()}
+}
+
+func (f *filter) keep(r *push.Route, raw []byte) bool {
+	if r.Invalid || r.UpdatedAt != 0 && r.UpdatedAt < f.cutoff {
+		return false
+	}
+	f.doc.reset(r, raw)
+	return f.q.Match(&f.doc)
+}
+
+// scanner is a task's scan goroutine: it reads the task's rows from its checkpoint on, keeps
+// the targets, and fills batches, blocking while the send side is QueueBatches behind.
+type scanner struct {
+	r     *run
+	free  <-chan *batch
+	full  chan<- *batch
+	b     *batch
+	f     *filter
+	rows  int
+	hits  int
+	match bool // rows need the filter (query jobs)
+}
+
+func (s *scanner) scan(ctx context.Context) error {
+	r := s.r
+	if err := s.take(ctx); err != nil {
+		return err
+	}
+	if r.js.q != nil {
+		s.f = newFilter(r.js.q, r.w.clock.Now())
+		s.match = true
+	}
+	var err error
+	if r.t.Source == push.SourcePoint {
+		err = s.scanPoints(ctx)
+	} else {
+		err = s.scanRange(ctx)
+	}
+	s.flushMetrics()
+	if err != nil {
+		return err
+	}
+	s.b.last = true
+	s.b.seal()
+	return s.emit(ctx)
+}
+
+func (s *scanner) take(ctx context.Context) error {
+	select {
+	case s.b = <-s.free:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *scanner) emit(ctx context.Context) error {
+	select {
+	case s.full <- s.b:
+		s.b = nil
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// target adds one target to the batch (or, when its channel has no message, counts it failed).
+func (s *scanner) target(rt *push.Route) {
+	r := s.r
+	ch := rt.DeliveryChannel(r.js.app.Settings.Edition)
+	ci := channelIndex(ch)
+	s.hits++
+	msg := r.js.msgs[ci]
+	if msg == nil {
+		o := r.js.msgOut[ci]
+		s.b.pre.count(ci, o)
+		s.b.npre++
+		if s.b.preReason == "" && o == push.OutcomeFailed {
+			s.b.preReason = r.js.msgErrs[ci]
+		}
+		return
+	}
+	s.b.add(&r.tmpl, msg, ci, ch, rt)
+}
+
+// isFull says whether the batch should be handed on now.
+func (s *scanner) isFull() bool {
+	return len(s.b.ds)+s.b.npre >= s.r.size
+}
+
+func (s *scanner) flush(ctx context.Context) error {
+	s.b.seal()
+	if err := s.emit(ctx); err != nil {
+		return err
+	}
+	s.flushMetrics()
+	return s.take(ctx)
+}
+
+func (s *scanner) flushMetrics() {
+	s.r.w.m.rows.Add(s.rows)
+	s.r.w.m.matched.Add(s.hits)
+	s.rows, s.hits = 0, 0
+}
+
+func (s *scanner) scanRange(ctx context.Context) error {
+	r := s.r
+	t := r.t
+	first, after, err := decodeRangeCursor(r.prog.Cursor, t.BucketLo, t.BucketHi)
+	if err != nil {
+		return fmt.Errorf("cannot resume task %s: %w", t.ID, err)
+	}
+	channel := ""
+	if t.Source == push.SourceChannel {
+		channel = t.Channel
+	}
+	for bucket := first; bucket < t.BucketHi; bucket++ {
+		sr := store.ScanRange{AppID: t.Job.AppID, Channel: channel, Bucket: bucket, DeviceType: r.js.hints.DeviceType}
+		if bucket == first {
+			sr.After = after
+		}
+		err := r.w.st.Scan(ctx, sr, func(row *store.Row) error {
+			s.rows++
+			if s.match && !s.f.keep(row.Route, row.Doc) {
+				return nil
+			}
+			s.target(row.Route)
+			if !s.isFull() {
+				return nil
+			}
+			s.b.cursor = appendRangeCursor(s.b.cursor[:0], bucket, row.Cursor)
+			return s.flush(ctx)
+		})
+		if err != nil {
+			return fmt.Errorf("cannot scan bucket %d of app %s: %w", bucket, t.Job.AppID, err)
+		}
+	}
+	s.b.cursor = appendRangeCursor(s.b.cursor[:0], t.BucketHi, nil) // past the end
+	return nil
+}
+
+func (s *scanner) scanPoints(ctx context.Context) error {
+	r := s.r
+	t := r.t
+	job := &t.Job
+	start, err := decodePointCursor(r.prog.Cursor, len(t.IDs))
+	if err != nil {
+		return fmt.Errorf("cannot resume task %s: %w", t.ID, err)
+	}
+	var synth push.Route
+	for i := start; i < len(t.IDs); i++ {
+		id := t.IDs[i]
+		s.rows++
+		inst, found, err := s.lookup(ctx, t.IDKind, id)
+		if err != nil {
+			return err
+		}
+		switch {
+		case job.Kind == push.JobDevices && !found:
+			// A listed id with no installation: deliver with the request's options.
+			synth = deviceRoute(job, t.IDKind, id)
+			s.target(&synth)
+		case job.Kind == push.JobDevices:
+			if inst.DeviceProfile == "" {
+				inst.DeviceProfile = job.DeviceProfile
+			}
+			s.target(&inst.Route)
+		case !found:
+			continue
+		default:
+			if !s.f.keep(&inst.Route, inst.Doc) {
+				continue
+			}
+			s.target(&inst.Route)
+		}
+		if s.isFull() {
+			s.b.cursor = appendPointCursor(s.b.cursor[:0], i+1)
+			if err := s.flush(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	s.b.cursor = appendPointCursor(s.b.cursor[:0], len(t.IDs))
+	return nil
+}
+
+func (s *scanner) lookup(ctx context.Context, kind push.IDKind, id string) (push.Installation, bool, error) {
+	st := s.r.w.st
+	appID := s.r.t.Job.AppID
+	oid := id
+	if kind != kindObjectID {
+		var err error
+		oid, err = st.LookupDevice(ctx, appID, kind, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return push.Installation{}, false, nil
+		}
+		if err != nil {
+			return push.Installation{}, false, fmt.Errorf("cannot look up a %s of app %s: %w", kind, appID, err)
+		}
+	}
+	inst, err := st.GetInstallation(ctx, appID, oid)
+	if errors.Is(err, store.ErrNotFound) {
+		return push.Installation{}, false, nil
+	}
+	if err != nil {
+		return push.Installation{}, false, fmt.Errorf("cannot read installation %s of app %s: %w", oid, appID, err)
+	}
+	return inst, true, nil
+}
+
+// deviceRoute is the route of a listed device id that has no stored installation, built
+// from the devices push's own options.
+func deviceRoute(job *push.Job, kind push.IDKind, id string) push.Route {
+	r := push.Route{DeviceType: job.DeviceType, DeviceProfile: job.DeviceProfile}
+	switch kind {
+	case push.KindToken:
+		r.DeviceType = push.DeviceIOS
+		r.DeviceToken = id
+	case push.KindRegID:
+		r.RegistrationID = id
+		r.Vendor = job.Vendor
+	default:
+		r.InstallationID = id
+	}
+	if r.DeviceType == "" {
+		r.DeviceType = push.DeviceAndroid
+	}
+	return r
+}

@@ -1,0 +1,86 @@
+package fanout
+
+import "github.com/pushd/pushd/push"
+
+// Delivery channels by index, so the hot path tallies into an array instead of a map.
+var channelNames = [...]string{
+	push.ChannelAPNs, push.ChannelDirect, push.ChannelFCM, push.ChannelMi,
+	push.ChannelHMS, push.ChannelMz, push.ChannelVivo, push.ChannelOppo,
+}
+
+const nChannels = len(channelNames)
+
+// channelIndex maps a delivery channel to its index; unknown channels (none today) land on
+// the own channel's slot rather than being lost.
+func channelIndex(ch string) uint8 {
+	switch ch {
+	case push.ChannelAPNs:
+		return 0
+	case push.ChannelDirect:
+		return 1
+	case push.ChannelFCM:
+		return 2
+	case push.ChannelMi:
+		return 3
+	case push.ChannelHMS:
+		return 4
+	case push.ChannelMz:
+		return 5
+	case push.ChannelVivo:
+		return 6
+	case push.ChannelOppo:
+		return 7
+	}
+	return 1
+}
+
+// tally is a task's counts by channel index.
+type tally [nChannels]push.Tally
+
+func (t *tally) add(o *tally) {
+	for i := range t {
+		t[i].Add(o[i])
+	}
+}
+
+// count adds one target with outcome o on channel ch.
+func (t *tally) count(ch uint8, o push.Outcome) {
+	x := &t[ch]
+	x.Targets++
+	switch o {
+	case push.OutcomeSent:
+		x.Sent++
+	case push.OutcomeInvalidToken:
+		x.InvalidTokens++
+	case push.OutcomeExpired:
+		x.Expired++
+	default:
+		x.Failed++
+	}
+}
+
+func (t *tally) counts() push.Counts {
+	c := push.Counts{}
+	for i := range t {
+		if t[i] != (push.Tally{}) {
+			c[channelNames[i]] = t[i]
+		}
+	}
+	return c
+}
+
+func tallyFrom(c push.Counts) tally {
+	var t tally
+	for ch, v := range c {
+		t[channelIndex(ch)].Add(v)
+	}
+	return t
+}
+
+func (t *tally) total() push.Tally {
+	var s push.Tally
+	for i := range t {
+		s.Add(t[i])
+	}
+	return s
+}

@@ -1,0 +1,178 @@
+package fanout
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"go.uber.org/zap"
+
+	"github.com/pushd/pushd/fanout/render"
+	"github.com/pushd/pushd/internal/telemetry"
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/queue"
+	"github.com/pushd/pushd/store"
+)
+
+// Worker consumes push.tasks as a member of the fan-out group and runs each task: scan, filter,
+// pace, send, checkpoint, complete.
+type Worker struct {
+	cfg    WorkerConfig
+	st     WorkerStore
+	cons   Consumer
+	snd    Sender
+	logger *zap.Logger
+	clock  Clock
+	sem    chan struct{}
+	jobs   *jobCache
+	pool   sync.Pool // *batch
+	// newMessages builds a job's renderer (render.NewCache; tests may swap it).
+	newMessages func(*push.Job) Messages
+	m           workerMetrics
+}
+
+type workerMetrics struct {
+	tasksDone, tasksSkipped, tasksCancelled, tasksFailed, tasksInvalid *metrics.Counter
+	rows, matched                                                      *metrics.Counter
+	sent, failed, expired, invalidTokens                               *metrics.Counter
+	batches, checkpoints                                               *metrics.Counter
+}
+
+// NewWorker builds a worker over a store, the task log, and a sender.
+func NewWorker(cfg WorkerConfig, st WorkerStore, cons Consumer, snd Sender, logger *zap.Logger, ms *metrics.Set) (*Worker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	w := &Worker{
+		cfg:    cfg,
+		st:     st,
+		cons:   cons,
+		snd:    snd,
+		logger: logger.Named("worker"),
+		clock:  cfg.clock,
+		sem:    make(chan struct{}, cfg.Concurrency),
+		jobs:   newJobCache(64),
+		newMessages: func(j *push.Job) Messages {
+			return render.NewCache(j)
+		},
+	}
+	if w.clock == nil {
+		w.clock = wallClock{}
+	}
+	w.pool.New = func() any { return newBatch(cfg.BatchSize) }
+	w.m = workerMetrics{
+		tasksDone:      ms.NewCounter(`pushd_fanout_tasks_total{result="done"}`),
+		tasksSkipped:   ms.NewCounter(`pushd_fanout_tasks_total{result="skipped"}`),
+		tasksCancelled: ms.NewCounter(`pushd_fanout_tasks_total{result="cancelled"}`),
+		tasksFailed:    ms.NewCounter(`pushd_fanout_tasks_total{result="error"}`),
+		tasksInvalid:   ms.NewCounter(`pushd_fanout_tasks_total{result="invalid"}`),
+		rows:           ms.NewCounter(`pushd_fanout_rows_scanned_total`),
+		matched:        ms.NewCounter(`pushd_fanout_targets_total`),
+		sent:           ms.NewCounter(`pushd_fanout_deliveries_total{outcome="sent"}`),
+		failed:         ms.NewCounter(`pushd_fanout_deliveries_total{outcome="failed"}`),
+		expired:        ms.NewCounter(`pushd_fanout_deliveries_total{outcome="expired"}`),
+		invalidTokens:  ms.NewCounter(`pushd_fanout_deliveries_total{outcome="invalid_token"}`),
+		batches:        ms.NewCounter(`pushd_fanout_batches_total`),
+		checkpoints:    ms.NewCounter(`pushd_fanout_checkpoints_total`),
+	}
+	ms.NewGauge(`pushd_fanout_tasks_capacity`, func() float64 { return float64(cfg.Concurrency) })
+	ms.NewGauge(`pushd_fanout_tasks_running`, func() float64 { return float64(len(w.sem)) })
+	return w, nil
+}
+
+// Run consumes push.tasks until ctx ends. A task interrupted by the end of ctx checkpoints and
+// leaves its offset uncommitted: whoever owns its partition next resumes it.
+func (w *Worker) Run(ctx context.Context) error {
+	return w.cons.Consume(ctx, queue.TopicTasks, queue.GroupFanout, w.handle)
+}
+
+func (w *Worker) handle(ctx context.Context, m queue.Message) error {
+	var t push.Task
+	if err := json.Unmarshal(m.Value, &t); err != nil || t.ID == "" || t.Job.ID == "" {
+		w.m.tasksInvalid.Inc()
+		w.logger.Error("dropping undecodable task", zap.Int(telemetry.KeyPartition, m.Partition),
+			zap.Int64(telemetry.KeyOffset, m.Offset), zap.Error(err))
+		return nil
+	}
+	select {
+	case w.sem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-w.sem }()
+	err := w.RunTask(ctx, &t)
+	if err != nil {
+		w.m.tasksFailed.Inc()
+		if ctx.Err() == nil {
+			w.logger.Warn("task failed; it will be retried from its checkpoint",
+				zap.String(telemetry.KeyJobID, t.Job.ID), zap.String(telemetry.KeyTaskID, t.ID), zap.Error(err))
+		}
+	}
+	return err
+}
+
+// errCancelled ends a task whose push record was deleted or cancelled.
+var errCancelled = errors.New("push cancelled")
+
+// RunTask runs one task to its end: nil once its final progress and its counts on the record
+// are written (the caller may then commit its offset), an error when it must be run again.
+func (w *Worker) RunTask(ctx context.Context, t *push.Task) error {
+	job := &t.Job
+	prog, err := w.st.GetTaskProgress(ctx, job.ID, t.ID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		prog = push.TaskProgress{JobID: job.ID, TaskID: t.ID}
+	case err != nil:
+		return fmt.Errorf("cannot read progress of task %s: %w", t.ID, err)
+	case prog.Done:
+		// Finished before: maybe the record update did not happen (crash in between).
+		w.m.tasksSkipped.Inc()
+		return w.complete(ctx, t, prog.Counts, nil, "")
+	}
+	rec, err := w.st.GetNotification(ctx, job.AppID, job.NotificationObjectID)
+	switch {
+	case errors.Is(err, store.ErrNotFound) || err == nil && rec.Status == push.StatusCancelled:
+		w.m.tasksCancelled.Inc()
+		return nil
+	case err != nil:
+		return fmt.Errorf("cannot read record %s of task %s: %w", job.NotificationObjectID, t.ID, err)
+	}
+	js, err := w.jobs.get(ctx, job.ID, func() (*jobState, error) { return w.buildJob(ctx, job) })
+	if err != nil {
+		return err
+	}
+	r := w.newRun(t, js, &prog, &rec)
+	err = r.run(ctx)
+	if errors.Is(err, errCancelled) {
+		w.m.tasksCancelled.Inc()
+		r.returnVolume(ctx)
+		return nil
+	}
+	if err != nil {
+		// Keep what is final, so the retry resumes here. ctx may have ended (shutdown).
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if cerr := r.checkpoint(cctx); cerr != nil {
+			w.logger.Warn("cannot checkpoint an interrupted task", zap.String(telemetry.KeyTaskID, t.ID), zap.Error(cerr))
+		}
+		r.returnVolume(cctx)
+		return err
+	}
+	r.returnVolume(ctx)
+	counts := r.tl.counts()
+	prog.Cursor = r.cursor
+	prog.Counts = counts
+	prog.Done = true
+	if err := w.st.PutTaskProgress(ctx, prog); err != nil {
+		return fmt.Errorf("cannot write final progress of task %s: %w", t.ID, err)
+	}
+	if err := w.complete(ctx, t, counts, r.reasons, r.stopped); err != nil {
+		return err
+	}
+	w.m.tasksDone.Inc()
+	return nil
+}
