@@ -1,0 +1,499 @@
+package sender
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"go.uber.org/zap"
+
+	"github.com/pushd/pushd/internal/waitfor"
+	"github.com/pushd/pushd/loadtest/sim"
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/sender/apns"
+	"github.com/pushd/pushd/sender/fcm"
+	"github.com/pushd/pushd/store"
+)
+
+// apps is an in-memory AppSource.
+type apps struct {
+	mu sync.Mutex
+	m  map[string]push.App
+}
+
+func (a *apps) GetApp(_ context.Context, id string) (push.App, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	app, ok := a.m[id]
+	if !ok {
+		return push.App{}, store.ErrNotFound
+	}
+	return app, nil
+}
+
+func (a *apps) set(app push.App) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.m == nil {
+		a.m = map[string]push.App{}
+	}
+	a.m[app.ID] = app
+}
+
+// invalidations records InvalidateToken calls.
+type invalidations struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (v *invalidations) InvalidateToken(_ context.Context, appID, objectID, deviceID string) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.list = append(v.list, appID+"/"+objectID+"/"+deviceID)
+	return nil
+}
+
+func (v *invalidations) got() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return append([]string(nil), v.list...)
+}
+
+// clock is a settable test clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// sleeps records the waits a pool asked for and returns at once.
+type sleeps struct {
+	mu sync.Mutex
+	ds []time.Duration
+}
+
+func (s *sleeps) sleep(ctx context.Context, d time.Duration) error {
+	s.mu.Lock()
+	s.ds = append(s.ds, d)
+	s.mu.Unlock()
+	return ctx.Err()
+}
+
+func (s *sleeps) max() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var m time.Duration
+	for _, d := range s.ds {
+		m = max(m, d)
+	}
+	return m
+}
+
+type env struct {
+	apns  *sim.APNs
+	fcm   *sim.FCM
+	apps  *apps
+	inv   *invalidations
+	clock *clock
+	sl    *sleeps
+	set   *metrics.Set
+	d     *Dispatcher
+}
+
+const testTopic = "com.example.chat"
+
+func apnsToken(i int) string { return fmt.Sprintf("%064x", i+1) }
+func fcmToken(i int) string  { return fmt.Sprintf("reg:APA91b%08d", i) }
+
+func newEnv(t *testing.T, tune func(*Config), apnsCfg sim.APNsConfig) *env {
+	t.Helper()
+	as, err := sim.NewAPNs(apnsCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = as.Close() })
+	fs, err := sim.NewFCM(sim.FCMConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fs.Close() })
+	e := &env{apns: as, fcm: fs, apps: &apps{}, inv: &invalidations{}, clock: &clock{t: time.Now()}, sl: &sleeps{}, set: metrics.NewSet()}
+	cfg := Config{
+		Workers:     8,
+		IdleTimeout: time.Minute,
+		APNs:        apns.Config{ProdEndpoint: as.URL(), DevEndpoint: as.URL(), TLS: as.ClientTLS()},
+		FCM:         fcm.Config{Endpoint: fs.URL(), TLS: fs.ClientTLS()},
+		sleep:       e.sl.sleep,
+		now:         e.clock.now,
+	}
+	if tune != nil {
+		tune(&cfg)
+	}
+	e.d = New(cfg, e.apps, e.inv, zap.NewNop(), e.set)
+	t.Cleanup(e.d.Close)
+	e.apps.set(push.App{ID: "app1", Credentials: map[string]json.RawMessage{
+		"apns": e.apnsCreds(t, true),
+		"fcm":  e.fcmCreds(t),
+	}})
+	return e
+}
+
+func (e *env) apnsCreds(t *testing.T, trusted bool) json.RawMessage {
+	t.Helper()
+	var p8 []byte
+	var err error
+	if trusted {
+		p8, err = e.apns.NewKey("KEY1234567", "TEAM123456")
+	} else {
+		p8, err = sim.NewAPNsKey("KEY1234567", "TEAM123456")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(apns.CredentialsJSON{DefaultTopic: testTopic, Teams: []apns.TeamKey{{TeamID: "TEAM123456", KeyID: "KEY1234567", P8: string(p8)}}})
+	return raw
+}
+
+func (e *env) fcmCreds(t *testing.T) json.RawMessage {
+	t.Helper()
+	sa, err := e.fcm.NewServiceAccount("demo-chat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sa
+}
+
+func apnsDelivery(app string, i int) push.Delivery {
+	return push.Delivery{
+		AppID: app, Prod: true, NotificationID: "n1",
+		Message: &push.Message{Channel: push.ChannelAPNs, Body: []byte(`{"aps":{"alert":"hi"}}`), PushType: "alert", Priority: 10},
+		Target:  push.Target{ObjectID: fmt.Sprintf("obj%d", i), Channel: push.ChannelAPNs, DeviceType: "ios", DeviceID: apnsToken(i)},
+	}
+}
+
+func fcmDelivery(app string, i int) push.Delivery {
+	return push.Delivery{
+		AppID: app, NotificationID: "n1",
+		Message: &push.Message{Channel: push.ChannelFCM, Body: []byte(`{"notification":{"title":"t","body":"b"}}`)},
+		Target:  push.Target{ObjectID: fmt.Sprintf("fobj%d", i), Channel: push.ChannelFCM, DeviceType: "android", DeviceID: fcmToken(i)},
+	}
+}
+
+func send(t *testing.T, d *Dispatcher, ds []push.Delivery) []push.Result {
+	t.Helper()
+	res := make([]push.Result, len(ds))
+	if err := d.Send(context.Background(), ds, res); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	return res
+}
+
+func TestSenderDispatchOutcomes(t *testing.T) {
+	e := newEnv(t, nil, sim.APNsConfig{})
+	e.apns.MarkUnregistered(apnsToken(1))
+	e.apns.MarkBadToken(apnsToken(2))
+	e.fcm.MarkUnregistered(fcmToken(1))
+	e.fcm.MarkBadToken(fcmToken(2))
+	expired := apnsDelivery("app1", 3)
+	expired.Message = &push.Message{Channel: push.ChannelAPNs, Body: expired.Message.Body, Expiration: e.clock.now().Add(-time.Second)}
+	direct := push.Delivery{AppID: "app1", Message: &push.Message{}, Target: push.Target{Channel: push.ChannelDirect, DeviceID: "x"}}
+	hms := push.Delivery{AppID: "app1", Message: &push.Message{}, Target: push.Target{Channel: push.ChannelHMS, DeviceID: "x"}}
+	noApp := apnsDelivery("ghost", 4)
+	ds := []push.Delivery{
+		apnsDelivery("app1", 0), apnsDelivery("app1", 1), apnsDelivery("app1", 2), expired,
+		fcmDelivery("app1", 0), fcmDelivery("app1", 1), fcmDelivery("app1", 2),
+		direct, hms, noApp,
+	}
+	res := send(t, e.d, ds)
+	want := []push.Result{
+		{Outcome: push.OutcomeSent},
+		{Outcome: push.OutcomeInvalidToken, Reason: "Unregistered"},
+		{Outcome: push.OutcomeInvalidToken, Reason: "BadDeviceToken"},
+		{Outcome: push.OutcomeExpired},
+		{Outcome: push.OutcomeSent},
+		{Outcome: push.OutcomeInvalidToken, Reason: "UNREGISTERED"},
+		{Outcome: push.OutcomeInvalidToken, Reason: "INVALID_ARGUMENT"},
+		{Outcome: push.OutcomeFailed, Reason: "channel direct not available"},
+		{Outcome: push.OutcomeFailed, Reason: "channel hms not available"},
+		{Outcome: push.OutcomeFailed, Reason: "app not found"},
+	}
+	for i := range want {
+		if res[i] != want[i] {
+			t.Errorf("delivery %d: got %+v, want %+v", i, res[i], want[i])
+		}
+	}
+	inv := e.inv.got()
+	wantInv := map[string]bool{
+		"app1/obj1/" + apnsToken(1): true, "app1/obj2/" + apnsToken(2): true,
+		"app1/fobj1/" + fcmToken(1): true, "app1/fobj2/" + fcmToken(2): true,
+	}
+	if len(inv) != len(wantInv) {
+		t.Fatalf("invalidated %v", inv)
+	}
+	for _, k := range inv {
+		if !wantInv[k] {
+			t.Fatalf("unexpected invalidation %s", k)
+		}
+	}
+	if st := e.apns.Stats(); st.Requests != 3 || st.PerToken[apnsToken(3)] != 0 {
+		t.Fatalf("apns simulator: %d requests (want 3: the expired one is never sent)", st.Requests)
+	}
+	if n := e.d.Pools(); n != 2 {
+		t.Fatalf("%d pools, want 2 (apns prod team, fcm project)", n)
+	}
+	for _, m := range []string{
+		`pushd_sender_deliveries_total{channel="apns",outcome="sent"} 1`,
+		`pushd_sender_deliveries_total{channel="apns",outcome="invalid_token"} 2`,
+		`pushd_sender_deliveries_total{channel="apns",outcome="expired"} 1`,
+		`pushd_sender_rejections_total{channel="direct"} 1`,
+		`pushd_sender_pools{channel="apns"} 1`,
+		`pushd_sender_inflight_capacity{channel="apns"} 8`,
+		`pushd_sender_queued{channel="apns"} 0`,
+	} {
+		if !strings.Contains(e.metrics(), m) {
+			t.Errorf("metrics lack %s", m)
+		}
+	}
+}
+
+func (e *env) metrics() string {
+	var b strings.Builder
+	e.set.WritePrometheus(&b)
+	return b.String()
+}
+
+func TestSenderBrownoutLosesNothing(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.Workers = 16; c.MaxAttempts = 50; c.MaxRetryDelay = time.Hour }, sim.APNsConfig{})
+	const n = 300
+	e.apns.Inject(200, sim.Fault{Status: 503, Reason: "ServiceUnavailable"})
+	ds := make([]push.Delivery, n)
+	for i := range ds {
+		ds[i] = apnsDelivery("app1", i)
+	}
+	res := send(t, e.d, ds)
+	for i, r := range res {
+		if r.Outcome != push.OutcomeSent {
+			t.Fatalf("delivery %d: %+v", i, r)
+		}
+	}
+	st := e.apns.Stats()
+	if st.Accepted != n || len(st.PerToken) != n {
+		t.Fatalf("accepted %d for %d tokens, want %d", st.Accepted, len(st.PerToken), n)
+	}
+	for tok, c := range st.PerToken {
+		if c != 1 {
+			t.Fatalf("token %s got %d pushes", tok, c)
+		}
+	}
+	if !strings.Contains(e.metrics(), `pushd_sender_retries_total{channel="apns"} 200`) {
+		t.Errorf("retries not counted: want 200")
+	}
+}
+
+func TestSenderRetryAfterHonoured(t *testing.T) {
+	e := newEnv(t, nil, sim.APNsConfig{})
+	e.fcm.Inject(1, sim.Fault{Status: 429, Reason: "QUOTA_EXCEEDED", RetryAfter: 30 * time.Second})
+	res := send(t, e.d, []push.Delivery{fcmDelivery("app1", 0)})
+	if res[0].Outcome != push.OutcomeSent {
+		t.Fatalf("got %+v", res[0])
+	}
+	if got := e.sl.max(); got < 30*time.Second {
+		t.Fatalf("waited %s before retrying, want the Retry-After of 30s", got)
+	}
+}
+
+func TestSenderRetriesExhausted(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.MaxAttempts = 3; c.MaxRetryDelay = time.Minute }, sim.APNsConfig{})
+	e.apns.Inject(3, sim.Fault{Status: 503, Reason: "ServiceUnavailable"})
+	res := send(t, e.d, []push.Delivery{apnsDelivery("app1", 0)})
+	if want := (push.Result{Outcome: push.OutcomeFailed, Reason: "retries exhausted after 3 attempts: ServiceUnavailable"}); res[0] != want {
+		t.Fatalf("got %+v, want %+v", res[0], want)
+	}
+	// A Retry-After beyond the total budget fails at once.
+	e.fcm.Inject(1, sim.Fault{Status: 503, RetryAfter: 2 * time.Minute})
+	res = send(t, e.d, []push.Delivery{fcmDelivery("app1", 0)})
+	if want := (push.Result{Outcome: push.OutcomeFailed, Reason: "retries exhausted after 1 attempts: UNAVAILABLE"}); res[0] != want {
+		t.Fatalf("got %+v, want %+v", res[0], want)
+	}
+}
+
+func TestSenderBreakerStopsPool(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.Workers = 4; c.AppCacheTTL = time.Second }, sim.APNsConfig{})
+	e.apps.set(push.App{ID: "app1", Credentials: map[string]json.RawMessage{"apns": e.apnsCreds(t, false)}})
+	ds := make([]push.Delivery, 50)
+	for i := range ds {
+		ds[i] = apnsDelivery("app1", i)
+	}
+	res := send(t, e.d, ds)
+	for i, r := range res {
+		if want := (push.Result{Outcome: push.OutcomeFailed, Reason: "credentials rejected: InvalidProviderToken"}); r != want {
+			t.Fatalf("delivery %d: got %+v, want %+v", i, r, want)
+		}
+	}
+	first := e.apns.Stats().Requests
+	if first > 4 {
+		t.Fatalf("the simulator got %d requests; the breaker should stop after the in-flight ones (4)", first)
+	}
+	res = send(t, e.d, ds[:10])
+	if res[0].Reason != "credentials rejected: InvalidProviderToken" || e.apns.Stats().Requests != first {
+		t.Fatalf("a later batch was not failed fast: %+v, %d requests", res[0], e.apns.Stats().Requests)
+	}
+	if !strings.Contains(e.metrics(), `pushd_sender_breaker_trips_total{channel="apns"} 1`) {
+		t.Error("breaker trip not counted")
+	}
+	// New credentials: a new pool, deliveries flow again.
+	e.apps.set(push.App{ID: "app1", Credentials: map[string]json.RawMessage{"apns": e.apnsCreds(t, true)}})
+	e.clock.add(2 * time.Second)
+	res = send(t, e.d, ds[:10])
+	for i, r := range res {
+		if r.Outcome != push.OutcomeSent {
+			t.Fatalf("after new credentials, delivery %d: %+v", i, r)
+		}
+	}
+}
+
+func TestSenderSenderIDMismatchScoped(t *testing.T) {
+	e := newEnv(t, nil, sim.APNsConfig{})
+	e.fcm.MarkSenderMismatch(fcmToken(1))
+	res := send(t, e.d, []push.Delivery{fcmDelivery("app1", 0)})
+	if res[0].Outcome != push.OutcomeSent {
+		t.Fatal(res[0])
+	}
+	// The pool has proven its credentials: the mismatch is this token's, not the app's.
+	res = send(t, e.d, []push.Delivery{fcmDelivery("app1", 1), fcmDelivery("app1", 2)})
+	if want := (push.Result{Outcome: push.OutcomeFailed, Reason: "SENDER_ID_MISMATCH"}); res[0] != want || res[1].Outcome != push.OutcomeSent {
+		t.Fatalf("got %+v", res)
+	}
+	if len(e.inv.got()) != 0 {
+		t.Fatal("a sender-id mismatch deleted an installation")
+	}
+}
+
+func TestSenderFCMRefreshOn401(t *testing.T) {
+	e := newEnv(t, nil, sim.APNsConfig{})
+	send(t, e.d, []push.Delivery{fcmDelivery("app1", 0)})
+	e.fcm.ExpireAccessTokens()
+	res := send(t, e.d, []push.Delivery{fcmDelivery("app1", 1), fcmDelivery("app1", 2)})
+	if res[0].Outcome != push.OutcomeSent || res[1].Outcome != push.OutcomeSent {
+		t.Fatalf("got %+v", res)
+	}
+	if n := e.fcm.Stats().AuthTokens; n != 2 {
+		t.Fatalf("simulator issued %d access tokens, want 2", n)
+	}
+}
+
+func TestSenderRateLimit(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.Rates = map[string]float64{"app1/apns": 100}; c.Burst = 1 }, sim.APNsConfig{})
+	ds := make([]push.Delivery, 11)
+	for i := range ds {
+		ds[i] = apnsDelivery("app1", i)
+	}
+	send(t, e.d, ds)
+	// The clock stands still: the 10 deliveries beyond the burst each wait 10ms longer.
+	if got, want := e.sl.max(), 100*time.Millisecond; got < want-time.Millisecond || got > want+time.Millisecond {
+		t.Fatalf("longest rate wait %s, want %s", got, want)
+	}
+}
+
+func TestSenderBucket(t *testing.T) {
+	c := &clock{t: time.Now()}
+	b := newBucket(10, 2, c.now)
+	var got []time.Duration
+	for range 4 {
+		got = append(got, b.reserve())
+	}
+	want := []time.Duration{0, 0, 100 * time.Millisecond, 200 * time.Millisecond}
+	for i := range want {
+		if d := got[i] - want[i]; d < -time.Microsecond || d > time.Microsecond {
+			t.Fatalf("reserve %d = %s, want %s", i, got[i], want[i])
+		}
+	}
+	c.add(time.Second) // refills to the burst, after paying the debt
+	if w := b.reserve(); w != 0 {
+		t.Fatalf("after a second: wait %s", w)
+	}
+}
+
+func TestSenderIdlePoolClosed(t *testing.T) {
+	e := newEnv(t, nil, sim.APNsConfig{})
+	send(t, e.d, []push.Delivery{apnsDelivery("app1", 0), fcmDelivery("app1", 0)})
+	if n := e.d.Pools(); n != 2 {
+		t.Fatalf("%d pools", n)
+	}
+	e.clock.add(30 * time.Second)
+	e.d.closeIdle()
+	if n := e.d.Pools(); n != 2 {
+		t.Fatalf("pools closed before the idle timeout: %d left", n)
+	}
+	send(t, e.d, []push.Delivery{apnsDelivery("app1", 1)})
+	e.clock.add(45 * time.Second)
+	e.d.closeIdle()
+	if n := e.d.Pools(); n != 1 {
+		t.Fatalf("want the fcm pool closed and the apns pool (used 45s ago) open; %d open", n)
+	}
+	if !strings.Contains(e.metrics(), `pushd_sender_pools{channel="fcm"} 0`) {
+		t.Error("closed pool still counted")
+	}
+	res := send(t, e.d, []push.Delivery{fcmDelivery("app1", 1)})
+	if res[0].Outcome != push.OutcomeSent || e.d.Pools() != 2 {
+		t.Fatalf("pool not recreated: %+v, %d pools", res[0], e.d.Pools())
+	}
+}
+
+func TestSenderRunAndClose(t *testing.T) {
+	e := newEnv(t, nil, sim.APNsConfig{Knobs: sim.Knobs{Latency: time.Minute}})
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error)
+	go func() { ran <- e.d.Run(ctx) }()
+	sent := make(chan error)
+	go func() {
+		sent <- e.d.Send(context.Background(), []push.Delivery{apnsDelivery("app1", 0)}, make([]push.Result, 1))
+	}()
+	waitfor.True(t, 10*time.Second, "a request in flight", func() bool {
+		return strings.Contains(e.metrics(), `pushd_sender_inflight{channel="apns"} 1`)
+	})
+	cancel()
+	if err := <-ran; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if err := <-sent; !errors.Is(err, ErrClosed) {
+		t.Fatalf("Send during close: %v, want ErrClosed", err)
+	}
+	if err := e.d.Send(context.Background(), []push.Delivery{apnsDelivery("app1", 0)}, make([]push.Result, 1)); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Send after close: %v", err)
+	}
+}
+
+func TestSenderSendCanceled(t *testing.T) {
+	e := newEnv(t, nil, sim.APNsConfig{Knobs: sim.Knobs{Latency: time.Minute}})
+	ctx, cancel := context.WithCancel(context.Background())
+	res := make([]push.Result, 2)
+	sent := make(chan error)
+	go func() { sent <- e.d.Send(ctx, []push.Delivery{apnsDelivery("app1", 0), apnsDelivery("app1", 1)}, res) }()
+	waitfor.True(t, 10*time.Second, "requests in flight", func() bool {
+		return strings.Contains(e.metrics(), `pushd_sender_inflight{channel="apns"} `) &&
+			!strings.Contains(e.metrics(), `pushd_sender_inflight{channel="apns"} 0`)
+	})
+	cancel()
+	if err := <-sent; !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v", err)
+	}
+	waitfor.True(t, 10*time.Second, "the pool to settle", func() bool {
+		return strings.Contains(e.metrics(), `pushd_sender_queued{channel="apns"} 0`)
+	})
+	if strings.Contains(e.metrics(), `outcome="failed"} 1`) {
+		t.Fatal("an abandoned delivery was counted as failed")
+	}
+}
