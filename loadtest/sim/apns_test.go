@@ -529,3 +529,17 @@ func TestAPNsSimCloseWithRequestsInFlight(t *testing.T) {
 		t.Fatal("request answered after Close")
 	}
 }
+
+func TestAPNsSimCeiling(t *testing.T) {
+	f := newAPNsFixture(t, APNsConfig{Topics: map[string][]string{testTeamID: {CeilingTopic}}})
+	perSec, err := Ceiling(context.Background(), f.s.URL(), f.s.ClientTLS(), "bearer "+f.jwt, 300, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := f.s.Stats(); perSec <= 0 || st.PerToken[CeilingToken] != 300 {
+		t.Fatalf("perSec %v, stats %+v", perSec, st)
+	}
+	if _, err := Ceiling(context.Background(), f.s.URL(), f.s.ClientTLS(), "bearer nope", 10, 2); err == nil {
+		t.Fatal("ceiling with a bad token succeeded")
+	}
+}

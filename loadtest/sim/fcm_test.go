@@ -18,7 +18,9 @@ const (
 )
 
 type fcmFixture struct {
-	s      *FCM
+	s      *FCM   // nil when the simulator runs elsewhere
+	base   string // send base URL
+	tokURL string
 	sa     []byte
 	c      *http.Client
 	access string
@@ -36,7 +38,7 @@ func newFCMFixture(t *testing.T, cfg FCMConfig) *fcmFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fcmFixture{s: s, sa: sa, c: h2Client(t, s.ClientTLS())}
+	f := &fcmFixture{s: s, base: s.URL(), tokURL: s.TokenURL(), sa: sa, c: h2Client(t, s.ClientTLS())}
 	now := time.Now()
 	if cfg.Now != nil {
 		now = cfg.Now()
@@ -68,7 +70,7 @@ func (f *fcmFixture) fetchToken(t *testing.T, iat time.Time) string {
 
 func (f *fcmFixture) postToken(t *testing.T, form url.Values) (int, []byte) {
 	t.Helper()
-	resp, err := f.c.PostForm(f.s.TokenURL(), form)
+	resp, err := f.c.PostForm(f.tokURL, form)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +96,7 @@ func (f *fcmFixture) send(t *testing.T, project, body string) fcmResp {
 
 func (f *fcmFixture) sendAuth(t *testing.T, project, authz, body string) fcmResp {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, f.s.URL()+"/v1/projects/"+project+"/messages:send", strings.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, f.base+"/v1/projects/"+project+"/messages:send", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
