@@ -58,6 +58,7 @@ func Run(t *testing.T, newLog func(t *testing.T) queue.Log) {
 	t.Run("CommittedSurvivesReopen", func(t *testing.T) { testReopen(t, newLog(t)) })
 	t.Run("AppendDurable", func(t *testing.T) { testDurable(t, newLog(t)) })
 	t.Run("MembersSplitAndTakeOver", func(t *testing.T) { testTakeOver(t, newLog(t)) })
+	t.Run("MembersChurn", func(t *testing.T) { testChurn(t, newLog(t)) })
 	t.Run("AppendRejectsBadInput", func(t *testing.T) { testBadInput(t, newLog(t)) })
 }
 
@@ -425,4 +426,50 @@ func testTakeOver(t *testing.T, l queue.Log) {
 	defer b.mu.Unlock()
 	t.Logf("%d rounds of %d partitions; a handled %d, b handled %d and refused %d",
 		appended, partitions, a.c.count(), b.c.count(), b.refused)
+}
+
+// testChurn has members join and leave one after another while messages are appended; in the
+// end every message was handled successfully at least once.
+func testChurn(t *testing.T, l queue.Log) {
+	const group = "queuetest-churn"
+	all := newCollector()
+	start := func() (stop func()) {
+		return consume(t, l, group, func(_ context.Context, m queue.Message) error {
+			all.add(m)
+			return nil
+		})
+	}
+	appended := 0
+	round := func() {
+		var recs []queue.Record
+		for p := range partitions {
+			recs = append(recs, rec(p, appended))
+		}
+		appended++
+		appendAll(t, l, recs...)
+	}
+	stop := start()
+	for range 3 {
+		round()
+		next := start()
+		round()
+		stop()
+		stop = next
+		round()
+	}
+	waitfor.True(t, timeout, "every message handled", func() bool {
+		for p := range partitions {
+			got := map[string]bool{}
+			for _, v := range all.values(p) {
+				got[v] = true
+			}
+			for _, v := range want(p, 0, appended) {
+				if !got[v] {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	t.Logf("%d messages, %d handled (the rest are redeliveries after a move)", appended*partitions, all.count())
 }
