@@ -1,0 +1,358 @@
+package fanout
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"go.uber.org/zap"
+
+	"github.com/pushd/pushd/push"
+)
+
+// planDirect plans job without the log: it writes the record as the planner does and returns
+// the tasks.
+func (e *env) planDirect(job push.Job, pcfg PlannerConfig) (push.Job, []push.Task) {
+	e.t.Helper()
+	job = e.submitRecordOnly(job)
+	p, err := NewPlanner(pcfg, e.st, e.lg, zap.NewNop(), metrics.NewSet())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	tasks, err := p.split(&job, 64)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	_, err = e.st.UpdateNotification(context.Background(), testApp, job.NotificationObjectID, func(n *push.Notification) error {
+		n.Status, n.Tasks = push.StatusInProcess, len(tasks)
+		return nil
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return job, tasks
+}
+
+func (e *env) submitRecordOnly(job push.Job) push.Job {
+	e.t.Helper()
+	jobSeq++
+	job.ID = fmt.Sprintf("djob%d", jobSeq)
+	job.AppID = testApp
+	job.NotificationObjectID = "n-" + job.ID
+	if job.Kind == "" {
+		job.Kind = push.JobQuery
+	}
+	job.Data = json.RawMessage(`{"alert":"hi"}`)
+	job.Prod = "prod"
+	n := push.Notification{ObjectID: job.NotificationObjectID, AppID: testApp, JobID: job.ID, Status: push.StatusInQueue, CreatedAt: time.Now()}
+	if err := e.st.CreateNotification(context.Background(), n); err != nil {
+		e.t.Fatal(err)
+	}
+	return job
+}
+
+func (e *env) worker(cfg WorkerConfig, snd Sender) *Worker {
+	e.t.Helper()
+	w, err := NewWorker(cfg, e.st, e.lg, snd, zap.NewNop(), metrics.NewSet())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return w
+}
+
+func TestFanoutFlowControlPacesTask(t *testing.T) {
+	e := newEnv(t)
+	e.createApp(64, nil)
+	e.seed(64, 1000)
+	clk := &fakeClock{now: time.Now()}
+	cfg := DefaultWorkerConfig()
+	cfg.clock = clk
+	var sizes []int
+	var mu sync.Mutex
+	snd := newRecSender()
+	snd.hook = func(n int) { mu.Lock(); sizes = append(sizes, n); mu.Unlock() }
+	w := e.worker(cfg, snd)
+	// 1000 targets/s over 8 tasks: 125/s each.
+	_, tasks := e.planDirect(push.Job{FlowControl: 1000}, DefaultPlannerConfig())
+	if len(tasks) != 8 || tasks[0].Rate != 125 {
+		t.Fatalf("%d tasks at rate %v, want 8 at 125", len(tasks), tasks[0].Rate)
+	}
+	if err := w.RunTask(context.Background(), &tasks[0]); err != nil {
+		t.Fatal(err)
+	}
+	n := snd.count()
+	if n < 50 {
+		t.Fatalf("task 0 sent only %d", n)
+	}
+	// The first batch goes at once; every later one waits its share: (n - first)/125 s.
+	minSlept := time.Duration(float64(n-sizes[0]) / 125 * float64(time.Second))
+	if clk.slept < minSlept-time.Millisecond || clk.slept > minSlept+time.Second/10 {
+		t.Errorf("slept %v for %d deliveries at 125/s, want about %v", clk.slept, n, minSlept)
+	}
+	for _, s := range sizes {
+		if s > 12 {
+			t.Errorf("batch of %d at 125/s: batches must cover at most ~100 ms", s)
+		}
+	}
+}
+
+// failingSender sends like rec until it has sent after deliveries, then fails every call,
+// like a process that dies mid-push.
+type failingSender struct {
+	*recSender
+	after int
+}
+
+func (s *failingSender) Send(ctx context.Context, ds []push.Delivery, res []push.Result) error {
+	if s.count()+len(ds) > s.after {
+		// Deliver part of the batch, then "crash": those deliveries happened but the worker
+		// never learns it.
+		part := s.after - s.count()
+		if part > 0 {
+			_ = s.recSender.Send(ctx, ds[:part], res[:part])
+		}
+		return errors.New("crash")
+	}
+	return s.recSender.Send(ctx, ds, res)
+}
+
+func TestFanoutCrashResumesFromCheckpoint(t *testing.T) {
+	const n = 3000
+	e := newEnv(t)
+	e.createApp(64, nil)
+	e.seed(64, n)
+	cfg := DefaultWorkerConfig()
+	cfg.BatchSize = 32
+	cfg.CheckpointEvery = 100
+	job, tasks := e.planDirect(push.Job{}, PlannerConfig{BucketsPerTask: 64, IDsPerTask: 1000})
+	if len(tasks) != 1 {
+		t.Fatalf("%d tasks", len(tasks))
+	}
+	rec := newRecSender()
+	crashes := 0
+	for _, after := range []int{250, 900, 1500} {
+		err := e.worker(cfg, &failingSender{recSender: rec, after: after}).RunTask(context.Background(), &tasks[0])
+		if err == nil {
+			t.Fatalf("task finished before the crash at %d", after)
+		}
+		crashes++
+	}
+	if err := e.worker(cfg, rec).RunTask(context.Background(), &tasks[0]); err != nil {
+		t.Fatal(err)
+	}
+	want := expected(t, n, `{}`)
+	dups := 0
+	for id := range want {
+		c := rec.got[id]
+		if c < 1 {
+			t.Errorf("%s never delivered", id)
+		}
+		dups += c - 1
+	}
+	if dups > crashes*cfg.CheckpointEvery {
+		t.Errorf("%d duplicates after %d crashes, want at most %d", dups, crashes, crashes*cfg.CheckpointEvery)
+	}
+	t.Logf("%d targets, %d duplicates after %d crashes (bound %d)", len(want), dups, crashes, crashes*cfg.CheckpointEvery)
+	r := e.record(job.NotificationObjectID)
+	if r.Status != push.StatusDone {
+		t.Errorf("status %s", r.Status)
+	}
+	checkCounts(t, r.Counts, countsOf(want)) // duplicates are not counted twice
+}
+
+func TestFanoutCompletionIsIdempotent(t *testing.T) {
+	e := newEnv(t)
+	e.createApp(64, nil)
+	e.seed(64, 500)
+	job, tasks := e.planDirect(push.Job{}, PlannerConfig{BucketsPerTask: 32, IDsPerTask: 1000})
+	if len(tasks) != 2 {
+		t.Fatalf("%d tasks", len(tasks))
+	}
+	rec := newRecSender()
+	w := e.worker(DefaultWorkerConfig(), rec)
+	ctx := context.Background()
+	if err := w.RunTask(ctx, &tasks[0]); err != nil {
+		t.Fatal(err)
+	}
+	first := e.record(job.NotificationObjectID)
+	// Redelivered after finishing: skipped, record unchanged.
+	if err := w.RunTask(ctx, &tasks[0]); err != nil {
+		t.Fatal(err)
+	}
+	if again := e.record(job.NotificationObjectID); again.TasksDone != 1 || again.Counts.Total() != first.Counts.Total() {
+		t.Errorf("record changed by a redelivered task: %+v then %+v", first.Counts, again.Counts)
+	}
+	sent := rec.count()
+
+	// Crash between final progress and the record update: the progress says done, the record
+	// does not know. The redelivery adds the counts once, without sending again.
+	p := push.TaskProgress{JobID: job.ID, TaskID: tasks[1].ID, Done: true, Cursor: appendRangeCursor(nil, 64, nil),
+		Counts: push.Counts{push.ChannelAPNs: {Targets: 7, Sent: 7}}}
+	if err := e.st.PutTaskProgress(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := w.RunTask(ctx, &tasks[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := e.record(job.NotificationObjectID)
+	if r.Status != push.StatusDone || r.TasksDone != 2 {
+		t.Errorf("status %s tasks done %d", r.Status, r.TasksDone)
+	}
+	if got, want := r.Counts[push.ChannelAPNs].Targets, first.Counts[push.ChannelAPNs].Targets+7; got != want {
+		t.Errorf("apns targets %d, want %d", got, want)
+	}
+	if rec.count() != sent {
+		t.Errorf("a done task sent again")
+	}
+}
+
+func TestFanoutPlannerReplanIsIdempotent(t *testing.T) {
+	const n = 1000
+	e := newEnv(t)
+	e.createApp(64, nil)
+	e.seed(64, n)
+	p, err := NewPlanner(DefaultPlannerConfig(), e.st, e.lg, zap.NewNop(), metrics.NewSet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := e.submitRecordOnly(push.Job{Where: json.RawMessage(`{"channels":"news"}`)})
+	ctx := context.Background()
+	for range 2 { // a job redelivered after the planner crashed before committing it
+		if err := p.Plan(ctx, &job); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := e.record(job.NotificationObjectID); r.Tasks != 8 || r.Status != push.StatusInProcess {
+		t.Fatalf("record tasks %d status %s", r.Tasks, r.Status)
+	}
+	snd := newRecSender()
+	e.start(DefaultWorkerConfig(), snd, 1)
+	r := e.waitDone(job.NotificationObjectID)
+	want := expected(t, n, `{"channels":"news"}`)
+	checkDelivered(t, snd, want)
+	checkCounts(t, r.Counts, countsOf(want))
+}
+
+func TestFanoutPlannerSources(t *testing.T) {
+	e := newEnv(t)
+	e.createApp(64, nil)
+	p, err := NewPlanner(PlannerConfig{BucketsPerTask: 16, IDsPerTask: 2}, e.st, e.lg, zap.NewNop(), metrics.NewSet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		where  string
+		kind   push.JobKind
+		ids    []string
+		source push.Source
+		tasks  int
+		check  func(t *testing.T, ts []push.Task)
+	}{
+		{where: `{}`, source: push.SourceBucket, tasks: 4},
+		{where: `{"deviceType":"ios","channels":{"$all":["b","a"]}}`, source: push.SourceChannel, tasks: 4,
+			check: func(t *testing.T, ts []push.Task) {
+				if ts[0].Channel != "a" || ts[3].BucketLo != 48 || ts[3].BucketHi != 64 || ts[1].ID != "J/16-32" {
+					t.Errorf("task %+v", ts[0])
+				}
+			}},
+		{where: `{"objectId":{"$in":["c","a","b"]},"deviceToken":{"$in":["t1","t2","t3","t4"]}}`, source: push.SourcePoint, tasks: 2,
+			check: func(t *testing.T, ts []push.Task) {
+				if ts[0].IDKind != kindObjectID || len(ts[0].IDs) != 2 || ts[1].IDs[0] != "c" || ts[1].ID != "J/p1" {
+					t.Errorf("tasks %+v %+v", ts[0], ts[1])
+				}
+			}},
+		{where: `{"objectId":{"$in":[]}}`, tasks: 0},
+		{kind: push.JobDevices, ids: []string{"x", "y", "x"}, source: push.SourcePoint, tasks: 1,
+			check: func(t *testing.T, ts []push.Task) {
+				if ts[0].IDKind != push.KindIID || len(ts[0].IDs) != 2 {
+					t.Errorf("task %+v", ts[0])
+				}
+			}},
+	} {
+		job := push.Job{ID: "J", Kind: c.kind, Where: json.RawMessage(c.where), DeviceIDs: c.ids, FlowControl: 4000}
+		if c.kind == "" {
+			job.Kind = push.JobQuery
+		}
+		ts, err := p.split(&job, 64)
+		if err != nil {
+			t.Fatalf("%s: %v", c.where, err)
+		}
+		if len(ts) != c.tasks {
+			t.Fatalf("%s: %d tasks, want %d", c.where, len(ts), c.tasks)
+		}
+		for _, task := range ts {
+			if task.Source != c.source || task.Of != c.tasks || task.Rate != 4000/float64(c.tasks) {
+				t.Errorf("%s: task %s source %s of %d rate %v", c.where, task.ID, task.Source, task.Of, task.Rate)
+			}
+		}
+		if c.check != nil {
+			c.check(t, ts)
+		}
+	}
+	if _, err := p.split(&push.Job{ID: "J", Kind: push.JobQuery, Where: json.RawMessage(`{"$bad":1}`)}, 64); err == nil {
+		t.Error("an invalid where planned")
+	}
+}
+
+func TestFanoutPlannerInvalidWhereFinishesRecord(t *testing.T) {
+	e := newEnv(t)
+	e.createApp(64, nil)
+	e.start(DefaultWorkerConfig(), newRecSender(), 1)
+	job := e.submit(push.Job{Where: json.RawMessage(`{"$nope":1}`)})
+	r := e.waitDone(job.NotificationObjectID)
+	if len(r.Errors) != 1 || r.Tasks != 0 {
+		t.Errorf("record %+v", r)
+	}
+}
+
+func TestFanoutPacer(t *testing.T) {
+	clk := &fakeClock{now: time.Unix(0, 0)}
+	p := newPacer(clk, 100)
+	ctx := context.Background()
+	for range 10 {
+		if err := p.wait(ctx, 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if clk.slept != 900*time.Millisecond {
+		t.Errorf("slept %v for 100 at 100/s, want 900ms (the first 10 go at once)", clk.slept)
+	}
+	if newPacer(clk, 0) != nil {
+		t.Error("rate 0 paces")
+	}
+	for _, c := range []struct {
+		rate float64
+		want int
+	}{{0, 256}, {100000, 256}, {125, 12}, {5, 1}} {
+		if got := batchFor(256, c.rate); got != c.want {
+			t.Errorf("batchFor(256, %v) = %d, want %d", c.rate, got, c.want)
+		}
+	}
+}
+
+func TestFanoutCursorRoundTrip(t *testing.T) {
+	c := appendRangeCursor(nil, 17, []byte("row"))
+	b, row, err := decodeRangeCursor(c, 16, 24)
+	if err != nil || b != 17 || string(row) != "row" {
+		t.Errorf("got %d %q %v", b, row, err)
+	}
+	if _, _, err := decodeRangeCursor(c, 0, 8); err == nil {
+		t.Error("a cursor outside the task's range decoded")
+	}
+	if b, _, err := decodeRangeCursor(nil, 8, 16); err != nil || b != 8 {
+		t.Errorf("empty cursor: %d %v", b, err)
+	}
+	if i, err := decodePointCursor(appendPointCursor(nil, 5), 10); err != nil || i != 5 {
+		t.Errorf("point cursor %d %v", i, err)
+	}
+	if _, err := decodePointCursor(appendPointCursor(nil, 11), 10); err == nil {
+		t.Error("a point cursor past the ids decoded")
+	}
+}
