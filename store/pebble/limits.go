@@ -100,3 +100,28 @@ func (s *Store) readInt64(key []byte) (int64, error) {
 	}
 	return int64(binary.BigEndian.Uint64(v)), nil
 }
+
+// ReleaseReqID implements store.Store: it removes the claim of reqID only while it is still
+// objectID's, so a push that failed after claiming can be retried with the same req_id.
+func (s *Store) ReleaseReqID(ctx context.Context, appID, reqID, objectID string) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	defer s.locks.lock(stripeOf("r", appID, reqID))()
+	key := reqIDKey(nil, appID, reqID)
+	v, found, err := s.getInto(nil, key)
+	if err != nil {
+		return fmt.Errorf("cannot read req_id claim of app %s: %w", appID, err)
+	}
+	if !found {
+		return nil
+	}
+	if prev, _, ok := decodeClaim(v); ok && prev.ObjectID != objectID {
+		return nil
+	}
+	if err := s.db.Delete(key, pebble.Sync); err != nil {
+		return fmt.Errorf("cannot release req_id claim of app %s: %w", appID, err)
+	}
+	return nil
+}

@@ -101,7 +101,8 @@ func (s *Store) GetNotification(ctx context.Context, appID, objectID string) (pu
 }
 
 // UpdateNotification implements store.Store: read, fn, write under the record's stripe. fn
-// cannot move the record: AppID and ObjectID are restored after it runs.
+// cannot move the record: AppID, ObjectID and CreatedAt (its keys) are restored after it runs;
+// a changed NotificationID is re-indexed.
 func (s *Store) UpdateNotification(ctx context.Context, appID, objectID string, fn func(*push.Notification) error) (push.Notification, error) {
 	if err := s.enter(); err != nil {
 		return push.Notification{}, err
@@ -123,7 +124,7 @@ func (s *Store) UpdateNotification(ctx context.Context, appID, objectID string, 
 	if err := fn(&n); err != nil {
 		return push.Notification{}, err
 	}
-	n.AppID, n.ObjectID = appID, objectID
+	n.AppID, n.ObjectID, n.CreatedAt = appID, objectID, old.CreatedAt
 	if err := s.writeNotification(&old, &n); err != nil {
 		return push.Notification{}, fmt.Errorf("cannot update push record %s of app %s: %w", objectID, appID, err)
 	}

@@ -809,6 +809,33 @@ func testClaimReqID(t *testing.T, s store.Store) {
 	if err != nil || ok || prev.ObjectID != "p5" {
 		t.Errorf("claim after re-claim = %+v, %v, %v; want p5", prev, ok, err)
 	}
+	// Release: only by the push that holds the claim.
+	rel, ok := s.(reqReleaser)
+	if !ok {
+		t.Fatalf("%T has no ReleaseReqID", s)
+	}
+	t1 := t0.Add(ttl + 2*time.Minute)
+	if err := rel.ReleaseReqID(bg, app, "r1", "p6"); err != nil {
+		t.Fatalf("ReleaseReqID by a non-holder: %v", err)
+	}
+	if prev, ok, _ := s.ClaimReqID(bg, app, "r1", store.ReqClaim{ObjectID: "p7", CreatedAt: t1}, ttl); ok || prev.ObjectID != "p5" {
+		t.Errorf("a non-holder's release freed the claim: %+v %v", prev, ok)
+	}
+	if err := rel.ReleaseReqID(bg, app, "r1", "p5"); err != nil {
+		t.Fatalf("ReleaseReqID: %v", err)
+	}
+	if _, ok, err := s.ClaimReqID(bg, app, "r1", store.ReqClaim{ObjectID: "p8", CreatedAt: t1}, ttl); err != nil || !ok {
+		t.Errorf("claim after release = %v, %v; want claimed", ok, err)
+	}
+	if err := rel.ReleaseReqID(bg, app, "never-claimed", "p1"); err != nil {
+		t.Errorf("ReleaseReqID of an unclaimed req_id: %v", err)
+	}
+}
+
+// reqReleaser is store.Store's ReleaseReqID, asserted so the suite compiles against both the
+// committed contract and its additive extension.
+type reqReleaser interface {
+	ReleaseReqID(ctx context.Context, appID, reqID, objectID string) error
 }
 
 func testDailyVolume(t *testing.T, s store.Store) {

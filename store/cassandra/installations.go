@@ -1,0 +1,321 @@
+package cassandra
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/store"
+)
+
+const (
+	cqlInstGet    = `SELECT bucket, route, created_at, doc FROM installations WHERE app_id = ? AND object_id = ?`
+	cqlInstInsert = `INSERT INTO installations (app_id, object_id, bucket, device_type, route, created_at, updated_at, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	cqlInstDelete = `DELETE FROM installations WHERE app_id = ? AND object_id = ?`
+
+	cqlBucketInsert = `INSERT INTO installations_by_bucket (app_id, bucket, device_type, object_id, route, doc) VALUES (?, ?, ?, ?, ?, ?)`
+	cqlBucketDelete = `DELETE FROM installations_by_bucket WHERE app_id = ? AND bucket = ? AND device_type = ? AND object_id = ?`
+
+	cqlChannelInsert = `INSERT INTO installations_by_channel (app_id, channel, bucket, device_type, object_id, route, doc) VALUES (?, ?, ?, ?, ?, ?, ?)`
+	cqlChannelDelete = `DELETE FROM installations_by_channel WHERE app_id = ? AND channel = ? AND bucket = ? AND device_type = ? AND object_id = ?`
+
+	cqlDeviceGet    = `SELECT object_id FROM installations_by_device WHERE app_id = ? AND kind = ? AND device_id = ?`
+	cqlDeviceInsert = `INSERT INTO installations_by_device (app_id, kind, device_id, object_id) VALUES (?, ?, ?, ?)`
+	cqlDeviceDelete = `DELETE FROM installations_by_device WHERE app_id = ? AND kind = ? AND device_id = ?`
+
+	// Scans: the whole partition, from a cursor, or one device type's clustering range.
+	cqlScanBucket        = `SELECT route, doc, device_type, object_id FROM installations_by_bucket WHERE app_id = ? AND bucket = ?`
+	cqlScanBucketAfter   = cqlScanBucket + ` AND (device_type, object_id) > (?, ?)`
+	cqlScanBucketDT      = cqlScanBucket + ` AND device_type = ?`
+	cqlScanBucketDTAfter = cqlScanBucket + ` AND device_type = ? AND object_id > ?`
+
+	cqlScanChannel        = `SELECT route, doc, device_type, object_id FROM installations_by_channel WHERE app_id = ? AND channel = ? AND bucket = ?`
+	cqlScanChannelAfter   = cqlScanChannel + ` AND (device_type, object_id) > (?, ?)`
+	cqlScanChannelDT      = cqlScanChannel + ` AND device_type = ?`
+	cqlScanChannelDTAfter = cqlScanChannel + ` AND device_type = ? AND object_id > ?`
+
+	cqlInactiveCandidates = `SELECT object_id, route FROM installations_by_bucket WHERE app_id = ? AND bucket = ?`
+)
+
+// scanPageSize is how many rows one Cassandra page carries (~300 KB of ~300-byte rows).
+const scanPageSize = 1000
+
+type stored struct {
+	bucket int
+	inst   push.Installation
+}
+
+func (s *Store) readInst(ctx context.Context, appID, objectID string) (stored, error) {
+	var (
+		st    stored
+		route []byte
+	)
+	err := s.q(ctx, cqlInstGet, appID, objectID).Scan(&st.bucket, &route, &st.inst.CreatedAt, &st.inst.Doc)
+	if err != nil {
+		return st, notFound(err)
+	}
+	if _, err := store.DecodeRoute(route, &st.inst.Route); err != nil {
+		return st, err
+	}
+	return st, nil
+}
+
+// GetInstallation implements store.Store.
+func (s *Store) GetInstallation(ctx context.Context, appID, objectID string) (push.Installation, error) {
+	st, err := s.readInst(ctx, appID, objectID)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return push.Installation{}, fmt.Errorf("cannot get installation %s of app %s: %w", objectID, appID, err)
+	}
+	return st.inst, err
+}
+
+// LookupDevice implements store.Store.
+func (s *Store) LookupDevice(ctx context.Context, appID string, kind push.IDKind, deviceID string) (string, error) {
+	var oid string
+	if err := s.q(ctx, cqlDeviceGet, appID, string(kind), deviceID).Scan(&oid); err != nil {
+		if err = notFound(err); errors.Is(err, store.ErrNotFound) {
+			return "", err
+		}
+		return "", fmt.Errorf("cannot look up a %s of app %s: %w", kind, appID, err)
+	}
+	return oid, nil
+}
+
+type deviceID struct {
+	kind push.IDKind
+	id   string
+}
+
+func deviceIDs(r *push.Route) []deviceID {
+	var out []deviceID
+	if r.DeviceToken != "" {
+		out = append(out, deviceID{push.KindToken, r.DeviceToken})
+	}
+	if r.InstallationID != "" {
+		out = append(out, deviceID{push.KindIID, r.InstallationID})
+	}
+	if r.RegistrationID != "" {
+		out = append(out, deviceID{push.KindRegID, r.RegistrationID})
+	}
+	return out
+}
+
+// PutInstallation implements store.Store: the old version's index rows that change are deleted
+// and the new rows inserted in one logged batch. The uniqueness check of device ids is a read
+// before the batch: two nodes racing for one new token can both win (the later write owns the
+// index row); callers serialise writes to one object.
+func (s *Store) PutInstallation(ctx context.Context, appID string, buckets int, inst push.Installation) error {
+	if inst.ObjectID == "" {
+		return fmt.Errorf("cannot put an installation without objectId in app %s", appID)
+	}
+	if buckets <= 0 || buckets&(buckets-1) != 0 {
+		return fmt.Errorf("cannot use %d buckets: want a power of two", buckets)
+	}
+	oid := inst.ObjectID
+	for _, d := range deviceIDs(&inst.Route) {
+		owner, err := s.LookupDevice(ctx, appID, d.kind, d.id)
+		if err == nil && owner != oid {
+			return fmt.Errorf("cannot put installation %s of app %s: %s: %w", oid, appID, d.kind, store.ErrDuplicate)
+		}
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("cannot put installation %s of app %s: %w", oid, appID, err)
+		}
+	}
+	old, err := s.readInst(ctx, appID, oid)
+	found := err == nil
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("cannot read installation %s of app %s: %w", oid, appID, err)
+	}
+	bucket := push.Bucket(oid, buckets)
+	b := s.s.NewBatch(gocql.LoggedBatch).WithContext(ctx)
+	// Delete only rows the new version does not rewrite: in one batch a delete and an insert
+	// of the same row share a timestamp, and the delete would win.
+	if found {
+		o := &old.inst
+		sameKey := o.DeviceType == inst.DeviceType && old.bucket == bucket
+		if !sameKey {
+			b.Query(cqlBucketDelete, appID, old.bucket, o.DeviceType, oid)
+		}
+		for _, ch := range o.Channels {
+			if !sameKey || !contains(inst.Channels, ch) {
+				b.Query(cqlChannelDelete, appID, ch, old.bucket, o.DeviceType, oid)
+			}
+		}
+		newIDs := deviceIDs(&inst.Route)
+		for _, d := range deviceIDs(&o.Route) {
+			if !containsID(newIDs, d) {
+				b.Query(cqlDeviceDelete, appID, string(d.kind), d.id)
+			}
+		}
+	}
+	route := store.AppendRoute(nil, &inst.Route)
+	b.Query(cqlInstInsert, appID, oid, bucket, inst.DeviceType, route, inst.CreatedAt, inst.UpdatedAt, inst.Doc)
+	b.Query(cqlBucketInsert, appID, bucket, inst.DeviceType, oid, route, inst.Doc)
+	for _, ch := range inst.Channels {
+		b.Query(cqlChannelInsert, appID, ch, bucket, inst.DeviceType, oid, route, inst.Doc)
+	}
+	for _, d := range deviceIDs(&inst.Route) {
+		b.Query(cqlDeviceInsert, appID, string(d.kind), d.id, oid)
+	}
+	if err := s.s.ExecuteBatch(b); err != nil {
+		return fmt.Errorf("cannot put installation %s of app %s: %w", oid, appID, err)
+	}
+	return nil
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func containsID(xs []deviceID, x deviceID) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Store) deleteStored(ctx context.Context, appID string, st *stored) error {
+	o, oid := &st.inst, st.inst.ObjectID
+	b := s.s.NewBatch(gocql.LoggedBatch).WithContext(ctx)
+	b.Query(cqlInstDelete, appID, oid)
+	b.Query(cqlBucketDelete, appID, st.bucket, o.DeviceType, oid)
+	for _, ch := range o.Channels {
+		b.Query(cqlChannelDelete, appID, ch, st.bucket, o.DeviceType, oid)
+	}
+	for _, d := range deviceIDs(&o.Route) {
+		b.Query(cqlDeviceDelete, appID, string(d.kind), d.id)
+	}
+	return s.s.ExecuteBatch(b)
+}
+
+// DeleteInstallation implements store.Store.
+func (s *Store) DeleteInstallation(ctx context.Context, appID string, buckets int, objectID string) error {
+	st, err := s.readInst(ctx, appID, objectID)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		return fmt.Errorf("cannot delete installation %s of app %s: %w", objectID, appID, err)
+	}
+	if err := s.deleteStored(ctx, appID, &st); err != nil {
+		return fmt.Errorf("cannot delete installation %s of app %s: %w", objectID, appID, err)
+	}
+	return nil
+}
+
+// Scan implements store.Store, one partition page by page. Route strings alias a buffer
+// reused per row; Doc is the driver's copy.
+func (s *Store) Scan(ctx context.Context, r store.ScanRange, fn func(*store.Row) error) error {
+	stmt, args, ok, err := scanQuery(r)
+	if err != nil || !ok {
+		return err
+	}
+	it := s.q(ctx, stmt, args...).PageSize(scanPageSize).Iter()
+	var (
+		route   push.Route
+		row     = store.Row{Route: &route}
+		rb, doc []byte
+		dt, oid string
+		fnErr   error
+	)
+	for it.Scan(&rb, &doc, &dt, &oid) {
+		if _, err := store.DecodeRouteAlias(rb, &route); err != nil {
+			fnErr = fmt.Errorf("cannot decode a row of bucket %d of app %s: %w", r.Bucket, r.AppID, err)
+			break
+		}
+		row.Doc = doc
+		row.Cursor = store.AppendCursor(nil, dt, oid)
+		if fnErr = fn(&row); fnErr != nil {
+			break
+		}
+	}
+	if err := it.Close(); err != nil && fnErr == nil {
+		return fmt.Errorf("cannot scan bucket %d of app %s: %w", r.Bucket, r.AppID, err)
+	}
+	return fnErr
+}
+
+// scanQuery picks the statement for r; ok=false means the range is empty.
+func scanQuery(r store.ScanRange) (stmt string, args []any, ok bool, err error) {
+	base := []any{r.AppID}
+	plain, after, dtq, dtAfter := cqlScanBucket, cqlScanBucketAfter, cqlScanBucketDT, cqlScanBucketDTAfter
+	if r.Channel != "" {
+		base = append(base, r.Channel)
+		plain, after, dtq, dtAfter = cqlScanChannel, cqlScanChannelAfter, cqlScanChannelDT, cqlScanChannelDTAfter
+	}
+	base = append(base, r.Bucket)
+	var cdt, coid string
+	if len(r.After) > 0 {
+		if cdt, coid, err = store.DecodeCursor(r.After); err != nil {
+			return "", nil, false, fmt.Errorf("cannot scan bucket %d of app %s: bad cursor: %w", r.Bucket, r.AppID, err)
+		}
+	}
+	switch {
+	case r.DeviceType == "" && len(r.After) == 0:
+		return plain, base, true, nil
+	case r.DeviceType == "":
+		return after, append(base, cdt, coid), true, nil
+	case len(r.After) == 0 || cdt < r.DeviceType:
+		return dtq, append(base, r.DeviceType), true, nil
+	case cdt == r.DeviceType:
+		return dtAfter, append(base, r.DeviceType, coid), true, nil
+	default: // the cursor is past this device type's range
+		return "", nil, false, nil
+	}
+}
+
+// DeleteInactive implements store.Store. Cassandra expires installations by TTL 90 days after
+// their last write; this sweep serves callers that judge inactivity by UpdatedAt (the contract
+// suite, imports of old data): it scans the app's buckets and deletes what is older than cutoff.
+func (s *Store) DeleteInactive(ctx context.Context, appID string, buckets int, cutoff time.Time, limit int) (int, error) {
+	n := 0
+	cut := cutoff.UnixMilli()
+	var route push.Route
+	for b := 0; b < buckets && n < limit; b++ {
+		it := s.q(ctx, cqlInactiveCandidates, appID, b).PageSize(scanPageSize).Iter()
+		var (
+			oid  string
+			rb   []byte
+			oids []string
+		)
+		for it.Scan(&oid, &rb) {
+			if _, err := store.DecodeRouteAlias(rb, &route); err == nil && route.UpdatedAt < cut {
+				oids = append(oids, oid)
+			}
+		}
+		if err := it.Close(); err != nil {
+			return n, fmt.Errorf("cannot list inactive installations of app %s: %w", appID, err)
+		}
+		for _, oid := range oids {
+			if n >= limit {
+				break
+			}
+			st, err := s.readInst(ctx, appID, oid)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return n, fmt.Errorf("cannot read installation %s of app %s: %w", oid, appID, err)
+			}
+			if st.inst.UpdatedAt >= cut {
+				continue
+			}
+			if err := s.deleteStored(ctx, appID, &st); err != nil {
+				return n, fmt.Errorf("cannot delete inactive installation %s of app %s: %w", oid, appID, err)
+			}
+			n++
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,218 @@
+package cassandra
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/store"
+)
+
+const (
+	cqlNotifClaimID  = `INSERT INTO notifications_by_id (app_id, object_id, day, created_at) VALUES (?, ?, ?, ?) IF NOT EXISTS`
+	cqlNotifGetID    = `SELECT day, created_at FROM notifications_by_id WHERE app_id = ? AND object_id = ?`
+	cqlNotifDeleteID = `DELETE FROM notifications_by_id WHERE app_id = ? AND object_id = ? IF EXISTS`
+	cqlNotifInsert   = `INSERT INTO notifications (app_id, day, created_at, object_id, doc, status, version) VALUES (?, ?, ?, ?, ?, ?, 1)`
+	cqlNotifGet      = `SELECT doc, version FROM notifications WHERE app_id = ? AND day = ? AND created_at = ? AND object_id = ?`
+	cqlNotifCAS      = `UPDATE notifications SET doc = ?, status = ?, version = ? WHERE app_id = ? AND day = ? AND created_at = ? AND object_id = ? IF version = ?`
+	cqlNotifDelete   = `DELETE FROM notifications WHERE app_id = ? AND day = ? AND created_at = ? AND object_id = ?`
+	cqlNotifListDay  = `SELECT doc FROM notifications WHERE app_id = ? AND day = ?`
+	cqlNIDInsert     = `INSERT INTO notifications_by_nid (app_id, notification_id, object_id) VALUES (?, ?, ?)`
+	cqlNIDDelete     = `DELETE FROM notifications_by_nid WHERE app_id = ? AND notification_id = ? AND object_id = ?`
+	cqlNIDList       = `SELECT object_id FROM notifications_by_nid WHERE app_id = ? AND notification_id = ?`
+)
+
+// recordDays is how many day partitions a listing reads: the 7-day retention plus today and
+// one day of clock skew.
+const recordDays = 9
+
+func dayOf(t time.Time) string { return t.UTC().Format("2006-01-02") }
+
+// CreateNotification implements store.Store; the by-id row is claimed with LWT, so a second
+// create of the objectId fails with store.ErrExists.
+func (s *Store) CreateNotification(ctx context.Context, n push.Notification) error {
+	day := dayOf(n.CreatedAt)
+	applied, err := s.q(ctx, cqlNotifClaimID, n.AppID, n.ObjectID, day, n.CreatedAt).MapScanCAS(map[string]any{})
+	if err != nil {
+		return fmt.Errorf("cannot create push record %s of app %s: %w", n.ObjectID, n.AppID, err)
+	}
+	if !applied {
+		return fmt.Errorf("cannot create push record %s of app %s: %w", n.ObjectID, n.AppID, store.ErrExists)
+	}
+	doc, err := json.Marshal(n)
+	if err != nil {
+		return fmt.Errorf("cannot encode push record %s: %w", n.ObjectID, err)
+	}
+	b := s.s.NewBatch(gocql.LoggedBatch).WithContext(ctx)
+	b.Query(cqlNotifInsert, n.AppID, day, n.CreatedAt, n.ObjectID, doc, n.Status)
+	b.Query(cqlNIDInsert, n.AppID, n.NotificationID, n.ObjectID)
+	if err := s.s.ExecuteBatch(b); err != nil {
+		return fmt.Errorf("cannot create push record %s of app %s: %w", n.ObjectID, n.AppID, err)
+	}
+	return nil
+}
+
+// recordRef locates a record's row.
+type recordRef struct {
+	day     string
+	created time.Time
+}
+
+func (s *Store) readRecord(ctx context.Context, appID, objectID string) (push.Notification, recordRef, int64, error) {
+	var (
+		ref     recordRef
+		n       push.Notification
+		doc     []byte
+		version int64
+	)
+	if err := s.q(ctx, cqlNotifGetID, appID, objectID).Scan(&ref.day, &ref.created); err != nil {
+		return n, ref, 0, notFound(err)
+	}
+	if err := s.q(ctx, cqlNotifGet, appID, ref.day, ref.created, objectID).Scan(&doc, &version); err != nil {
+		return n, ref, 0, notFound(err)
+	}
+	if err := json.Unmarshal(doc, &n); err != nil {
+		return n, ref, 0, fmt.Errorf("cannot decode push record %s of app %s: %w", objectID, appID, err)
+	}
+	return n, ref, version, nil
+}
+
+// GetNotification implements store.Store.
+func (s *Store) GetNotification(ctx context.Context, appID, objectID string) (push.Notification, error) {
+	n, _, _, err := s.readRecord(ctx, appID, objectID)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return n, fmt.Errorf("cannot get push record %s of app %s: %w", objectID, appID, err)
+	}
+	return n, err
+}
+
+// UpdateNotification implements store.Store with a compare-and-set on the row's version,
+// retried on conflict. AppID, ObjectID and CreatedAt (the row's key) are kept.
+func (s *Store) UpdateNotification(ctx context.Context, appID, objectID string, fn func(*push.Notification) error) (push.Notification, error) {
+	for range maxCASRetries {
+		n, ref, version, err := s.readRecord(ctx, appID, objectID)
+		if err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return n, err
+			}
+			return n, fmt.Errorf("cannot update push record %s of app %s: %w", objectID, appID, err)
+		}
+		oldNID, created := n.NotificationID, n.CreatedAt
+		if err := fn(&n); err != nil {
+			return push.Notification{}, err
+		}
+		n.AppID, n.ObjectID, n.CreatedAt = appID, objectID, created
+		doc, err := json.Marshal(n)
+		if err != nil {
+			return push.Notification{}, fmt.Errorf("cannot encode push record %s: %w", objectID, err)
+		}
+		applied, err := s.q(ctx, cqlNotifCAS, doc, n.Status, version+1, appID, ref.day, ref.created, objectID, version).
+			MapScanCAS(map[string]any{})
+		if err != nil {
+			return push.Notification{}, fmt.Errorf("cannot update push record %s of app %s: %w", objectID, appID, err)
+		}
+		if !applied {
+			continue
+		}
+		if oldNID != n.NotificationID {
+			b := s.s.NewBatch(gocql.LoggedBatch).WithContext(ctx)
+			b.Query(cqlNIDDelete, appID, oldNID, objectID)
+			b.Query(cqlNIDInsert, appID, n.NotificationID, objectID)
+			if err := s.s.ExecuteBatch(b); err != nil {
+				return n, fmt.Errorf("cannot re-index push record %s of app %s: %w", objectID, appID, err)
+			}
+		}
+		return n, nil
+	}
+	return push.Notification{}, fmt.Errorf("cannot update push record %s of app %s: %d conflicting updates in a row", objectID, appID, maxCASRetries)
+}
+
+// DeleteNotification implements store.Store; of concurrent deleters one succeeds.
+func (s *Store) DeleteNotification(ctx context.Context, appID, objectID string) error {
+	n, ref, _, err := s.readRecord(ctx, appID, objectID)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		return fmt.Errorf("cannot delete push record %s of app %s: %w", objectID, appID, err)
+	}
+	applied, err := s.q(ctx, cqlNotifDeleteID, appID, objectID).MapScanCAS(map[string]any{})
+	if err != nil {
+		return fmt.Errorf("cannot delete push record %s of app %s: %w", objectID, appID, err)
+	}
+	if !applied {
+		return store.ErrNotFound
+	}
+	b := s.s.NewBatch(gocql.LoggedBatch).WithContext(ctx)
+	b.Query(cqlNotifDelete, appID, ref.day, ref.created, objectID)
+	b.Query(cqlNIDDelete, appID, n.NotificationID, objectID)
+	if err := s.s.ExecuteBatch(b); err != nil {
+		return fmt.Errorf("cannot delete push record %s of app %s: %w", objectID, appID, err)
+	}
+	return nil
+}
+
+// ListNotifications implements store.Store: day partitions newest first, each in its
+// clustering order (created_at DESC).
+func (s *Store) ListNotifications(ctx context.Context, appID string, fn func(*push.Notification) error) error {
+	day := time.Now().UTC().Add(24 * time.Hour)
+	for range recordDays {
+		it := s.q(ctx, cqlNotifListDay, appID, dayOf(day)).PageSize(scanPageSize).Iter()
+		var (
+			doc   []byte
+			fnErr error
+		)
+		for it.Scan(&doc) {
+			var n push.Notification
+			if fnErr = json.Unmarshal(doc, &n); fnErr != nil {
+				fnErr = fmt.Errorf("cannot decode a push record of app %s: %w", appID, fnErr)
+				break
+			}
+			if fnErr = fn(&n); fnErr != nil {
+				break
+			}
+		}
+		if err := it.Close(); err != nil && fnErr == nil {
+			return fmt.Errorf("cannot list push records of app %s: %w", appID, err)
+		}
+		if fnErr != nil {
+			return fnErr
+		}
+		day = day.Add(-24 * time.Hour)
+	}
+	return nil
+}
+
+// NotificationsByNID implements store.Store, newest first.
+func (s *Store) NotificationsByNID(ctx context.Context, appID, notificationID string) ([]push.Notification, error) {
+	it := s.q(ctx, cqlNIDList, appID, notificationID).Iter()
+	var (
+		oid  string
+		oids []string
+	)
+	for it.Scan(&oid) {
+		oids = append(oids, oid)
+	}
+	if err := it.Close(); err != nil {
+		return nil, fmt.Errorf("cannot list push records of app %s by notification id: %w", appID, err)
+	}
+	var out []push.Notification
+	for _, oid := range oids {
+		n, _, _, err := s.readRecord(ctx, appID, oid)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cannot get push record %s of app %s: %w", oid, appID, err)
+		}
+		out = append(out, n)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
+	return out, nil
+}
