@@ -97,6 +97,10 @@ func (l *Log) consumePartition(ctx context.Context, gen *kafka.Generation, commi
 		MinBytes:  1,
 		MaxBytes:  10 << 20,
 		MaxWait:   l.cfg.MaxWait,
+		// kafka-go starts at the log start when the committed offset was deleted by
+		// retention; an offset past the end (topic recreated) would be retried forever
+		// without this: it is reported and handled below.
+		OffsetOutOfRangeError: true,
 	})
 	defer r.Close()
 	if err := r.SetOffset(a.Offset); err != nil {
@@ -105,6 +109,16 @@ func (l *Log) consumePartition(ctx context.Context, gen *kafka.Generation, commi
 	}
 	for {
 		km, err := r.FetchMessage(ctx)
+		if errors.Is(err, kafka.OffsetOutOfRange) && ctx.Err() == nil {
+			// The committed offset is past the partition's end (the topic was recreated):
+			// resume at the oldest message rather than stall the partition.
+			log.Error("committed offset is past the partition's log; resuming at the oldest message",
+				zap.Int64("offset", r.Offset()), zap.Error(err))
+			if err := r.SetOffset(kafka.FirstOffset); err != nil {
+				return
+			}
+			continue
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				log.Warn("cannot fetch", zap.Error(err))
