@@ -1,0 +1,213 @@
+package pushapi
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttputil"
+
+	"github.com/pushd/pushd/api"
+	"github.com/pushd/pushd/api/limit"
+	"github.com/pushd/pushd/internal/waitfor"
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/queue"
+	"github.com/pushd/pushd/queue/embedded"
+	"github.com/pushd/pushd/store/pebble"
+)
+
+// env is the real API server (fasthttp, in-memory listener) with the push routes, over a
+// real Pebble store and the embedded log.
+type env struct {
+	t      *testing.T
+	st     *pebble.Store
+	log    *embedded.Log
+	client *fasthttp.Client
+	mu     sync.Mutex
+	now    time.Time
+}
+
+func (e *env) clock() time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.now
+}
+
+func (e *env) advance(d time.Duration) {
+	e.mu.Lock()
+	e.now = e.now.Add(d)
+	e.mu.Unlock()
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	st, err := pebble.Open(t.TempDir(), pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lg, err := embedded.Open(st.DB(), embedded.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, st: st, log: lg, now: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)}
+	set := metrics.NewSet()
+	srv, err := api.New(api.Config{}, api.Deps{Apps: st, Installations: st, Metrics: set, Now: e.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	New(Deps{Store: st, Log: lg, Limiter: limit.New(e.clock, set), Metrics: set}).Register(srv)
+	ln := fasthttputil.NewInmemoryListener()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.RunListener(ctx, ln) }()
+	e.client = &fasthttp.Client{Dial: func(string) (net.Conn, error) { return ln.Dial() }}
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("RunListener: %v", err)
+		}
+		_ = lg.Close()
+		_ = st.Close()
+	})
+	return e
+}
+
+// newApp creates an app with the given settings changes.
+func (e *env) newApp(change func(*push.AppSettings)) push.App {
+	e.t.Helper()
+	return e.newAppWith(func(a *push.App) {
+		if change != nil {
+			change(&a.Settings)
+		}
+	})
+}
+
+// newAppWith creates an app changed by change.
+func (e *env) newAppWith(change func(*push.App)) push.App {
+	e.t.Helper()
+	s := push.DefaultSettings()
+	s.Buckets = 16
+	app := api.NewApp("test", s, e.clock())
+	change(&app)
+	if err := e.st.CreateApp(context.Background(), app); err != nil {
+		e.t.Fatal(err)
+	}
+	return app
+}
+
+type resp struct {
+	status int
+	body   []byte
+	header map[string]string
+}
+
+func (r resp) obj(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("body %q is not a JSON object: %v", r.body, err)
+	}
+	return m
+}
+
+// errCode checks the body is {code, error} and returns the code.
+func (r resp) errCode(t *testing.T) int {
+	t.Helper()
+	m := r.obj(t)
+	c, ok := m["code"].(float64)
+	if _, hasText := m["error"].(string); !ok || !hasText {
+		t.Fatalf("body %s is not {code, error}", r.body)
+	}
+	return int(c)
+}
+
+type who int
+
+const (
+	master who = iota
+	client
+)
+
+func (e *env) do(app push.App, k who, method, path, body string, hdr ...string) resp {
+	e.t.Helper()
+	req := fasthttp.AcquireRequest()
+	defer fasthttp.ReleaseRequest(req)
+	res := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseResponse(res)
+	req.SetRequestURI("http://pushd.test" + path)
+	req.Header.SetMethod(method)
+	req.Header.Set(api.HeaderAppID, app.ID)
+	if k == master {
+		req.Header.Set(api.HeaderKey, app.MasterKey+",master")
+	} else {
+		req.Header.Set(api.HeaderKey, app.AppKey)
+	}
+	if body != "" {
+		req.SetBodyString(body)
+		req.Header.SetContentType("application/json")
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	if err := e.client.Do(req, res); err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	h := map[string]string{}
+	res.Header.VisitAll(func(k, v []byte) { h[string(k)] = string(v) })
+	return resp{status: res.StatusCode(), body: append([]byte(nil), res.Body()...), header: h}
+}
+
+// jobs reads every job appended to push.jobs so far, through a fresh consumer group. Jobs are
+// durable before the API answers, so a marker appended to every partition after them marks
+// the end: once the consumer has seen all markers it has seen every job.
+func (e *env) jobs() []push.Job {
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	var out []push.Job
+	markers := 0
+	done := make(chan struct{})
+	group := "test-" + push.NewObjectID()
+	marker := "marker-" + group
+	go func() {
+		defer close(done)
+		_ = e.log.Consume(ctx, queue.TopicJobs, group, func(_ context.Context, m queue.Message) error {
+			var j push.Job
+			if err := json.Unmarshal(m.Value, &j); err != nil {
+				e.t.Errorf("job is not JSON: %v", err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case j.ID == marker:
+				markers++
+			case !strings.HasPrefix(j.ID, "marker-"):
+				out = append(out, j)
+			}
+			return nil
+		})
+	}()
+	b, _ := json.Marshal(push.Job{ID: marker})
+	parts := e.log.Partitions(queue.TopicJobs)
+	for p := 0; p < parts; p++ {
+		if err := e.log.Append(context.Background(), queue.TopicJobs, queue.Record{Partition: p, Value: b}); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	waitfor.True(e.t, 10*time.Second, "the end of push.jobs", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return markers == parts
+	})
+	cancel()
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	return out
+}

@@ -1,0 +1,260 @@
+package pushapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
+
+	"github.com/pushd/pushd/api"
+	"github.com/pushd/pushd/api/wire"
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/query"
+	"github.com/pushd/pushd/queue"
+	"github.com/pushd/pushd/store"
+)
+
+// admit applies the rules every push call passes before its body is read: the client-push
+// permission, then the calls-per-minute limit (every admitted push call counts, valid or not),
+// then the daily volume.
+func (s *Service) admit(ctx *fasthttp.RequestCtx, c *api.Call) error {
+	app := c.App
+	if !c.Master && !app.Settings.ClientPush {
+		return push.Errorf(push.CodeForbiddenClient, "pushing from clients is forbidden for this app: use the master key, or allow client push in the app settings")
+	}
+	if ok, wait := s.lim.Allow(app.ID, app.Settings.CallsPerMinute); !ok {
+		secs := int((wait + time.Second - 1) / time.Second)
+		ctx.Response.Header.Set("Retry-After", strconv.Itoa(secs))
+		return push.Errorf(push.CodeTooManyRequests, "push calls of this app are over %d per minute: refused for the next %d seconds", app.Settings.CallsPerMinute, secs)
+	}
+	used, err := s.st.DailyVolume(ctx, app.ID, push.Day(c.Now))
+	if err != nil {
+		return fmt.Errorf("cannot read the daily volume of app %s: %w", app.ID, err)
+	}
+	if used >= app.Settings.DailyVolume {
+		return push.Errorf(push.CodeDailyLimit, "the daily push volume of this app (%d) is reached: no further push today (UTC)", app.Settings.DailyVolume)
+	}
+	return nil
+}
+
+func (s *Service) push(ctx *fasthttp.RequestCtx, c *api.Call) error {
+	if err := s.admit(ctx, c); err != nil {
+		return err
+	}
+	app := c.App
+	req, perr := wire.DecodePush(ctx.PostBody(), app.Settings.Edition, string(ctx.Request.Header.Peek("X-SVC-Prod")), c.Now)
+	if perr != nil {
+		return perr
+	}
+	where := req.MergedWhere()
+	q, err := query.Parse(where)
+	if err != nil {
+		return err
+	}
+	if req.NeedsIOSOnly && q.Hints().DeviceType != push.DeviceIOS {
+		return wire.IOSOnlyError()
+	}
+	if q.NeedsResolve() {
+		// Sub-queries run at fan-out; here only their class is checked by Parse.
+		s.zl.Debug("push with sub-queries accepted", zap.String("app_id", app.ID))
+	}
+	n := newRecord(app.ID, &req.Common, c.Now)
+	n.Kind = push.JobQuery
+	n.Where = req.Where
+	n.Channels = req.Channels
+	n.FlowControl = req.FlowControl
+	if req.PushTime != nil {
+		n.PushTime = req.PushTime.UTC()
+	}
+	job := newJob(&n, &req.Common)
+	job.Kind = push.JobQuery
+	job.Where = where
+	job.FlowControl = req.FlowControl
+	return s.accept(ctx, c, &n, &job, req.Scheduled)
+}
+
+func (s *Service) pushDevices(ctx *fasthttp.RequestCtx, c *api.Call) error {
+	if err := s.admit(ctx, c); err != nil {
+		return err
+	}
+	app := c.App
+	req, perr := wire.DecodePushDevices(ctx.PostBody(), app.Settings.Edition, string(ctx.Request.Header.Peek("X-SVC-Prod")), c.Now)
+	if perr != nil {
+		return perr
+	}
+	if req.Vendor != "" {
+		if perr := checkHybridProfile(app, req.Vendor, req.DeviceProfile); perr != nil {
+			return perr
+		}
+	}
+	n := newRecord(app.ID, &req.Common, c.Now)
+	n.Kind = push.JobDevices
+	n.DeviceType = req.DeviceType
+	n.DeviceCount = len(req.DeviceIDs)
+	job := newJob(&n, &req.Common)
+	job.Kind = push.JobDevices
+	job.DeviceType = req.DeviceType
+	job.DeviceIDs = req.DeviceIDs
+	job.Vendor = req.Vendor
+	job.DeviceProfile = req.DeviceProfile
+	if req.Channel != "" {
+		job.NotificationChannel = req.Channel
+	}
+	return s.accept(ctx, c, &n, &job, false)
+}
+
+// checkHybridProfile refuses a hybrid push whose configuration does not exist: the named
+// device_profile, or _default when none is named. A vendor's credentials are a JSON object
+// keyed by profile name.
+func checkHybridProfile(app *push.App, vendor, profile string) *push.Error {
+	if profile == "" {
+		profile = push.DefaultProfile
+	}
+	raw, ok := app.Credentials[vendor]
+	var profiles map[string]json.RawMessage
+	if ok && json.Unmarshal(raw, &profiles) == nil {
+		if cfg, ok := profiles[profile]; ok && len(cfg) > 2 {
+			return nil
+		}
+	}
+	return push.Errorf(push.CodeValidation, "hybrid push configuration %q of vendor %s is not configured for this app: the push is refused", profile, vendor)
+}
+
+func newRecord(appID string, cm *wire.Common, now time.Time) push.Notification {
+	nid := cm.NotificationID
+	if nid == "" {
+		nid = push.NewNotificationID()
+	}
+	now = now.UTC().Truncate(time.Millisecond)
+	return push.Notification{
+		ObjectID:           push.NewObjectID(),
+		AppID:              appID,
+		NotificationID:     nid,
+		CreatedAt:          now,
+		UpdatedAt:          now,
+		Data:               cm.Data,
+		Prod:               cm.Prod,
+		ExpiresAt:          cm.ExpiresAt,
+		ExpirationInterval: cm.ExpirationInterval,
+		ReqID:              cm.ReqID,
+	}
+}
+
+func newJob(n *push.Notification, cm *wire.Common) push.Job {
+	return push.Job{
+		ID:                   n.ObjectID,
+		AppID:                n.AppID,
+		NotificationObjectID: n.ObjectID,
+		NotificationID:       n.NotificationID,
+		Data:                 cm.Data,
+		Prod:                 cm.Prod,
+		Topic:                cm.Topic,
+		APNsTeamID:           cm.APNsTeamID,
+		NotificationChannel:  cm.NotificationChannel,
+		ExpiresAt:            cm.ExpiresAt,
+		CreatedAt:            n.CreatedAt,
+	}
+}
+
+// accept makes the push durable and answers {objectId, createdAt}. Order: claim the req_id
+// (so a concurrent retry cannot slip in), write the record, then the job (or the schedule).
+// Any failure undoes what was written, so a failed call leaves nothing behind and a retry
+// with the same req_id is a new push.
+func (s *Service) accept(ctx *fasthttp.RequestCtx, c *api.Call, n *push.Notification, job *push.Job, scheduled bool) error {
+	app := c.App
+	if n.ReqID != "" {
+		prev, claimed, err := s.st.ClaimReqID(ctx, app.ID, n.ReqID, store.ReqClaim{ObjectID: n.ObjectID, CreatedAt: n.CreatedAt}, ReqIDWindow)
+		if err != nil {
+			return fmt.Errorf("cannot claim req_id of app %s: %w", app.ID, err)
+		}
+		if !claimed {
+			s.dupes.Inc()
+			writeAccepted(ctx, prev.ObjectID, prev.CreatedAt)
+			return nil
+		}
+	}
+	err := s.persist(ctx, n, job, scheduled)
+	if err != nil {
+		// Undo with a context of our own: the request's may be what failed.
+		undo, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if n.ReqID != "" {
+			if rerr := s.st.ReleaseReqID(undo, app.ID, n.ReqID, n.ObjectID); rerr != nil {
+				s.zl.Warn("cannot release req_id after a failed push", zap.String("app_id", app.ID), zap.Error(rerr))
+			}
+		}
+		return err
+	}
+	if scheduled {
+		s.scheduled.Inc()
+	} else {
+		s.accepted.Inc()
+	}
+	writeAccepted(ctx, n.ObjectID, n.CreatedAt)
+	return nil
+}
+
+func (s *Service) persist(ctx context.Context, n *push.Notification, job *push.Job, scheduled bool) error {
+	app := n.AppID
+	var sp push.Scheduled
+	if scheduled {
+		id, err := s.st.NextID(ctx, "scheduled")
+		if err != nil {
+			return fmt.Errorf("cannot number a scheduled push of app %s: %w", app, err)
+		}
+		n.Status = push.StatusScheduled
+		n.ScheduledID = id
+		sp = push.Scheduled{ID: id, AppID: app, DueAt: n.PushTime, Job: *job, CreatedAt: n.CreatedAt}
+	} else {
+		n.Status = push.StatusInQueue
+	}
+	if err := s.st.CreateNotification(ctx, *n); err != nil {
+		return fmt.Errorf("cannot store push record of app %s: %w", app, err)
+	}
+	var err error
+	if scheduled {
+		if err = s.st.PutScheduled(ctx, sp); err != nil {
+			err = fmt.Errorf("cannot store scheduled push of app %s: %w", app, err)
+		}
+	} else {
+		err = s.appendJob(ctx, job)
+	}
+	if err != nil {
+		undo, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if derr := s.st.DeleteNotification(undo, app, n.ObjectID); derr != nil && !errors.Is(derr, store.ErrNotFound) {
+			s.zl.Warn("cannot remove the record of a push that failed", zap.String("app_id", app), zap.Error(derr))
+		}
+		return err
+	}
+	return nil
+}
+
+func (s *Service) appendJob(ctx context.Context, job *push.Job) error {
+	body, err := json.Marshal(job)
+	if err != nil {
+		return fmt.Errorf("BUG: cannot encode job: %w", err)
+	}
+	rec := queue.Record{
+		Partition: queue.PartitionForKey([]byte(job.AppID), s.log.Partitions(queue.TopicJobs)),
+		Key:       []byte(job.AppID),
+		Value:     body,
+	}
+	if err := s.log.Append(ctx, queue.TopicJobs, rec); err != nil {
+		return fmt.Errorf("cannot append the job of app %s to the log: %w", job.AppID, err)
+	}
+	return nil
+}
+
+func writeAccepted(ctx *fasthttp.RequestCtx, objectID string, createdAt time.Time) {
+	b, _ := json.Marshal(struct {
+		ObjectID  string `json:"objectId"`
+		CreatedAt string `json:"createdAt"`
+	}{objectID, api.FormatTime(createdAt)})
+	api.WriteJSON(ctx, fasthttp.StatusOK, b)
+}

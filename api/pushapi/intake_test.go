@@ -1,0 +1,218 @@
+package pushapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pushd/pushd/push"
+)
+
+const okPush = `{"data":{"alert":"hello"},"channels":["sports"]}`
+
+func TestPushAcceptedIsDurableJobAndRecord(t *testing.T) {
+	e := newEnv(t)
+	app := e.newApp(nil)
+	r := e.do(app, master, "POST", "/1.1/push", `{"data":{"alert":"hi","badge":"Increment"},"where":{"deviceType":"ios"},"channels":"news","expiration_interval":60,"notification_id":"n1","prod":"dev","topic":"com.x","flow_control":10}`)
+	if r.status != 200 {
+		t.Fatalf("push: %d %s", r.status, r.body)
+	}
+	m := r.obj(t)
+	oid, _ := m["objectId"].(string)
+	if oid == "" || m["createdAt"] != "2026-03-04T05:06:07.000Z" {
+		t.Fatalf("response %s, want objectId and createdAt", r.body)
+	}
+	jobs := e.jobs()
+	if len(jobs) != 1 {
+		t.Fatalf("%d jobs in push.jobs, want 1", len(jobs))
+	}
+	j := jobs[0]
+	if j.NotificationObjectID != oid || j.NotificationID != "n1" || j.Prod != "dev" || j.Topic != "com.x" || j.FlowControl != 1000 || j.Kind != push.JobQuery {
+		t.Fatalf("job %+v does not carry the request", j)
+	}
+	if want := e.clock().Add(time.Minute); !j.ExpiresAt.Equal(want) {
+		t.Fatalf("job expires at %v, want %v (expiration_interval from now)", j.ExpiresAt, want)
+	}
+	if !strings.Contains(string(j.Where), `"channels"`) || !strings.Contains(string(j.Where), `"deviceType":"ios"`) {
+		t.Fatalf("job where %s lacks the merged channels condition", j.Where)
+	}
+	rec := e.do(app, master, "GET", "/1.1/tables/Notifications/"+oid, "").obj(t)
+	if rec["status"] != push.StatusInQueue || rec["notificationId"] != "n1" || rec["prod"] != "dev" {
+		t.Fatalf("record %v", rec)
+	}
+}
+
+func TestPushNeedsMasterKeyUnlessClientPushAllowed(t *testing.T) {
+	e := newEnv(t)
+	closed := e.newApp(nil)
+	r := e.do(closed, client, "POST", "/1.1/push", okPush)
+	if r.status != 403 || r.errCode(t) != 119 {
+		t.Fatalf("client push on a default app: %d %s, want 403 code 119", r.status, r.body)
+	}
+	open := e.newApp(func(s *push.AppSettings) { s.ClientPush = true })
+	if r := e.do(open, client, "POST", "/1.1/push", okPush); r.status != 200 {
+		t.Fatalf("client push allowed: %d %s", r.status, r.body)
+	}
+	if r := e.do(open, client, "GET", "/1.1/scheduledPushMessages", ""); r.status != 403 || r.errCode(t) != 119 {
+		t.Fatalf("listing scheduled pushes with the app key: %d %s, want 403 code 119", r.status, r.body)
+	}
+	if n := len(e.jobs()); n != 1 {
+		t.Fatalf("%d jobs, want only the allowed one", n)
+	}
+}
+
+func TestPushReqIDDeduplicatesForFiveMinutes(t *testing.T) {
+	e := newEnv(t)
+	app := e.newApp(nil)
+	body := `{"data":{"alert":"x"},"req_id":"abc123"}`
+	first := e.do(app, master, "POST", "/1.1/push", body).obj(t)
+	e.advance(4 * time.Minute)
+	again := e.do(app, master, "POST", "/1.1/push", body)
+	if again.status != 200 {
+		t.Fatalf("duplicate: %d %s, want 200", again.status, again.body)
+	}
+	if m := again.obj(t); m["objectId"] != first["objectId"] || m["createdAt"] != first["createdAt"] {
+		t.Fatalf("duplicate answered %v, want the first push's %v", m, first)
+	}
+	// Another app's req_id is its own.
+	other := e.newApp(nil)
+	if m := e.do(other, master, "POST", "/1.1/push", body).obj(t); m["objectId"] == first["objectId"] {
+		t.Fatal("req_id shared across apps")
+	}
+	e.advance(time.Minute + time.Second)
+	later := e.do(app, master, "POST", "/1.1/push", body).obj(t)
+	if later["objectId"] == first["objectId"] {
+		t.Fatal("req_id after 5 minutes was still a duplicate")
+	}
+	if n := len(e.jobs()); n != 3 {
+		t.Fatalf("%d jobs, want 3 (first, other app, after the window)", n)
+	}
+}
+
+func TestPushRateLimit429ForAMinute(t *testing.T) {
+	e := newEnv(t)
+	app := e.newApp(func(s *push.AppSettings) { s.CallsPerMinute = 2 })
+	for i := 0; i < 2; i++ {
+		if r := e.do(app, master, "POST", "/1.1/push", okPush); r.status != 200 {
+			t.Fatalf("call %d: %d %s", i, r.status, r.body)
+		}
+	}
+	r := e.do(app, master, "POST", "/1.1/push/devices", `{"device_type":"ios","device_ids":["aa"],"data":{"alert":"x"}}`)
+	if r.status != 429 || r.errCode(t) != 429 || r.header["Retry-After"] != "60" {
+		t.Fatalf("over the limit: %d %v %s, want 429 with Retry-After 60", r.status, r.header, r.body)
+	}
+	e.advance(59 * time.Second)
+	if r := e.do(app, master, "POST", "/1.1/push", okPush); r.status != 429 {
+		t.Fatalf("within the minute: %d, want 429", r.status)
+	}
+	e.advance(time.Second)
+	if r := e.do(app, master, "POST", "/1.1/push", okPush); r.status != 200 {
+		t.Fatalf("after the minute: %d %s, want 200", r.status, r.body)
+	}
+	if n := len(e.jobs()); n != 3 {
+		t.Fatalf("%d jobs, want 3", n)
+	}
+}
+
+func TestPushDailyVolumeReachedRefused(t *testing.T) {
+	e := newEnv(t)
+	app := e.newApp(func(s *push.AppSettings) { s.DailyVolume = 100 })
+	if _, err := e.st.AddDailyVolume(context.Background(), app.ID, push.Day(e.clock()), 100); err != nil {
+		t.Fatal(err)
+	}
+	r := e.do(app, master, "POST", "/1.1/push", okPush)
+	if r.status != 429 || r.errCode(t) != 154 {
+		t.Fatalf("daily volume reached: %d %s, want 429 code 154", r.status, r.body)
+	}
+	e.advance(24 * time.Hour)
+	if r := e.do(app, master, "POST", "/1.1/push", okPush); r.status != 200 {
+		t.Fatalf("next day: %d %s", r.status, r.body)
+	}
+}
+
+func TestPushDevicesHybridNeedsDefaultProfile(t *testing.T) {
+	e := newEnv(t)
+	app := e.newApp(nil)
+	body := `{"device_type":"android","vendor":"mi","device_ids":["r1","r2"],"data":{"alert":"x"}}`
+	r := e.do(app, master, "POST", "/1.1/push/devices", body)
+	if r.status != 400 || r.errCode(t) != 142 || !strings.Contains(string(r.body), "_default") {
+		t.Fatalf("no _default config: %d %s, want 400 code 142 naming _default", r.status, r.body)
+	}
+	configured := e.newAppWith(func(a *push.App) {
+		a.Credentials = map[string]json.RawMessage{"mi": json.RawMessage(`{"_default":{"appSecret":"s"}}`)}
+	})
+	if r := e.do(configured, master, "POST", "/1.1/push/devices", body); r.status != 200 {
+		t.Fatalf("with _default configured: %d %s", r.status, r.body)
+	}
+	named := `{"device_type":"android","vendor":"mi","device_profile":"other","device_ids":["r1"],"data":{"alert":"x"}}`
+	if r := e.do(configured, master, "POST", "/1.1/push/devices", named); r.status != 400 || !strings.Contains(string(r.body), "other") {
+		t.Fatalf("unknown named profile: %d %s, want refused", r.status, r.body)
+	}
+	jobs := e.jobs()
+	if len(jobs) != 1 || jobs[0].Kind != push.JobDevices || jobs[0].Vendor != "mi" || len(jobs[0].DeviceIDs) != 2 {
+		t.Fatalf("jobs %+v, want the one configured devices push", jobs)
+	}
+}
+
+func TestPushScheduledListedCancelledAndImmediateWindow(t *testing.T) {
+	e := newEnv(t)
+	app := e.newApp(nil)
+	soon := e.clock().Add(59 * time.Second).Format(time.RFC3339)
+	r := e.do(app, master, "POST", "/1.1/push", fmt.Sprintf(`{"data":{"alert":"x"},"push_time":%q}`, soon))
+	if r.status != 200 {
+		t.Fatalf("push_time under a minute: %d %s", r.status, r.body)
+	}
+	if n := len(e.jobs()); n != 1 {
+		t.Fatalf("push_time under a minute: %d jobs, want it sent at once", n)
+	}
+	at := e.clock().Add(2 * time.Hour)
+	r = e.do(app, master, "POST", "/1.1/push", fmt.Sprintf(`{"data":{"alert":"later"},"push_time":%q,"notification_id":"sched1"}`, at.Format(time.RFC3339)))
+	if r.status != 200 {
+		t.Fatalf("scheduled push: %d %s", r.status, r.body)
+	}
+	oid := r.obj(t)["objectId"].(string)
+	if n := len(e.jobs()); n != 1 {
+		t.Fatalf("scheduled push went to the log at once (%d jobs)", n)
+	}
+	list := e.do(app, master, "GET", "/1.1/scheduledPushMessages", "").obj(t)
+	results, _ := list["results"].([]any)
+	if len(results) != 1 {
+		t.Fatalf("scheduled list %v, want one", list)
+	}
+	sp := results[0].(map[string]any)
+	msg := sp["push_msg"].(map[string]any)
+	where := msg["where"].(map[string]any)
+	if sp["expire_time"] != float64(at.UnixMilli()) || msg["api-version"] != "1.1" || msg["app-id"] != app.ID ||
+		msg["id"] != oid || msg["notificationId"] != "sched1" || where["query"] == nil || where["sort"] == nil {
+		t.Fatalf("scheduled push shape %v", sp)
+	}
+	if _, ok := msg["through"]; !ok {
+		t.Fatalf("push_msg lacks through: %v", msg)
+	}
+	rec := e.do(app, master, "GET", "/1.1/tables/Notifications/"+oid, "").obj(t)
+	if rec["status"] != push.StatusScheduled || rec["push-time"] != at.UTC().Format("2006-01-02T15:04:05.000Z") {
+		t.Fatalf("scheduled record %v", rec)
+	}
+	id := fmt.Sprint(int64(sp["id"].(float64)))
+	if r := e.do(app, client, "DELETE", "/1.1/scheduledPushMessages/"+id, ""); r.status != 403 {
+		t.Fatalf("cancel with the app key: %d", r.status)
+	}
+	if r := e.do(app, master, "DELETE", "/1.1/scheduledPushMessages/"+id, ""); r.status != 200 {
+		t.Fatalf("cancel: %d %s", r.status, r.body)
+	}
+	if r := e.do(app, master, "DELETE", "/1.1/scheduledPushMessages/"+id, ""); r.status != 404 || r.errCode(t) != 101 {
+		t.Fatalf("second cancel: %d %s, want 404 code 101", r.status, r.body)
+	}
+	if r := e.do(app, master, "DELETE", "/1.1/scheduledPushMessages/abc", ""); r.status != 400 {
+		t.Fatalf("cancel of a non-integer id: %d %s, want 400", r.status, r.body)
+	}
+	if list := e.do(app, master, "GET", "/1.1/scheduledPushMessages", "").obj(t); len(list["results"].([]any)) != 0 {
+		t.Fatalf("cancelled push still listed: %v", list)
+	}
+	if r := e.do(app, master, "GET", "/1.1/tables/Notifications/"+oid, ""); r.status != 404 {
+		t.Fatalf("cancelled push's record: %d, want removed", r.status)
+	}
+}

@@ -1,0 +1,109 @@
+// Package pushapi owns the push half of the REST API: POST /1.1/push and /1.1/push/devices
+// (validation through api/wire and query, permissions, the calls-per-minute limit, the daily
+// volume check, req_id de-duplication, the push record, the durable job or the scheduled
+// push), the push records (/1.1/notifications, /1.1/tables/Notifications) and the scheduled
+// pushes (/1.1/scheduledPushMessages). It registers its routes on an *api.Server, which does
+// authentication, body limits and the {code, error} shape.
+//
+// A push is answered 2xx only after its job is durable in the log (or its schedule in the
+// store). Handlers are safe for concurrent use; a Service holds no per-request state.
+package pushapi
+
+import (
+	"context"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"go.uber.org/zap"
+
+	"github.com/pushd/pushd/api"
+	"github.com/pushd/pushd/api/limit"
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/queue"
+	"github.com/pushd/pushd/store"
+)
+
+// ReqIDWindow is how long a req_id makes later pushes of the same app duplicates.
+const ReqIDWindow = 5 * time.Minute
+
+// Store is what the push endpoints read and write.
+type Store interface {
+	ClaimReqID(ctx context.Context, appID, reqID string, claim store.ReqClaim, ttl time.Duration) (store.ReqClaim, bool, error)
+	ReleaseReqID(ctx context.Context, appID, reqID, objectID string) error
+	DailyVolume(ctx context.Context, appID, day string) (int64, error)
+
+	CreateNotification(ctx context.Context, n push.Notification) error
+	GetNotification(ctx context.Context, appID, objectID string) (push.Notification, error)
+	UpdateNotification(ctx context.Context, appID, objectID string, fn func(*push.Notification) error) (push.Notification, error)
+	DeleteNotification(ctx context.Context, appID, objectID string) error
+	ListNotifications(ctx context.Context, appID string, fn func(*push.Notification) error) error
+	NotificationsByNID(ctx context.Context, appID, notificationID string) ([]push.Notification, error)
+
+	NextID(ctx context.Context, name string) (int64, error)
+	PutScheduled(ctx context.Context, s push.Scheduled) error
+	ListScheduled(ctx context.Context, appID string) ([]push.Scheduled, error)
+	GetScheduled(ctx context.Context, appID string, id int64) (push.Scheduled, error)
+	DeleteScheduled(ctx context.Context, appID string, id int64) error
+}
+
+// Log is where accepted jobs go.
+type Log interface {
+	Partitions(topic string) int
+	Append(ctx context.Context, topic string, recs ...queue.Record) error
+}
+
+// Deps are what the service calls out to.
+type Deps struct {
+	Store   Store
+	Log     Log
+	Limiter *limit.Limiter
+	Logger  *zap.Logger
+	Metrics *metrics.Set
+}
+
+// Service serves the push endpoints.
+type Service struct {
+	st  Store
+	log Log
+	lim *limit.Limiter
+	zl  *zap.Logger
+
+	accepted  *metrics.Counter
+	scheduled *metrics.Counter
+	dupes     *metrics.Counter
+}
+
+// New builds the service.
+func New(d Deps) *Service {
+	if d.Logger == nil {
+		d.Logger = zap.NewNop()
+	}
+	if d.Metrics == nil {
+		d.Metrics = metrics.NewSet()
+	}
+	if d.Limiter == nil {
+		d.Limiter = limit.New(nil, d.Metrics)
+	}
+	return &Service{
+		st: d.Store, log: d.Log, lim: d.Limiter, zl: d.Logger.Named("pushapi"),
+		accepted:  d.Metrics.GetOrCreateCounter(`pushd_api_pushes_total{result="accepted"}`),
+		scheduled: d.Metrics.GetOrCreateCounter(`pushd_api_pushes_total{result="scheduled"}`),
+		dupes:     d.Metrics.GetOrCreateCounter(`pushd_api_pushes_total{result="duplicate"}`),
+	}
+}
+
+// pushBodyLimit lets bodies up to the server cap reach the wire decoder, which answers the
+// spec's own rule (below 4096 bytes) with its own message.
+const pushBodyLimit = 64 << 10
+
+// Register adds the push routes to srv.
+func (s *Service) Register(srv *api.Server) {
+	srv.Register(api.Route{Method: "POST", Path: "/1.1/push", Name: "push", Auth: api.AuthApp, JSONBody: true, MaxBody: pushBodyLimit}, s.push)
+	srv.Register(api.Route{Method: "POST", Path: "/1.1/push/devices", Name: "push_devices", Auth: api.AuthApp, JSONBody: true, MaxBody: pushBodyLimit}, s.pushDevices)
+	srv.Register(api.Route{Method: "GET", Path: "/1.1/notifications", Name: "notifications_list", Auth: api.AuthMaster}, s.listRecords)
+	srv.Register(api.Route{Method: "GET", Path: "/1.1/notifications/:nid", Name: "notification_get", Auth: api.AuthMaster}, s.getByNID)
+	srv.Register(api.Route{Method: "DELETE", Path: "/1.1/notifications/:nid", Name: "notification_delete", Auth: api.AuthMaster}, s.deleteByNID)
+	srv.Register(api.Route{Method: "GET", Path: "/1.1/tables/Notifications/:oid", Name: "notification_object", Auth: api.AuthMaster}, s.getByObjectID)
+	srv.Register(api.Route{Method: "GET", Path: "/1.1/scheduledPushMessages", Name: "scheduled_list", Auth: api.AuthMaster}, s.listScheduled)
+	srv.Register(api.Route{Method: "DELETE", Path: "/1.1/scheduledPushMessages/:id", Name: "scheduled_delete", Auth: api.AuthMaster}, s.deleteScheduled)
+}

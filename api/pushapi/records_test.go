@@ -1,0 +1,93 @@
+package pushapi
+
+import (
+	"context"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/pushd/pushd/push"
+)
+
+func TestPushRecordsQueryAggregateAndDelete(t *testing.T) {
+	e := newEnv(t)
+	app := e.newApp(nil)
+	var oids []string
+	for i, body := range []string{
+		`{"data":{"alert":"a"},"notification_id":"shared"}`,
+		`{"data":{"alert":"b"},"notification_id":"shared"}`,
+		`{"data":{"alert":"c"},"notification_id":"solo","prod":"dev"}`,
+	} {
+		e.advance(time.Second)
+		r := e.do(app, master, "POST", "/1.1/push", body)
+		if r.status != 200 {
+			t.Fatalf("push %d: %d %s", i, r.status, r.body)
+		}
+		oids = append(oids, r.obj(t)["objectId"].(string))
+	}
+	// Fan-out's progress, as it would record it.
+	ctx := context.Background()
+	for i, sent := range []int64{3, 4} {
+		_, err := e.st.UpdateNotification(ctx, app.ID, oids[i], func(n *push.Notification) error {
+			n.Counts = push.Counts{push.ChannelAPNs: {Targets: sent + 1, Sent: sent, Failed: 1}, push.ChannelDirect: {Targets: 2, Sent: 2}}
+			n.Status = push.StatusDone
+			if i == 1 {
+				n.Status = push.StatusInProcess
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	agg := e.do(app, master, "GET", "/1.1/notifications/shared", "").obj(t)
+	if agg["pushes"] != float64(2) || agg["successes"] != float64(3+2+4+2) || agg["iosSuccesses"] != float64(7) ||
+		agg["lcSuccesses"] != float64(4) || agg["devices"] != float64(4+5+4) || agg["status"] != push.StatusInProcess {
+		t.Fatalf("aggregate of a shared notification_id: %v", agg)
+	}
+	byType := agg["counts"].(map[string]any)["byDeviceType"].(map[string]any)
+	if byType["ios"].(map[string]any)["failed"] != float64(2) {
+		t.Fatalf("per-device-type counts: %v", byType)
+	}
+	if r := e.do(app, client, "GET", "/1.1/notifications/shared", ""); r.status != 403 {
+		t.Fatalf("records with the app key: %d, want 403", r.status)
+	}
+	if r := e.do(app, master, "GET", "/1.1/notifications/nope", ""); r.status != 404 || r.errCode(t) != 101 {
+		t.Fatalf("unknown notification: %d %s", r.status, r.body)
+	}
+
+	list := e.do(app, master, "GET", "/1.1/notifications?count=1&limit=1&where="+url.QueryEscape(`{"prod":"prod"}`), "").obj(t)
+	res := list["results"].([]any)
+	if list["count"] != float64(2) || len(res) != 1 || res[0].(map[string]any)["objectId"] != oids[1] {
+		t.Fatalf("list where prod, newest first, limit 1: %v", list)
+	}
+	asc := e.do(app, master, "GET", "/1.1/notifications?order=createdAt&skip=1", "").obj(t)["results"].([]any)
+	if len(asc) != 2 || asc[0].(map[string]any)["objectId"] != oids[1] {
+		t.Fatalf("order=createdAt skip=1: %v", asc)
+	}
+	if r := e.do(app, master, "GET", "/1.1/notifications?limit=1001", ""); r.status != 400 {
+		t.Fatalf("limit 1001: %d", r.status)
+	}
+	if r := e.do(app, master, "GET", "/1.1/notifications?where=%7B", ""); r.status != 400 {
+		t.Fatalf("bad where: %d", r.status)
+	}
+
+	// Delete: the in-process push is cancelled and both records go.
+	if r := e.do(app, master, "DELETE", "/1.1/notifications/shared", ""); r.status != 200 || string(r.body) != "{}" {
+		t.Fatalf("delete: %d %s", r.status, r.body)
+	}
+	for _, oid := range oids[:2] {
+		if r := e.do(app, master, "GET", "/1.1/tables/Notifications/"+oid, ""); r.status != 404 {
+			t.Fatalf("record %s after delete: %d", oid, r.status)
+		}
+	}
+	if r := e.do(app, master, "GET", "/1.1/tables/Notifications/"+oids[2], ""); r.status != 200 {
+		t.Fatalf("other record after delete: %d", r.status)
+	}
+	// Another app cannot see this app's records.
+	other := e.newApp(nil)
+	if r := e.do(other, master, "GET", "/1.1/tables/Notifications/"+oids[2], ""); r.status != 404 {
+		t.Fatalf("cross-app record read: %d", r.status)
+	}
+}
