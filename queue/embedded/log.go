@@ -188,9 +188,14 @@ func (l *Log) Append(ctx context.Context, topicName string, recs ...queue.Record
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("cannot append to topic %s: %w", topicName, err)
 	}
-	if l.isClosed() {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
 		return fmt.Errorf("cannot append to topic %s: %w", topicName, ErrClosed)
 	}
+	l.wg.Add(1) // Close waits for Appends in flight, so the DB can be closed after it
+	l.mu.Unlock()
+	defer l.wg.Done()
 	t := l.topics[topicName]
 	if t == nil {
 		return fmt.Errorf("cannot append to unknown topic %s", topicName)
@@ -288,7 +293,7 @@ func (l *Log) isClosed() bool {
 }
 
 // Close stops every consumer (their Consume calls return nil once their partition goroutines
-// exited) and the trimmer. It does not close the DB.
+// exited) and the trimmer, and waits for Appends in flight. It does not close the DB.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	if l.closed {
