@@ -543,3 +543,42 @@ func TestAPNsSimCeiling(t *testing.T) {
 		t.Fatal("ceiling with a bad token succeeded")
 	}
 }
+
+func TestAPNsSimPayloadScan(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"aps":{}}`: true,
+		` { "x" : [1,{"aps":2}], "y":"a\"ps" , "aps" : {"alert":"x"} } `: true,
+		`{"x":{"aps":{}},"aps":"no"}`:                                    false,
+		`{"x":{"aps":{}}}`:                                               false,
+		`{"aps":[]}`:                                                     false,
+		`{}`:                                                             false,
+		`[{"aps":{}}]`:                                                   false,
+		`{"aps":{}`:                                                      false,
+		`{"a":1,"b":true,"c":null,"aps":{"b":1}}`: true,
+		`{"a":-1.5e3,"aps":{}}`:                   true,
+	} {
+		if got := validAPSPayload([]byte(body)); got != want {
+			t.Errorf("validAPSPayload(%s) = %v, want %v", body, got, want)
+		}
+	}
+}
+
+func FuzzAPNsSimPayloadScan(f *testing.F) {
+	for _, s := range []string{`{"aps":{}}`, `{"a":[1,"x"],"aps":{"alert":"\"}"}}`, `{"x":{"aps":{}}}`, `{}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var p struct {
+			Aps json.RawMessage `json:"aps"`
+		}
+		// encoding/json matches keys case-insensitively and keeps the last duplicate; the
+		// scanner is exact and keeps the first. Compare only where those cannot differ.
+		if bytes.Count(bytes.ToLower(b), []byte("aps")) > 1 || bytes.Contains(b, []byte(`\`)) {
+			return
+		}
+		want := json.Unmarshal(b, &p) == nil && len(p.Aps) > 0 && p.Aps[0] == '{'
+		if got := validAPSPayload(b); got != want {
+			t.Fatalf("validAPSPayload(%q) = %v, want %v", b, got, want)
+		}
+	})
+}
