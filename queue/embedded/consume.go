@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"go.uber.org/zap"
 
+	"github.com/pushd/pushd/internal/telemetry"
 	"github.com/pushd/pushd/queue"
 	"github.com/pushd/pushd/queue/internal/backoff"
 )
@@ -134,14 +135,14 @@ func (g *group) rebalance() {
 // offset, until ctx ends.
 func (g *group) consumePartition(ctx context.Context, p *partition, h queue.Handler) {
 	l := g.l
-	log := l.log.With(zap.String("topic", g.t.name), zap.String("group", g.name), zap.Int("partition", p.id))
+	log := l.log.With(zap.String("topic", g.t.name), zap.String("group", g.name), zap.Int(telemetry.KeyPartition, p.id))
 	var next int64
 	if err := backoff.Retry(ctx, l.retry, func() error {
 		var err error
 		next, err = l.committed(g.t.name, g.name, p.id)
 		return err
 	}, func(attempt int, err error) {
-		log.Warn("cannot read committed offset", zap.Int("attempt", attempt), zap.Error(err))
+		log.Warn("cannot read committed offset", zap.Int(telemetry.KeyAttempt, attempt), zap.Error(err))
 	}); err != nil {
 		return
 	}
@@ -168,7 +169,7 @@ func (g *group) consumePartition(ctx context.Context, p *partition, h queue.Hand
 	flush := func() {
 		if dirty {
 			if err := commit(true); err != nil {
-				log.Warn("cannot commit offset", zap.Int64("offset", next), zap.Error(err))
+				log.Warn("cannot commit offset", zap.Int64(telemetry.KeyOffset, next), zap.Error(err))
 			}
 		}
 	}
@@ -189,7 +190,7 @@ func (g *group) consumePartition(ctx context.Context, p *partition, h queue.Hand
 		var err error
 		msgs, err = l.read(msgs[:0], g.t.name, p.id, next, visible, l.batch)
 		if err != nil {
-			log.Warn("cannot read messages", zap.Int64("offset", next), zap.Error(err))
+			log.Warn("cannot read messages", zap.Int64(telemetry.KeyOffset, next), zap.Error(err))
 			if backoff.Wait(ctx, l.retry.Delay(1)) != nil {
 				return
 			}
@@ -204,8 +205,8 @@ func (g *group) consumePartition(ctx context.Context, p *partition, h queue.Hand
 			err := backoff.Retry(ctx, l.retry, func() error { return h(ctx, *m) },
 				func(attempt int, err error) {
 					flush()
-					log.Warn("handler failed; will retry", zap.Int64("offset", m.Offset),
-						zap.Int("attempt", attempt), zap.Error(err))
+					log.Warn("handler failed; will retry", zap.Int64(telemetry.KeyOffset, m.Offset),
+						zap.Int(telemetry.KeyAttempt, attempt), zap.Error(err))
 				})
 			if err != nil {
 				return // ctx ended; the message stays uncommitted
@@ -215,7 +216,7 @@ func (g *group) consumePartition(ctx context.Context, p *partition, h queue.Hand
 			// (the message is then handed again: at least once).
 			last := i == len(msgs)-1
 			if err := commit(last); err != nil {
-				log.Warn("cannot commit offset", zap.Int64("offset", next), zap.Error(err))
+				log.Warn("cannot commit offset", zap.Int64(telemetry.KeyOffset, next), zap.Error(err))
 				if backoff.Retry(ctx, l.retry, func() error { return commit(last) }, nil) != nil {
 					return
 				}

@@ -9,6 +9,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
+	"github.com/pushd/pushd/internal/telemetry"
 	"github.com/pushd/pushd/queue"
 	"github.com/pushd/pushd/queue/internal/backoff"
 )
@@ -75,7 +76,7 @@ func (l *Log) Consume(ctx context.Context, topic, group string, h queue.Handler)
 				defer pcancel()
 				stop := context.AfterFunc(genCtx, pcancel)
 				defer stop()
-				l.consumePartition(pctx, gen, &commitMu, topic, a, h, log.With(zap.Int("partition", a.ID)))
+				l.consumePartition(pctx, gen, &commitMu, topic, a, h, log.With(zap.Int(telemetry.KeyPartition, a.ID)))
 			})
 		}
 	}
@@ -104,7 +105,7 @@ func (l *Log) consumePartition(ctx context.Context, gen *kafka.Generation, commi
 	})
 	defer r.Close()
 	if err := r.SetOffset(a.Offset); err != nil {
-		log.Warn("cannot set the start offset", zap.Int64("offset", a.Offset), zap.Error(err))
+		log.Warn("cannot set the start offset", zap.Int64(telemetry.KeyOffset, a.Offset), zap.Error(err))
 		return
 	}
 	for {
@@ -113,7 +114,7 @@ func (l *Log) consumePartition(ctx context.Context, gen *kafka.Generation, commi
 			// The committed offset is past the partition's end (the topic was recreated):
 			// resume at the oldest message rather than stall the partition.
 			log.Error("committed offset is past the partition's log; resuming at the oldest message",
-				zap.Int64("offset", r.Offset()), zap.Error(err))
+				zap.Int64(telemetry.KeyOffset, r.Offset()), zap.Error(err))
 			if err := r.SetOffset(kafka.FirstOffset); err != nil {
 				return
 			}
@@ -129,7 +130,7 @@ func (l *Log) consumePartition(ctx context.Context, gen *kafka.Generation, commi
 		}
 		m := queue.Message{Topic: km.Topic, Partition: km.Partition, Offset: km.Offset, Key: km.Key, Value: km.Value}
 		if err := backoff.Retry(ctx, l.retry, func() error { return h(ctx, m) }, func(attempt int, err error) {
-			log.Warn("handler failed; will retry", zap.Int64("offset", m.Offset), zap.Int("attempt", attempt), zap.Error(err))
+			log.Warn("handler failed; will retry", zap.Int64(telemetry.KeyOffset, m.Offset), zap.Int(telemetry.KeyAttempt, attempt), zap.Error(err))
 		}); err != nil {
 			return // stopped: the message stays uncommitted
 		}
@@ -145,7 +146,7 @@ func (l *Log) consumePartition(ctx context.Context, gen *kafka.Generation, commi
 			}
 			return err
 		}, func(attempt int, err error) {
-			log.Warn("cannot commit offset", zap.Int64("offset", km.Offset+1), zap.Int("attempt", attempt), zap.Error(err))
+			log.Warn("cannot commit offset", zap.Int64(telemetry.KeyOffset, km.Offset+1), zap.Int(telemetry.KeyAttempt, attempt), zap.Error(err))
 		}); err != nil {
 			return
 		}
