@@ -60,6 +60,9 @@ type WorkerConfig struct {
 	MaxErrors int
 
 	clock Clock // test hook: nil ⇒ wall clock
+	// abrupt (test hook): a task interrupted by the end of ctx returns without its final
+	// checkpoint, as if the process had died.
+	abrupt bool
 }
 
 // DefaultWorkerConfig returns the defaults.

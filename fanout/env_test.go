@@ -151,6 +151,11 @@ var jobSeq int
 // submit creates the push record and appends the job, as the API does.
 func (e *env) submit(job push.Job) push.Job {
 	e.t.Helper()
+	return e.submitTo(e.lg, job)
+}
+
+func (e *env) submitTo(lg Appender, job push.Job) push.Job {
+	e.t.Helper()
 	jobSeq++
 	if job.ID == "" {
 		job.ID = fmt.Sprintf("job%d", jobSeq)
@@ -176,7 +181,7 @@ func (e *env) submit(job push.Job) push.Job {
 		e.t.Fatal(err)
 	}
 	v, _ := json.Marshal(job)
-	if err := e.lg.Append(ctx, queue.TopicJobs, queue.Record{Partition: queue.PartitionForKey([]byte(testApp), e.lg.Partitions(queue.TopicJobs)), Key: []byte(testApp), Value: v}); err != nil {
+	if err := lg.Append(ctx, queue.TopicJobs, queue.Record{Partition: queue.PartitionForKey([]byte(testApp), lg.Partitions(queue.TopicJobs)), Key: []byte(testApp), Value: v}); err != nil {
 		e.t.Fatal(err)
 	}
 	return job

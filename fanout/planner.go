@@ -162,11 +162,14 @@ func (p *Planner) Plan(ctx context.Context, job *push.Job) error {
 		if err != nil {
 			return fmt.Errorf("cannot encode task %s: %w", tasks[i].ID, err)
 		}
-		n := tasks[i].BucketLo
+		// Task i goes to partition i mod P, keyed by its first bucket. (BucketLo mod P would
+		// put every task on P/BucketsPerTask partitions: with 64 partitions and 8 buckets per
+		// task, 8 partitions would carry all the work.)
+		key := tasks[i].BucketLo
 		if tasks[i].Source == push.SourcePoint {
-			n = i
+			key = i
 		}
-		recs[i] = queue.Record{Partition: n % parts, Key: taskKey(n), Value: v}
+		recs[i] = queue.Record{Partition: i % parts, Key: taskKey(key), Value: v}
 	}
 	if err := p.log.Append(ctx, queue.TopicTasks, recs...); err != nil {
 		p.appendErr.Inc()

@@ -154,6 +154,9 @@ func (w *Worker) RunTask(ctx context.Context, t *push.Task) error {
 	}
 	if err != nil {
 		// Keep what is final, so the retry resumes here. ctx may have ended (shutdown).
+		if w.cfg.abrupt && ctx.Err() != nil {
+			return err
+		}
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		if cerr := r.checkpoint(cctx); cerr != nil {
