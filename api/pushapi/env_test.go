@@ -31,6 +31,7 @@ type env struct {
 	client *fasthttp.Client
 	mu     sync.Mutex
 	now    time.Time
+	close  func()
 }
 
 func (e *env) clock() time.Time {
@@ -47,7 +48,13 @@ func (e *env) advance(d time.Duration) {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	st, err := pebble.Open(t.TempDir(), pebble.Options{})
+	return newEnvAt(t, t.TempDir())
+}
+
+// newEnvAt is newEnv on a given data directory; close stops it early (it is idempotent).
+func newEnvAt(t *testing.T, dir string) *env {
+	t.Helper()
+	st, err := pebble.Open(dir, pebble.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,14 +74,22 @@ func newEnv(t *testing.T) *env {
 	done := make(chan error, 1)
 	go func() { done <- srv.RunListener(ctx, ln) }()
 	e.client = &fasthttp.Client{Dial: func(string) (net.Conn, error) { return ln.Dial() }}
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("RunListener: %v", err)
-		}
-		_ = lg.Close()
-		_ = st.Close()
-	})
+	var once sync.Once
+	e.close = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("RunListener: %v", err)
+			}
+			if err := lg.Close(); err != nil {
+				t.Errorf("log close: %v", err)
+			}
+			if err := st.Close(); err != nil {
+				t.Errorf("store close: %v", err)
+			}
+		})
+	}
+	t.Cleanup(e.close)
 	return e
 }
 

@@ -32,7 +32,7 @@ func (s *Service) admit(ctx *fasthttp.RequestCtx, c *api.Call) error {
 		ctx.Response.Header.Set("Retry-After", strconv.Itoa(secs))
 		return push.Errorf(push.CodeTooManyRequests, "push calls of this app are over %d per minute: refused for the next %d seconds", app.Settings.CallsPerMinute, secs)
 	}
-	used, err := s.st.DailyVolume(ctx, app.ID, push.Day(c.Now))
+	used, err := s.volume.get(ctx, app.ID, push.Day(c.Now), c.Now)
 	if err != nil {
 		return fmt.Errorf("cannot read the daily volume of app %s: %w", app.ID, err)
 	}

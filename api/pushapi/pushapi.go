@@ -68,6 +68,8 @@ type Service struct {
 	lim *limit.Limiter
 	zl  *zap.Logger
 
+	volume *volumeCache
+
 	accepted  *metrics.Counter
 	scheduled *metrics.Counter
 	dupes     *metrics.Counter
@@ -86,6 +88,7 @@ func New(d Deps) *Service {
 	}
 	return &Service{
 		st: d.Store, log: d.Log, lim: d.Limiter, zl: d.Logger.Named("pushapi"),
+		volume:    newVolumeCache(d.Store.DailyVolume),
 		accepted:  d.Metrics.GetOrCreateCounter(`pushd_api_pushes_total{result="accepted"}`),
 		scheduled: d.Metrics.GetOrCreateCounter(`pushd_api_pushes_total{result="scheduled"}`),
 		dupes:     d.Metrics.GetOrCreateCounter(`pushd_api_pushes_total{result="duplicate"}`),
