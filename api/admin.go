@@ -1,0 +1,316 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
+
+	"github.com/pushd/pushd/internal/telemetry"
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/store"
+)
+
+const routeAdmin = "admin"
+
+func (s *Server) registerAdmin() {
+	s.Register(Route{Method: "POST", Path: "/admin/apps", Name: routeAdmin, Auth: AuthAdmin, JSONBody: true, MaxBody: AdminBodyLimit}, s.adminCreateApp)
+	s.Register(Route{Method: "GET", Path: "/admin/apps", Name: routeAdmin, Auth: AuthAdmin}, s.adminListApps)
+	s.Register(Route{Method: "GET", Path: "/admin/apps/:id", Name: routeAdmin, Auth: AuthAdmin}, s.adminGetApp)
+	s.Register(Route{Method: "PUT", Path: "/admin/apps/:id", Name: routeAdmin, Auth: AuthAdmin, JSONBody: true, MaxBody: AdminBodyLimit}, s.adminUpdateApp)
+	s.Register(Route{Method: "PUT", Path: "/admin/apps/:id/credentials/:kind", Name: routeAdmin, Auth: AuthAdmin, JSONBody: true}, s.adminPutCredential)
+}
+
+// AppRequest is the body of POST and PUT /admin/apps[/<id>]: every field optional.
+type AppRequest struct {
+	Name     *string          `json:"name"`
+	Settings *SettingsRequest `json:"settings"`
+}
+
+// SettingsRequest changes some settings; absent fields keep their value.
+type SettingsRequest struct {
+	ClientPush     *bool         `json:"clientPush"`
+	CallsPerMinute *int          `json:"callsPerMinute"`
+	DailyVolume    *int64        `json:"dailyVolume"`
+	Edition        *push.Edition `json:"edition"`
+	Buckets        *int          `json:"buckets"`
+}
+
+// AppView is an app as the admin API shows it: no secrets, credential kinds only.
+type AppView struct {
+	ID          string           `json:"appId"`
+	Name        string           `json:"name"`
+	Settings    push.AppSettings `json:"settings"`
+	Credentials []string         `json:"credentials"`
+	CreatedAt   string           `json:"createdAt"`
+	UpdatedAt   string           `json:"updatedAt"`
+}
+
+// CreatedApp is the answer to an app creation: the only time the keys are shown.
+type CreatedApp struct {
+	AppView
+	AppKey    string `json:"appKey"`
+	MasterKey string `json:"masterKey"`
+}
+
+func viewOf(a *push.App) AppView {
+	kinds := make([]string, 0, len(a.Credentials))
+	for k := range a.Credentials {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	return AppView{ID: a.ID, Name: a.Name, Settings: a.Settings, Credentials: kinds,
+		CreatedAt: FormatTime(a.CreatedAt), UpdatedAt: FormatTime(a.UpdatedAt)}
+}
+
+func decodeStrict(body []byte, v any) *push.Error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		body = []byte("{}")
+	}
+	if _, perr := decodeObject(body); perr != nil {
+		return perr
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return push.Errorf(push.CodeValidation, "invalid body: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	return nil
+}
+
+// ApplySettings applies a settings change and validates the result. creating allows the
+// bucket count to be set; afterwards it is fixed.
+func ApplySettings(cur push.AppSettings, req *SettingsRequest, creating bool) (push.AppSettings, *push.Error) {
+	if req == nil {
+		return cur, nil
+	}
+	out := cur
+	if req.ClientPush != nil {
+		out.ClientPush = *req.ClientPush
+	}
+	if req.CallsPerMinute != nil {
+		out.CallsPerMinute = *req.CallsPerMinute
+	}
+	if req.DailyVolume != nil {
+		out.DailyVolume = *req.DailyVolume
+	}
+	if req.Edition != nil {
+		out.Edition = *req.Edition
+	}
+	if req.Buckets != nil {
+		if !creating && *req.Buckets != cur.Buckets {
+			return cur, push.Errorf(push.CodeReadOnlyKey, "buckets is fixed when the app is created")
+		}
+		out.Buckets = *req.Buckets
+	}
+	switch {
+	case out.CallsPerMinute < 1 || out.CallsPerMinute > push.MaxCallsPerMinute:
+		return cur, push.Errorf(push.CodeValidation, "callsPerMinute must be 1 to %d", push.MaxCallsPerMinute)
+	case out.DailyVolume < 1:
+		return cur, push.Errorf(push.CodeValidation, "dailyVolume must be at least 1")
+	case out.Edition != push.EditionChina && out.Edition != push.EditionInternational:
+		return cur, push.Errorf(push.CodeValidation, "edition must be china or international")
+	case out.Buckets < 1 || out.Buckets > 65536 || out.Buckets&(out.Buckets-1) != 0:
+		return cur, push.Errorf(push.CodeValidation, "buckets must be a power of two from 1 to 65536")
+	}
+	return out, nil
+}
+
+const keyAlphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+// randomKey returns n random base62 characters (about 5.95 bits each).
+func randomKey(n int) string {
+	b := make([]byte, n)
+	max := big.NewInt(int64(len(keyAlphabet)))
+	for i := range b {
+		v, err := rand.Int(rand.Reader, max)
+		if err != nil {
+			panic("BUG: crypto/rand failed: " + err.Error())
+		}
+		b[i] = keyAlphabet[v.Int64()]
+	}
+	return string(b)
+}
+
+// NewApp builds a new app with fresh id and keys: the id is 24 base62 characters, each
+// key 32 (190 bits).
+func NewApp(name string, settings push.AppSettings, now time.Time) push.App {
+	now = now.UTC().Truncate(time.Millisecond)
+	return push.App{
+		ID:        randomKey(24),
+		Name:      name,
+		AppKey:    randomKey(32),
+		MasterKey: randomKey(32),
+		Settings:  settings,
+		CreatedAt: now,
+		UpdatedAt: now,
+	}
+}
+
+// CreateApp validates a request and stores a new app (used by the admin API and by
+// `pushd app create`).
+func CreateApp(ctx context.Context, apps AppStore, req AppRequest, now time.Time) (push.App, *push.Error, error) {
+	name := ""
+	if req.Name != nil {
+		name = strings.TrimSpace(*req.Name)
+	}
+	if name == "" || len(name) > 128 {
+		return push.App{}, push.Errorf(push.CodeValidation, "name is required (1 to 128 characters)"), nil
+	}
+	settings, perr := ApplySettings(push.DefaultSettings(), req.Settings, true)
+	if perr != nil {
+		return push.App{}, perr, nil
+	}
+	app := NewApp(name, settings, now)
+	if err := apps.CreateApp(ctx, app); err != nil {
+		return push.App{}, nil, fmt.Errorf("cannot create app %s: %w", app.ID, err)
+	}
+	return app, nil, nil
+}
+
+func (s *Server) adminCreateApp(ctx *fasthttp.RequestCtx, c *Call) error {
+	var req AppRequest
+	if perr := decodeStrict(ctx.PostBody(), &req); perr != nil {
+		return perr
+	}
+	app, perr, err := CreateApp(context.Background(), s.deps.Apps, req, c.Now)
+	if perr != nil {
+		return perr
+	}
+	if err != nil {
+		return err
+	}
+	s.log.Info("app created", zap.String(telemetry.KeyAppID, app.ID))
+	b, _ := json.Marshal(CreatedApp{AppView: viewOf(&app), AppKey: app.AppKey, MasterKey: app.MasterKey})
+	ctx.Response.Header.Set("Location", "/admin/apps/"+app.ID)
+	WriteJSON(ctx, fasthttp.StatusCreated, b)
+	return nil
+}
+
+func (s *Server) adminListApps(ctx *fasthttp.RequestCtx, _ *Call) error {
+	apps, err := s.deps.Apps.ListApps(context.Background())
+	if err != nil {
+		return fmt.Errorf("cannot list apps: %w", err)
+	}
+	views := make([]AppView, len(apps))
+	for i := range apps {
+		views[i] = viewOf(&apps[i])
+	}
+	b, _ := json.Marshal(struct {
+		Results []AppView `json:"results"`
+	}{views})
+	WriteJSON(ctx, fasthttp.StatusOK, b)
+	return nil
+}
+
+func (s *Server) readApp(id string) (push.App, error) {
+	app, err := s.deps.Apps.GetApp(context.Background(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return app, push.Errorf(push.CodeObjectNotFound, "app %q not found", clipID(id))
+	}
+	if err != nil {
+		return app, fmt.Errorf("cannot read app %s: %w", clipID(id), err)
+	}
+	return app, nil
+}
+
+func (s *Server) adminGetApp(ctx *fasthttp.RequestCtx, c *Call) error {
+	app, err := s.readApp(c.Params[0])
+	if err != nil {
+		return err
+	}
+	b, _ := json.Marshal(viewOf(&app))
+	WriteJSON(ctx, fasthttp.StatusOK, b)
+	return nil
+}
+
+func (s *Server) adminUpdateApp(ctx *fasthttp.RequestCtx, c *Call) error {
+	var req AppRequest
+	if perr := decodeStrict(ctx.PostBody(), &req); perr != nil {
+		return perr
+	}
+	h := s.locks.lock("admin\x00" + c.Params[0])
+	defer s.locks.unlock(h)
+	app, err := s.readApp(c.Params[0])
+	if err != nil {
+		return err
+	}
+	if req.Name != nil {
+		name := strings.TrimSpace(*req.Name)
+		if name == "" || len(name) > 128 {
+			return push.Errorf(push.CodeValidation, "name must be 1 to 128 characters")
+		}
+		app.Name = name
+	}
+	settings, perr := ApplySettings(app.Settings, req.Settings, false)
+	if perr != nil {
+		return perr
+	}
+	app.Settings = settings
+	app.UpdatedAt = c.Now.UTC().Truncate(time.Millisecond)
+	if err := s.deps.Apps.PutApp(context.Background(), app); err != nil {
+		return fmt.Errorf("cannot update app %s: %w", app.ID, err)
+	}
+	s.apps.invalidate(app.ID)
+	s.log.Info("app updated", zap.String(telemetry.KeyAppID, app.ID))
+	b, _ := json.Marshal(viewOf(&app))
+	WriteJSON(ctx, fasthttp.StatusOK, b)
+	return nil
+}
+
+// adminPutCredential is PUT /admin/apps/<id>/credentials/<kind>: the body goes to the
+// validator registered for kind; the stored credential is never returned.
+func (s *Server) adminPutCredential(ctx *fasthttp.RequestCtx, c *Call) error {
+	id, kind := c.Params[0], c.Params[1]
+	validate, ok := s.deps.CredentialValidators[kind]
+	if !ok {
+		kinds := make([]string, 0, len(s.deps.CredentialValidators))
+		for k := range s.deps.CredentialValidators {
+			kinds = append(kinds, k)
+		}
+		slices.Sort(kinds)
+		return push.Errorf(push.CodeValidation, "unsupported credential kind %q (supported: %s)", clipID(kind), strings.Join(kinds, ", "))
+	}
+	if _, perr := decodeObject(ctx.PostBody()); perr != nil {
+		return perr
+	}
+	body := slices.Clone(ctx.PostBody())
+	h := s.locks.lock("admin\x00" + id)
+	defer s.locks.unlock(h)
+	app, err := s.readApp(id)
+	if err != nil {
+		return err
+	}
+	stored, err := validate(context.Background(), app.ID, body)
+	if err != nil {
+		if pe := asPushError(err); pe != nil {
+			return pe
+		}
+		return push.Errorf(push.CodeValidation, "invalid %s credential: %v", kind, err)
+	}
+	if app.Credentials == nil {
+		app.Credentials = map[string]json.RawMessage{}
+	}
+	app.Credentials[kind] = json.RawMessage(stored)
+	app.UpdatedAt = c.Now.UTC().Truncate(time.Millisecond)
+	if err := s.deps.Apps.PutApp(context.Background(), app); err != nil {
+		return fmt.Errorf("cannot store %s credential of app %s: %w", kind, app.ID, err)
+	}
+	s.apps.invalidate(app.ID)
+	s.log.Info("app credential updated", zap.String(telemetry.KeyAppID, app.ID), zap.String(telemetry.KeyVendor, kind))
+	b, _ := json.Marshal(struct {
+		Kind      string `json:"kind"`
+		UpdatedAt string `json:"updatedAt"`
+	}{kind, FormatTime(app.UpdatedAt)})
+	WriteJSON(ctx, fasthttp.StatusOK, b)
+	return nil
+}

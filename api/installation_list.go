@@ -1,0 +1,362 @@
+package api
+
+import (
+	"container/heap"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/query"
+	"github.com/pushd/pushd/store"
+)
+
+// Installation query limits.
+const (
+	defaultLimit = 100 // as the original service
+	maxLimit     = 1000
+	// maxSkip bounds the sort heap (skip+limit documents kept in memory) and the work of
+	// deep pagination; page with a where on objectId or createdAt instead.
+	maxSkip = 10_000
+	// listTimeout bounds one query; a full scan of a large app is a job for push, not REST.
+	listTimeout = 30 * time.Second
+)
+
+var errStopScan = errors.New("stop scan")
+
+type orderKey struct {
+	field string
+	desc  bool
+}
+
+type listParams struct {
+	q     *query.Query
+	limit int
+	skip  int
+	order []orderKey
+	keys  map[string]bool
+	count bool
+}
+
+func parseListParams(args *fasthttp.Args) (*listParams, *push.Error) {
+	p := &listParams{limit: defaultLimit}
+	where := append([]byte(nil), args.Peek("where")...)
+	q, err := query.Parse(where)
+	if err != nil {
+		if pe := asPushError(err); pe != nil {
+			return nil, pe
+		}
+		return nil, push.Errorf(push.CodeInvalidQuery, "invalid where: %v", err)
+	}
+	p.q = q
+	if v := args.Peek("limit"); len(v) > 0 {
+		n, err := strconv.Atoi(string(v))
+		if err != nil {
+			return nil, push.Errorf(push.CodeInvalidQuery, "limit must be an integer")
+		}
+		if n >= 0 && n <= maxLimit {
+			p.limit = n
+		} // out of range ⇒ the default, as the original service does
+	}
+	if v := args.Peek("skip"); len(v) > 0 {
+		n, err := strconv.Atoi(string(v))
+		if err != nil || n < 0 {
+			return nil, push.Errorf(push.CodeInvalidQuery, "skip must be a non-negative integer")
+		}
+		if n > maxSkip {
+			return nil, push.Errorf(push.CodeInvalidQuery, "skip may be at most %d; page with a where condition instead", maxSkip)
+		}
+		p.skip = n
+	}
+	if v := args.Peek("order"); len(v) > 0 {
+		for _, f := range strings.Split(string(v), ",") {
+			f = strings.TrimSpace(f)
+			k := orderKey{field: f}
+			if strings.HasPrefix(f, "-") {
+				k = orderKey{field: f[1:], desc: true}
+			}
+			if perr := checkFieldName(k.field); perr != nil {
+				return nil, perr
+			}
+			p.order = append(p.order, k)
+		}
+	}
+	if v := args.Peek("keys"); len(v) > 0 {
+		p.keys = map[string]bool{fObjectID: true, fCreatedAt: true, fUpdatedAt: true}
+		for _, f := range strings.Split(string(v), ",") {
+			f = strings.TrimSpace(f)
+			if perr := checkFieldName(f); perr != nil {
+				return nil, perr
+			}
+			p.keys[f] = true
+		}
+	}
+	if v := args.Peek("count"); len(v) > 0 {
+		p.count = string(v) == "1" || string(v) == "true"
+	}
+	return p, nil
+}
+
+// listInstallations is GET /1.1/installations (master key): the generic object query.
+func (s *Server) listInstallations(ctx *fasthttp.RequestCtx, c *Call) error {
+	p, perr := parseListParams(ctx.QueryArgs())
+	if perr != nil {
+		return perr
+	}
+	app := c.App
+	qctx, cancel := context.WithTimeout(context.Background(), listTimeout)
+	defer cancel()
+	if p.q.NeedsResolve() {
+		err := p.q.Resolve(qctx, func(ctx context.Context, sub *query.Query, visit func(query.Doc) error) error {
+			return s.scanMatching(ctx, app, sub, true, func(doc map[string]any, _ []byte) error {
+				return visit(query.MapDoc(doc))
+			})
+		})
+		if err != nil {
+			return listError(err, app.ID)
+		}
+	}
+
+	needDoc := len(p.order) > 0 || p.keys != nil
+	total := 0
+	var page [][]byte
+	var h *docHeap
+	if len(p.order) > 0 {
+		h = &docHeap{order: p.order, max: p.skip + p.limit}
+	}
+	err := s.scanMatching(qctx, app, p.q, needDoc, func(doc map[string]any, raw []byte) error {
+		total++
+		if h != nil {
+			if h.max == 0 {
+				return nil
+			}
+			e := sortEntry{raw: raw, doc: doc, vals: make([]any, len(p.order))}
+			for i, k := range p.order {
+				e.vals[i] = doc[k.field]
+			}
+			e.oid, _ = doc[fObjectID].(string)
+			if h.Len() < h.max {
+				e.raw = slices.Clone(raw)
+				heap.Push(h, e)
+			} else if h.less(e, h.items[0]) {
+				e.raw = slices.Clone(raw)
+				h.items[0] = e
+				heap.Fix(h, 0)
+			}
+			return nil
+		}
+		if total <= p.skip {
+			return nil
+		}
+		if len(page) < p.limit {
+			page = append(page, project(doc, raw, p.keys))
+			return nil
+		}
+		if !p.count {
+			total-- // not counted: we stop here
+			return errStopScan
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStopScan) {
+		return listError(err, app.ID)
+	}
+	if h != nil {
+		sorted := h.items
+		slices.SortFunc(sorted, func(a, b sortEntry) int {
+			if h.less(a, b) {
+				return -1
+			}
+			if h.less(b, a) {
+				return 1
+			}
+			return 0
+		})
+		if p.skip < len(sorted) {
+			for _, e := range sorted[p.skip:] {
+				page = append(page, project(e.doc, e.raw, p.keys))
+			}
+		}
+	}
+	out := make([]byte, 0, 64+len(page)*256)
+	out = append(out, `{"results":[`...)
+	for i, d := range page {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, d...)
+	}
+	out = append(out, ']')
+	if p.count {
+		out = append(out, `,"count":`...)
+		out = strconv.AppendInt(out, int64(total), 10)
+	}
+	out = append(out, '}')
+	WriteJSON(ctx, fasthttp.StatusOK, out)
+	return nil
+}
+
+func listError(err error, appID string) error {
+	if pe := asPushError(err); pe != nil {
+		return pe
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return push.Errorf(push.CodeTimeout, "the query took longer than %s; narrow the where", listTimeout)
+	}
+	return fmt.Errorf("cannot query installations of app %s: %w", appID, err)
+}
+
+// project returns the JSON of one result: raw as stored, or only the keys asked for.
+func project(doc map[string]any, raw []byte, keys map[string]bool) []byte {
+	if keys == nil {
+		return slices.Clone(raw)
+	}
+	out := make(map[string]any, len(keys))
+	for k := range keys {
+		if v, ok := doc[k]; ok {
+			out[k] = v
+		}
+	}
+	b, _ := json.Marshal(out) // values came from JSON
+	return b
+}
+
+// scanMatching calls fn for every installation of the app that q matches, reading the
+// narrowest source the query's hints allow: point lookups by id, one channel's index, or
+// every bucket (filtered by deviceType when pinned). doc is nil unless decode or the query
+// needs it; raw aliases store memory and is valid only during fn.
+func (s *Server) scanMatching(ctx context.Context, app *push.App, q *query.Query, decode bool, fn func(doc map[string]any, raw []byte) error) error {
+	needMatch := len(q.Fields()) > 0 || q.NeedsResolve()
+	decode = decode || needMatch
+	visit := func(raw []byte) error {
+		var doc map[string]any
+		if decode {
+			if err := json.Unmarshal(raw, &doc); err != nil {
+				return fmt.Errorf("cannot decode a stored installation: %w", err)
+			}
+			if needMatch && !q.Match(query.MapDoc(doc)) {
+				return nil
+			}
+		}
+		return fn(doc, raw)
+	}
+	hints := q.Hints()
+	st := s.deps.Installations
+	if ids, kind, ok := pointHint(hints); ok {
+		seen := make(map[string]bool, len(ids))
+		for _, id := range ids {
+			oid := id
+			if kind != "" {
+				found, err := st.LookupDevice(ctx, app.ID, kind, canonicalHintID(kind, id))
+				if errors.Is(err, store.ErrNotFound) {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				oid = found
+			}
+			if seen[oid] || len(oid) > maxObjectIDLen {
+				continue
+			}
+			seen[oid] = true
+			inst, err := st.GetInstallation(ctx, app.ID, oid)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if err := visit(inst.Doc); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	r := store.ScanRange{AppID: app.ID, DeviceType: hints.DeviceType}
+	if len(hints.Channels) > 0 {
+		r.Channel = hints.Channels[0]
+	}
+	for b := 0; b < app.Settings.Buckets; b++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		r.Bucket = b
+		err := st.Scan(ctx, r, func(row *store.Row) error { return visit(row.Doc) })
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pointHint picks the id list of the hints, if any: objectIds first (kind ""), then
+// installationIds, deviceTokens, registrationIds.
+func pointHint(h query.Hints) ([]string, push.IDKind, bool) {
+	switch {
+	case h.ObjectIDs != nil:
+		return h.ObjectIDs, "", true
+	case h.InstallationIDs != nil:
+		return h.InstallationIDs, push.KindIID, true
+	case h.DeviceTokens != nil:
+		return h.DeviceTokens, push.KindToken, true
+	case h.RegistrationIDs != nil:
+		return h.RegistrationIDs, push.KindRegID, true
+	}
+	return nil, "", false
+}
+
+// canonicalHintID maps a queried id to its stored form for the index lookup; the residual
+// Match still compares the value exactly as queried.
+func canonicalHintID(kind push.IDKind, id string) string {
+	if kind == push.KindRegID {
+		return id
+	}
+	return lowerASCII(id)
+}
+
+type sortEntry struct {
+	vals []any
+	oid  string
+	raw  []byte
+	doc  map[string]any
+}
+
+// docHeap keeps the best max entries of an ordered query; its root is the worst kept.
+type docHeap struct {
+	order []orderKey
+	max   int
+	items []sortEntry
+}
+
+// less reports whether a sorts before b: by the order keys, then by objectId.
+func (h *docHeap) less(a, b sortEntry) bool {
+	for i, k := range h.order {
+		c := query.Compare(a.vals[i], b.vals[i])
+		if k.desc {
+			c = -c
+		}
+		if c != 0 {
+			return c < 0
+		}
+	}
+	return a.oid < b.oid
+}
+
+func (h *docHeap) Len() int           { return len(h.items) }
+func (h *docHeap) Less(i, j int) bool { return h.less(h.items[j], h.items[i]) } // max-heap: worst on top
+func (h *docHeap) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *docHeap) Push(x any)         { h.items = append(h.items, x.(sortEntry)) }
+func (h *docHeap) Pop() any {
+	n := len(h.items)
+	x := h.items[n-1]
+	h.items = h.items[:n-1]
+	return x
+}

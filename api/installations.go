@@ -1,0 +1,403 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/store"
+)
+
+// InstallationStore is what the installation handlers need of the store.
+type InstallationStore interface {
+	GetInstallation(ctx context.Context, appID, objectID string) (push.Installation, error)
+	LookupDevice(ctx context.Context, appID string, kind push.IDKind, deviceID string) (objectID string, err error)
+	PutInstallation(ctx context.Context, appID string, buckets int, inst push.Installation) error
+	DeleteInstallation(ctx context.Context, appID string, buckets int, objectID string) error
+	Scan(ctx context.Context, r store.ScanRange, fn func(*store.Row) error) error
+}
+
+const maxObjectIDLen = 64 // our ids are 24; longer ones cannot exist
+
+// Installation route names (metric labels).
+const (
+	routeInstCreate = "installations_create"
+	routeInstList   = "installations_list"
+	routeInstGet    = "installation_get"
+	routeInstPut    = "installation_update"
+	routeInstDelete = "installation_delete"
+)
+
+func (s *Server) registerInstallations() {
+	s.Register(Route{Method: "POST", Path: "/1.1/installations", Name: routeInstCreate, Auth: AuthApp, JSONBody: true, MaxBody: InstallationBodyLimit}, s.createInstallation)
+	s.Register(Route{Method: "GET", Path: "/1.1/installations", Name: routeInstList, Auth: AuthMaster}, s.listInstallations)
+	s.Register(Route{Method: "GET", Path: "/1.1/installations/:id", Name: routeInstGet, Auth: AuthApp}, s.getInstallation)
+	s.Register(Route{Method: "PUT", Path: "/1.1/installations/:id", Name: routeInstPut, Auth: AuthApp, JSONBody: true, MaxBody: InstallationBodyLimit}, s.updateInstallation)
+	s.Register(Route{Method: "DELETE", Path: "/1.1/installations/:id", Name: routeInstDelete, Auth: AuthMaster}, s.deleteInstallation)
+}
+
+func errNoInstallation(id string) *push.Error {
+	return push.Errorf(push.CodeObjectNotFound, "installation %q not found", clipID(id))
+}
+
+func clipID(id string) string {
+	if len(id) > maxObjectIDLen {
+		return id[:maxObjectIDLen] + "..."
+	}
+	return id
+}
+
+// lookupAll resolves device ids to objectIds, in ids order, without duplicates.
+func (s *Server) lookupAll(ctx context.Context, appID string, ids [][2]string) ([]string, error) {
+	var out []string
+	for _, id := range ids {
+		oid, err := s.deps.Installations.LookupDevice(ctx, appID, push.IDKind(id[0]), id[1])
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cannot look up a %s of app %s: %w", id[0], appID, err)
+		}
+		dup := false
+		for _, o := range out {
+			dup = dup || o == oid
+		}
+		if !dup {
+			out = append(out, oid)
+		}
+	}
+	return out, nil
+}
+
+func sameStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// createInstallation is POST /1.1/installations: a create (201) or, when one of the body's
+// device ids already belongs to an installation of the app, an update of that one (200).
+// Device ids are matched in the order installationId, deviceToken, registrationId (the first
+// match is updated); other installations holding one of the ids are stale registrations of
+// the same device and are deleted, as Parse does.
+func (s *Server) createInstallation(ctx *fasthttp.RequestCtx, c *Call) error {
+	body, perr := decodeObject(ctx.PostBody())
+	if perr != nil {
+		return perr
+	}
+	if perr := checkBodyFields(body); perr != nil {
+		return perr
+	}
+	probe := make(map[string]any, len(body)+3)
+	if perr := applyBody(probe, body); perr != nil {
+		return perr
+	}
+	if perr := validateDoc(probe); perr != nil {
+		return perr
+	}
+	r := routeOf("", probe, c.Now)
+	ids := deviceIDs(&r)
+	app := c.App
+	bg := context.Background()
+
+	// Lock the device ids and the installations they point at, then check that the ids
+	// still point there (another writer may have moved them between lookup and lock).
+	var h held
+	var matches []string
+	for attempt := 0; ; attempt++ {
+		before, err := s.lookupAll(bg, app.ID, ids)
+		if err != nil {
+			return err
+		}
+		keys := make([]string, 0, len(ids)+len(before))
+		for _, id := range ids {
+			keys = append(keys, deviceKey(app.ID, id[0], id[1]))
+		}
+		for _, oid := range before {
+			keys = append(keys, objectKey(app.ID, oid))
+		}
+		h = s.locks.lock(keys...)
+		after, err := s.lookupAll(bg, app.ID, ids)
+		if err != nil {
+			s.locks.unlock(h)
+			return err
+		}
+		if sameStrings(before, after) {
+			matches = after
+			break
+		}
+		s.locks.unlock(h)
+		if attempt == 8 {
+			return push.Errorf(push.CodeUnavailable, "installation is being changed concurrently, retry")
+		}
+	}
+	defer s.locks.unlock(h)
+
+	var (
+		target   string
+		existing push.Installation
+		stale    []string
+	)
+	for i, oid := range matches {
+		inst, err := s.deps.Installations.GetInstallation(bg, app.ID, oid)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("cannot read installation %s of app %s: %w", oid, app.ID, err)
+		}
+		target, existing, stale = oid, inst, matches[i+1:]
+		break
+	}
+
+	if target == "" {
+		oid := newObjectID()
+		inst, err := buildInstallation(oid, probe, c.Now, c.Now)
+		if err != nil {
+			return err
+		}
+		if err := s.putInstallation(bg, app, inst); err != nil {
+			return err
+		}
+		ctx.Response.Header.Set("Location", s.baseURL(ctx)+"/1.1/installations/"+oid)
+		WriteJSON(ctx, fasthttp.StatusCreated, appendTimeID(nil, fCreatedAt, c.Now, oid))
+		return nil
+	}
+
+	doc, err := decodeStored(existing.Doc)
+	if err != nil {
+		return fmt.Errorf("cannot decode installation %s of app %s: %w", target, app.ID, err)
+	}
+	if existing.DeviceType != r.DeviceType {
+		return push.Errorf(push.CodeReadOnlyKey, "deviceType of installation %s is %s and may not be changed", target, existing.DeviceType)
+	}
+	if perr := applyBody(doc, body); perr != nil {
+		return perr
+	}
+	if perr := validateDoc(doc); perr != nil {
+		return perr
+	}
+	for _, stale := range stale {
+		err := s.deps.Installations.DeleteInstallation(bg, app.ID, app.Settings.Buckets, stale)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("cannot delete stale installation %s of app %s: %w", stale, app.ID, err)
+		}
+	}
+	inst, err := buildInstallation(target, doc, timeFromMillis(existing.CreatedAt), c.Now)
+	if err != nil {
+		return err
+	}
+	if err := s.putInstallation(bg, app, inst); err != nil {
+		return err
+	}
+	WriteJSON(ctx, fasthttp.StatusOK, appendTimeID(nil, fUpdatedAt, c.Now, target))
+	return nil
+}
+
+func (s *Server) putInstallation(ctx context.Context, app *push.App, inst push.Installation) error {
+	err := s.deps.Installations.PutInstallation(ctx, app.ID, app.Settings.Buckets, inst)
+	if errors.Is(err, store.ErrDuplicate) {
+		return push.Errorf(push.CodeDuplicateValue, "a device id of this installation belongs to another installation")
+	}
+	if err != nil {
+		return fmt.Errorf("cannot write installation %s of app %s: %w", inst.ObjectID, app.ID, err)
+	}
+	return nil
+}
+
+// updateInstallation is PUT /1.1/installations/<objectId>: a partial update with array and
+// number operations. deviceType, and installationId and deviceToken once set, may not change
+// (117); a new device id that belongs to another installation is refused (137).
+func (s *Server) updateInstallation(ctx *fasthttp.RequestCtx, c *Call) error {
+	oid := c.Params[0]
+	if len(oid) > maxObjectIDLen {
+		return errNoInstallation(oid)
+	}
+	body, perr := decodeObject(ctx.PostBody())
+	if perr != nil {
+		return perr
+	}
+	if perr := checkBodyFields(body); perr != nil {
+		return perr
+	}
+	app := c.App
+	bg := context.Background()
+	keys := []string{objectKey(app.ID, oid)}
+	for _, f := range [...]struct {
+		field string
+		kind  push.IDKind
+		lower bool
+	}{{fDeviceToken, push.KindToken, true}, {fInstallationID, push.KindIID, true}, {fRegistrationID, push.KindRegID, false}} {
+		if v, ok := body[f.field].(string); ok && v != "" {
+			if f.lower {
+				v = lowerASCII(v)
+			}
+			keys = append(keys, deviceKey(app.ID, string(f.kind), v))
+		}
+	}
+	h := s.locks.lock(keys...)
+	defer s.locks.unlock(h)
+
+	existing, err := s.deps.Installations.GetInstallation(bg, app.ID, oid)
+	if errors.Is(err, store.ErrNotFound) {
+		return errNoInstallation(oid)
+	}
+	if err != nil {
+		return fmt.Errorf("cannot read installation %s of app %s: %w", oid, app.ID, err)
+	}
+	doc, err := decodeStored(existing.Doc)
+	if err != nil {
+		return fmt.Errorf("cannot decode installation %s of app %s: %w", oid, app.ID, err)
+	}
+	if perr := applyBody(doc, body); perr != nil {
+		return perr
+	}
+	if perr := validateDoc(doc); perr != nil {
+		return perr
+	}
+	r := routeOf(oid, doc, c.Now)
+	switch {
+	case r.DeviceType != existing.DeviceType:
+		return push.Errorf(push.CodeReadOnlyKey, "deviceType may not be changed")
+	case existing.InstallationID != "" && r.InstallationID != existing.InstallationID:
+		return push.Errorf(push.CodeReadOnlyKey, "installationId may not be changed")
+	case existing.DeviceToken != "" && r.DeviceToken != existing.DeviceToken:
+		return push.Errorf(push.CodeReadOnlyKey, "deviceToken may not be changed; create a new installation for a new token")
+	}
+	old := map[[2]string]bool{}
+	for _, id := range deviceIDs(&existing.Route) {
+		old[id] = true
+	}
+	for _, id := range deviceIDs(&r) {
+		if old[id] {
+			continue
+		}
+		other, err := s.deps.Installations.LookupDevice(bg, app.ID, push.IDKind(id[0]), id[1])
+		if err == nil && other != oid {
+			return push.Errorf(push.CodeDuplicateValue, "this %s belongs to another installation", idFieldName(id[0]))
+		}
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("cannot look up a %s of app %s: %w", id[0], app.ID, err)
+		}
+	}
+	inst, err := buildInstallation(oid, doc, timeFromMillis(existing.CreatedAt), c.Now)
+	if err != nil {
+		return err
+	}
+	if err := s.putInstallation(bg, app, inst); err != nil {
+		return err
+	}
+	WriteJSON(ctx, fasthttp.StatusOK, appendTimeID(nil, fUpdatedAt, c.Now, oid))
+	return nil
+}
+
+func idFieldName(kind string) string {
+	switch push.IDKind(kind) {
+	case push.KindToken:
+		return fDeviceToken
+	case push.KindIID:
+		return fInstallationID
+	}
+	return fRegistrationID
+}
+
+// getInstallation is GET /1.1/installations/<objectId>: the stored document as is.
+func (s *Server) getInstallation(ctx *fasthttp.RequestCtx, c *Call) error {
+	oid := c.Params[0]
+	if len(oid) > maxObjectIDLen {
+		return errNoInstallation(oid)
+	}
+	inst, err := s.deps.Installations.GetInstallation(context.Background(), c.App.ID, oid)
+	if errors.Is(err, store.ErrNotFound) {
+		return errNoInstallation(oid)
+	}
+	if err != nil {
+		return fmt.Errorf("cannot read installation %s of app %s: %w", oid, c.App.ID, err)
+	}
+	WriteJSON(ctx, fasthttp.StatusOK, inst.Doc)
+	return nil
+}
+
+// deleteInstallation is DELETE /1.1/installations/<objectId> (master key): {}.
+func (s *Server) deleteInstallation(ctx *fasthttp.RequestCtx, c *Call) error {
+	oid := c.Params[0]
+	if len(oid) > maxObjectIDLen {
+		return errNoInstallation(oid)
+	}
+	app := c.App
+	h := s.locks.lock(objectKey(app.ID, oid))
+	defer s.locks.unlock(h)
+	err := s.deps.Installations.DeleteInstallation(context.Background(), app.ID, app.Settings.Buckets, oid)
+	if errors.Is(err, store.ErrNotFound) {
+		return errNoInstallation(oid)
+	}
+	if err != nil {
+		return fmt.Errorf("cannot delete installation %s of app %s: %w", oid, app.ID, err)
+	}
+	WriteJSON(ctx, fasthttp.StatusOK, []byte("{}"))
+	return nil
+}
+
+// baseURL is the {base_url} of Location headers.
+func (s *Server) baseURL(ctx *fasthttp.RequestCtx) string {
+	if s.cfg.PublicURL != "" {
+		return s.cfg.PublicURL
+	}
+	scheme := "http"
+	if ctx.IsTLS() {
+		scheme = "https"
+	}
+	return scheme + "://" + string(ctx.Host())
+}
+
+// appendTimeID appends {"<field>":"<time>","objectId":"<id>"}.
+func appendTimeID(b []byte, field string, t time.Time, oid string) []byte {
+	tb, _ := json.Marshal(FormatTime(t))
+	ob, _ := json.Marshal(oid)
+	b = append(b, `{"`...)
+	b = append(b, field...)
+	b = append(b, `":`...)
+	b = append(b, tb...)
+	b = append(b, `,"objectId":`...)
+	b = append(b, ob...)
+	return append(b, '}')
+}
+
+func timeFromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+func decodeStored(doc []byte) (map[string]any, error) {
+	var m map[string]any
+	if err := json.Unmarshal(doc, &m); err != nil {
+		return nil, err
+	}
+	if m == nil {
+		m = map[string]any{}
+	}
+	return m, nil
+}
+
+func lowerASCII(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 'A' && c <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if b[j] >= 'A' && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
+}

@@ -1,0 +1,266 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttputil"
+
+	"github.com/pushd/pushd/internal/waitfor"
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/store/pebble"
+)
+
+// testEnv is a real server on fasthttp's in-memory listener over a real Pebble store.
+type testEnv struct {
+	t      *testing.T
+	srv    *Server
+	st     *pebble.Store
+	client *fasthttp.Client
+	app    push.App
+	now    time.Time
+	set    *metrics.Set
+}
+
+type envOpt func(*Config, *Deps)
+
+func newEnv(t *testing.T, opts ...envOpt) *testEnv {
+	t.Helper()
+	st, err := pebble.Open(t.TempDir(), pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &testEnv{t: t, st: st, now: time.Date(2026, 3, 4, 5, 6, 7, 891_000_000, time.UTC), set: metrics.NewSet()}
+	cfg := Config{AdminToken: "admin-token-0123456789"}
+	deps := Deps{Apps: st, Installations: st, Metrics: e.set, Now: func() time.Time { return e.now }}
+	for _, o := range opts {
+		o(&cfg, &deps)
+	}
+	srv, err := New(cfg, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.srv = srv
+	small := 16
+	app, perr, err := CreateApp(context.Background(), st, AppRequest{Name: ptr("test"), Settings: &SettingsRequest{Buckets: &small}}, e.now)
+	if perr != nil || err != nil {
+		t.Fatal(perr, err)
+	}
+	e.app = app
+	ln := fasthttputil.NewInmemoryListener()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.RunListener(ctx, ln) }()
+	e.client = &fasthttp.Client{Dial: func(string) (net.Conn, error) { return ln.Dial() }}
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("RunListener: %v", err)
+		}
+		if err := st.Close(); err != nil {
+			t.Errorf("store close: %v", err)
+		}
+	})
+	return e
+}
+
+func ptr[T any](v T) *T { return &v }
+
+type resp struct {
+	status int
+	body   []byte
+	header *fasthttp.ResponseHeader
+}
+
+func (r resp) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("body %q is not a JSON object: %v", r.body, err)
+	}
+	return m
+}
+
+// code returns the {code} of an error body.
+func (r resp) code(t *testing.T) int {
+	t.Helper()
+	m := r.json(t)
+	c, ok := m["code"].(float64)
+	if !ok {
+		t.Fatalf("body %s has no code", r.body)
+	}
+	if _, ok := m["error"].(string); !ok {
+		t.Fatalf("body %s has no error text", r.body)
+	}
+	return int(c)
+}
+
+// do sends a request; headers alternate name, value. A "" content type sends none.
+func (e *testEnv) do(method, path, body string, headers ...string) resp {
+	e.t.Helper()
+	req := fasthttp.AcquireRequest()
+	defer fasthttp.ReleaseRequest(req)
+	res := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseResponse(res)
+	req.SetRequestURI("http://pushd.test" + path)
+	req.Header.SetMethod(method)
+	if body != "" {
+		req.SetBodyString(body)
+		req.Header.SetContentType("application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		if strings.EqualFold(headers[i], "Content-Type") {
+			req.Header.SetContentType(headers[i+1])
+			continue
+		}
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	if err := e.client.Do(req, res); err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	h := &fasthttp.ResponseHeader{}
+	res.Header.CopyTo(h)
+	return resp{status: res.StatusCode(), body: append([]byte(nil), res.Body()...), header: h}
+}
+
+func (e *testEnv) appHeaders() []string {
+	return []string{HeaderAppID, e.app.ID, HeaderKey, e.app.AppKey}
+}
+
+func (e *testEnv) masterHeaders() []string {
+	return []string{HeaderAppID, e.app.ID, HeaderKey, e.app.MasterKey + ",master"}
+}
+
+func (e *testEnv) adminHeaders() []string {
+	return []string{"Authorization", "Bearer admin-token-0123456789"}
+}
+
+func TestAPIOpsEndpoints(t *testing.T) {
+	e := newEnv(t)
+	if r := e.do("GET", "/healthz", ""); r.status != 200 {
+		t.Fatalf("healthz %d", r.status)
+	}
+	if r := e.do("GET", "/readyz", ""); r.status != 200 {
+		t.Fatalf("readyz %d %s", r.status, r.body)
+	}
+	e.srv.SetReady(false)
+	if r := e.do("GET", "/readyz", ""); r.status != 503 || r.code(t) != 503 {
+		t.Fatalf("readyz when not ready: %d %s", r.status, r.body)
+	}
+	e.do("GET", "/nope", "")
+	r := e.do("GET", "/metrics", "")
+	if r.status != 200 {
+		t.Fatalf("metrics %d", r.status)
+	}
+	for _, want := range []string{
+		`pushd_api_requests_total{route="healthz",status="200"} 1`,
+		`pushd_api_requests_total{route="readyz",status="503"} 1`,
+		`pushd_api_requests_total{route="not_found",status="404"} 1`,
+		`pushd_api_request_duration_seconds_bucket{route="healthz"`,
+	} {
+		if !strings.Contains(string(r.body), want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
+
+func TestAPIRouteErrors(t *testing.T) {
+	e := newEnv(t)
+	r := e.do("GET", "/1.1/nothing", "", e.appHeaders()...)
+	if r.status != 404 || r.code(t) != 404 {
+		t.Fatalf("unknown route: %d %s", r.status, r.body)
+	}
+	r = e.do("PATCH", "/1.1/installations", "", e.appHeaders()...)
+	if r.status != 405 || r.code(t) != 404 {
+		t.Fatalf("wrong method: %d %s", r.status, r.body)
+	}
+	r = e.do("GET", "/1.1/installations/a/b/c/d/e/f/g/h/i/j", "", e.appHeaders()...)
+	if r.status != 404 {
+		t.Fatalf("deep path: %d", r.status)
+	}
+}
+
+func TestAPIBodyRules(t *testing.T) {
+	e := newEnv(t)
+	h := e.appHeaders()
+	cases := []struct {
+		name, body, ctype string
+		status, code      int
+	}{
+		{"array body", `[1,2]`, "application/json", 400, 107},
+		{"string body", `"x"`, "application/json", 400, 107},
+		{"null body", `null`, "application/json", 400, 107},
+		{"malformed", `{"a":`, "application/json", 400, 107},
+		{"empty", ``, "application/json", 400, 107},
+		{"no content type", `{}`, "", 415, 415},
+		{"form content type", `{}`, "application/x-www-form-urlencoded", 415, 415},
+		{"oversize", `{"deviceType":"android","installationId":"x","pad":"` + strings.Repeat("a", InstallationBodyLimit) + `"}`, "application/json", 413, 413},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			hdr := append(append([]string{}, h...), "Content-Type", c.ctype)
+			req := fasthttp.AcquireRequest()
+			defer fasthttp.ReleaseRequest(req)
+			r := e.do("POST", "/1.1/installations", c.body, hdr...)
+			if r.status != c.status || r.code(t) != c.code {
+				t.Fatalf("got %d %s, want %d code %d", r.status, r.body, c.status, c.code)
+			}
+		})
+	}
+	// The server-wide cap answers with {code, error} too.
+	r := e.do("PUT", "/admin/apps/x/credentials/apns", `{"p":"`+strings.Repeat("a", DefaultMaxBodyBytes)+`"}`, e.adminHeaders()...)
+	if r.status != 413 || r.code(t) != 413 {
+		t.Fatalf("over server cap: %d %s", r.status, r.body)
+	}
+}
+
+func TestAPIShutdownDrains(t *testing.T) {
+	st, err := pebble.Open(t.TempDir(), pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	release := make(chan struct{})
+	entered := make(chan struct{})
+	srv, err := New(Config{}, Deps{Apps: st, Installations: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Register(Route{Method: "GET", Path: "/slow", Name: "slow"}, func(ctx *fasthttp.RequestCtx, _ *Call) error {
+		close(entered)
+		<-release
+		WriteJSON(ctx, 200, []byte(`{"done":true}`))
+		return nil
+	})
+	ln := fasthttputil.NewInmemoryListener()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.RunListener(ctx, ln) }()
+	client := &fasthttp.Client{Dial: func(string) (net.Conn, error) { return ln.Dial() }}
+	got := make(chan string, 1)
+	go func() {
+		code, body, err := client.Get(nil, "http://x/slow")
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		got <- string(body) + " " + itoa(code)
+	}()
+	<-entered
+	cancel()
+	// Readiness turns false before the drain completes.
+	waitfor.True(t, 10*time.Second, "readiness false on stop", func() bool { return !srv.ready.Load() })
+	close(release)
+	if g := <-got; g != `{"done":true} 200` {
+		t.Fatalf("in-flight request got %q", g)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("RunListener: %v", err)
+	}
+}
