@@ -39,6 +39,8 @@ type Dispatcher struct {
 	m       map[string]*channelMetrics
 	drivers map[string]driver
 	closed  chan struct{}
+	life    context.Context // cancelled by Close
+	kill    context.CancelFunc
 
 	appsMu sync.Mutex
 	apps   map[string]*appEntry
@@ -71,7 +73,10 @@ func New(cfg Config, apps AppSource, inv TokenInvalidator, log *zap.Logger, set 
 			push.ChannelFCM:  fcmDriver{cfg.FCM},
 		}
 	}
+	life, kill := context.WithCancel(context.Background())
 	return &Dispatcher{
+		life:    life,
+		kill:    kill,
 		cfg:     cfg,
 		src:     apps,
 		inv:     inv,
@@ -135,6 +140,7 @@ func (d *Dispatcher) Close() {
 	}
 	d.isClosed = true
 	close(d.closed)
+	d.kill()
 	pools := d.pools
 	d.pools = map[poolKey]*pool{}
 	d.mu.Unlock()
@@ -186,6 +192,11 @@ func (d *Dispatcher) Send(ctx context.Context, ds []push.Delivery, res []push.Re
 		return ErrClosed
 	default:
 	}
+	// One merge per batch, not per delivery: Close aborts this batch's requests and backoffs.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(d.life, cancel)
+	defer stop()
 	b := &batch{res: res, left: len(ds), done: make(chan struct{})}
 	var memo appMemo
 	now := d.cfg.now()

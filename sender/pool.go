@@ -39,7 +39,7 @@ type pool struct {
 	bucket *bucket // nil: no rate limit
 
 	queue  chan item
-	ctx    context.Context // cancelled by close: aborts requests and backoffs
+	ctx    context.Context // cancelled by close: stops the workers
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
@@ -112,7 +112,8 @@ func (p *pool) done() {
 	p.m.queued.Dec()
 }
 
-// close stops the workers (aborting requests in flight) and the connections.
+// close stops the workers and the connections. Idle pools have nothing in flight; when the
+// dispatcher closes, its context has already aborted the requests.
 func (p *pool) close() {
 	p.cancel()
 	p.wg.Wait()
@@ -144,16 +145,13 @@ func (p *pool) trip(reason string) {
 	}
 }
 
-// deliver runs the attempts of one delivery. final is false when ctx ended first: the result
-// is then not counted (the batch is abandoned).
+// deliver runs the attempts of one delivery. ctx is the Send call's, merged with the
+// dispatcher's life (Close aborts requests and backoffs). final is false when ctx ended
+// first: the result is then not counted (the batch is abandoned).
 func (p *pool) deliver(ctx context.Context, d *push.Delivery) (res push.Result, final bool) {
 	if ctx.Err() != nil {
 		return push.Result{Outcome: push.OutcomeFailed, Reason: "canceled"}, false
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(p.ctx, cancel)
-	defer stop()
 
 	var (
 		waited      time.Duration

@@ -1,0 +1,139 @@
+//go:build unix
+
+package apns_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"go.uber.org/zap"
+
+	"github.com/pushd/pushd/loadtest/sim"
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/sender"
+	"github.com/pushd/pushd/sender/apns"
+)
+
+type benchApps struct{ app push.App }
+
+func (a benchApps) GetApp(context.Context, string) (push.App, error) { return a.app, nil }
+
+// BenchmarkSenderAPNsPool measures deliveries/s through one sender pool (at most 4 HTTP/2
+// connections, token auth via sideshow/apns2) to the local APNs simulator, next to the raw
+// ceiling sim.Ceiling reaches against the same simulator in the same run (one connection,
+// 256 streams, bare x/net/http2). Run with e.g. -benchtime=40000x.
+func BenchmarkSenderAPNsPool(b *testing.B) {
+	s, err := sim.NewAPNs(sim.APNsConfig{NoTokenStats: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	p8, err := s.NewKey("KEY1234567", "TEAM123456")
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, _ := json.Marshal(apns.CredentialsJSON{DefaultTopic: "com.example.chat", Teams: []apns.TeamKey{{TeamID: "TEAM123456", KeyID: "KEY1234567", P8: string(p8)}}})
+	app := push.App{ID: "bench", Credentials: map[string]json.RawMessage{"apns": raw}}
+
+	key, err := sim.ParseAPNsKey(p8)
+	if err != nil {
+		b.Fatal(err)
+	}
+	jwt, err := sim.NewAPNsToken(key, "KEY1234567", "TEAM123456", time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The ceiling is measured before and after the pool run and averaged: on a shared machine
+	// the load changes during the run. CPU per request (client and simulator together) is the
+	// steadier comparison.
+	ceilingN := max(b.N/2, 10000)
+	var ceiling, ceilingCPU float64
+	measureCeiling := func() {
+		cpu0 := processCPU(b)
+		perSec, err := sim.Ceiling(context.Background(), s.URL(), s.ClientTLS(), "bearer "+jwt, ceilingN, 256)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ceiling += perSec / 2
+		ceilingCPU += float64((processCPU(b) - cpu0).Microseconds()) / float64(ceilingN) / 2
+	}
+	measureCeiling()
+
+	d := sender.New(sender.Config{
+		APNs: apns.Config{ProdEndpoint: s.URL(), DevEndpoint: s.URL(), TLS: s.ClientTLS()},
+	}, benchApps{app}, nil, zap.NewNop(), metrics.NewSet())
+	defer d.Close()
+	msg := &push.Message{Channel: push.ChannelAPNs, Body: []byte(`{"aps":{"alert":"hi"}}`), PushType: "alert", Priority: 10}
+	ds := make([]push.Delivery, b.N)
+	for i := range ds {
+		ds[i] = push.Delivery{AppID: "bench", Prod: true, Message: msg,
+			Target: push.Target{ObjectID: "o", Channel: push.ChannelAPNs, DeviceID: fmt.Sprintf("%064x", i+1)}}
+	}
+	res := make([]push.Result, b.N)
+	// Warm the pool (connection, JWT, first valid request lifting the stream limit).
+	if err := d.Send(context.Background(), ds[:1], res[:1]); err != nil || res[0].Outcome != push.OutcomeSent {
+		b.Fatalf("warm-up: %v %+v", err, res[0])
+	}
+
+	const batch, senders = 500, 4 // like fan-out: a few workers each sending batches
+	var next atomic.Int64
+	var failed atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := processCPU(b)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				lo := int(next.Add(batch)) - batch
+				if lo >= b.N {
+					return
+				}
+				hi := min(lo+batch, b.N)
+				if err := d.Send(context.Background(), ds[lo:hi], res[lo:hi]); err != nil {
+					b.Error(err)
+					return
+				}
+				for _, r := range res[lo:hi] {
+					if r.Outcome != push.OutcomeSent {
+						failed.Add(1)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	cpu := float64((processCPU(b) - cpu0).Microseconds()) / float64(b.N)
+	b.StopTimer()
+	measureCeiling()
+	if n := failed.Load(); n > 0 {
+		b.Fatalf("%d deliveries not sent", n)
+	}
+	perSec := float64(b.N) / elapsed.Seconds()
+	b.ReportMetric(perSec, "deliveries/s")
+	b.ReportMetric(ceiling, "ceiling-req/s")
+	b.ReportMetric(perSec/ceiling, "ratio")
+	b.ReportMetric(cpu, "cpu-µs/delivery")
+	b.ReportMetric(ceilingCPU, "ceiling-cpu-µs/req")
+	b.ReportMetric(ceilingCPU/cpu, "cpu-ratio")
+}
+
+// processCPU is this process's user+system CPU time so far.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
