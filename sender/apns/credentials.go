@@ -3,8 +3,8 @@ package apns
 import (
 	"crypto"
 	"crypto/ecdsa"
-	"crypto/x509"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
