@@ -35,6 +35,11 @@ type Config struct {
 	// breaker is not "used" by the deliveries it fails fast, so it is rebuilt (and tries the
 	// credentials again) IdleTimeout after it stopped, or at once when the credentials change.
 	IdleTimeout time.Duration
+	// InvalidGuard stops deleting installations once a pool got this many dead-token replies
+	// and no success (default 50; negative: never stop): an app whose every token is "dead"
+	// usually has the wrong environment or credentials. Later dead-token replies of that pool
+	// fail the delivery with the reason and keep the installation.
+	InvalidGuard int
 	// AppCacheTTL is how long an app and its parsed credentials are reused (default 10s).
 	AppCacheTTL time.Duration
 
@@ -69,6 +74,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = 5 * time.Minute
+	}
+	if c.InvalidGuard == 0 {
+		c.InvalidGuard = 50
 	}
 	if c.AppCacheTTL == 0 {
 		c.AppCacheTTL = 10 * time.Second

@@ -497,3 +497,26 @@ func TestSenderSendCanceled(t *testing.T) {
 		t.Fatal("an abandoned delivery was counted as failed")
 	}
 }
+
+func TestSenderInvalidGuard(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.InvalidGuard = 5; c.Workers = 1 }, sim.APNsConfig{})
+	ds := make([]push.Delivery, 20)
+	for i := range ds {
+		e.apns.MarkBadToken(apnsToken(i)) // as a wrong-environment setup answers
+		ds[i] = apnsDelivery("app1", i)
+	}
+	res := send(t, e.d, ds)
+	for i, r := range res {
+		if i < 5 && r.Outcome != push.OutcomeInvalidToken || i >= 5 && (r.Outcome != push.OutcomeFailed || !strings.HasPrefix(r.Reason, "BadDeviceToken: not deleted")) {
+			t.Fatalf("delivery %d: %+v", i, r)
+		}
+	}
+	if n := len(e.inv.got()); n != 5 {
+		t.Fatalf("%d installations deleted, want 5", n)
+	}
+	// Once the pool delivers, dead tokens are deleted again.
+	send(t, e.d, []push.Delivery{apnsDelivery("app1", 100)})
+	if res := send(t, e.d, ds[:1]); res[0].Outcome != push.OutcomeInvalidToken {
+		t.Fatalf("after a success: %+v", res[0])
+	}
+}

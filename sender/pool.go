@@ -52,6 +52,8 @@ type pool struct {
 
 	broken   atomic.Pointer[string] // breaker: the credential rejection reason
 	everSent atomic.Bool
+	invalid  atomic.Int64 // dead-token replies before the first success (InvalidGuard)
+	guard    sync.Once
 	lastLog  atomic.Int64 // unix nanos of the last sampled log line
 }
 
@@ -177,6 +179,10 @@ func (p *pool) deliver(ctx context.Context, d *push.Delivery) (res push.Result, 
 			p.everSent.Store(true)
 			return push.Result{Outcome: push.OutcomeSent}, true
 		case gateway.KindInvalidToken:
+			if g := p.cfg.InvalidGuard; g > 0 && !p.everSent.Load() && p.invalid.Add(1) > int64(g) {
+				p.guarded(rep.Reason)
+				return push.Result{Outcome: push.OutcomeFailed, Reason: rep.Reason + ": not deleted, the gateway rejects every token of this pool (wrong environment or credentials?)"}, true
+			}
 			p.invalidate(ctx, d, rep.Reason)
 			return push.Result{Outcome: push.OutcomeInvalidToken, Reason: rep.Reason}, true
 		case gateway.KindFailed:
@@ -225,6 +231,15 @@ func (p *pool) backoff(attempt int) time.Duration {
 	}
 	half := d / 2
 	return half + rand.N(half+1)
+}
+
+// guarded logs, once per pool, that deletions stopped: a gateway calling every token of an app
+// dead usually means a configuration error (gateways.md §0), not dead tokens.
+func (p *pool) guarded(reason string) {
+	p.guard.Do(func() {
+		p.log.Error("gateway rejects every token of the pool and none succeeded: installations are no longer deleted; check the app's environment and credentials",
+			zap.String("reason", reason), zap.Int("deleted", p.cfg.InvalidGuard))
+	})
 }
 
 func (p *pool) invalidate(ctx context.Context, d *push.Delivery, reason string) {
