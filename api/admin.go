@@ -297,6 +297,9 @@ func (s *Server) adminPutCredential(ctx *fasthttp.RequestCtx, c *Call) error {
 		}
 		return push.Errorf(push.CodeValidation, "invalid %s credential: %v", kind, err)
 	}
+	if !json.Valid(stored) {
+		return fmt.Errorf("cannot store %s credential of app %s: its validator returned non-JSON bytes", kind, app.ID)
+	}
 	if app.Credentials == nil {
 		app.Credentials = map[string]json.RawMessage{}
 	}

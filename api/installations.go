@@ -88,9 +88,10 @@ func sameStrings(a, b []string) bool {
 
 // createInstallation is POST /1.1/installations: a create (201) or, when one of the body's
 // device ids already belongs to an installation of the app, an update of that one (200).
-// Device ids are matched in the order installationId, deviceToken, registrationId (the first
-// match is updated); other installations holding one of the ids are stale registrations of
-// the same device and are deleted, as Parse does.
+// Device ids are matched in the order installationId, deviceToken, registrationId; the first
+// match is updated unless it carries another installationId (an earlier install on the same
+// device). Every other installation holding one of the ids is a stale registration of the
+// device and is deleted, as Parse does.
 func (s *Server) createInstallation(ctx *fasthttp.RequestCtx, c *Call) error {
 	body, perr := decodeObject(ctx.PostBody())
 	if perr != nil {
@@ -149,7 +150,7 @@ func (s *Server) createInstallation(ctx *fasthttp.RequestCtx, c *Call) error {
 		existing push.Installation
 		stale    []string
 	)
-	for i, oid := range matches {
+	for _, oid := range matches {
 		inst, err := s.deps.Installations.GetInstallation(bg, app.ID, oid)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
@@ -157,11 +158,22 @@ func (s *Server) createInstallation(ctx *fasthttp.RequestCtx, c *Call) error {
 		if err != nil {
 			return fmt.Errorf("cannot read installation %s of app %s: %w", oid, app.ID, err)
 		}
-		target, existing, stale = oid, inst, matches[i+1:]
-		break
+		// A record with another installationId is an earlier install on this device.
+		otherInstall := r.InstallationID != "" && inst.InstallationID != "" && inst.InstallationID != r.InstallationID
+		if target == "" && !otherInstall {
+			target, existing = oid, inst
+			continue
+		}
+		stale = append(stale, oid)
 	}
 
 	if target == "" {
+		for _, st := range stale {
+			err := s.deps.Installations.DeleteInstallation(bg, app.ID, app.Settings.Buckets, st)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("cannot delete stale installation %s of app %s: %w", st, app.ID, err)
+			}
+		}
 		oid := newObjectID()
 		inst, err := buildInstallation(oid, probe, c.Now, c.Now)
 		if err != nil {
@@ -255,6 +267,9 @@ func (s *Server) updateInstallation(ctx *fasthttp.RequestCtx, c *Call) error {
 	}
 	if err != nil {
 		return fmt.Errorf("cannot read installation %s of app %s: %w", oid, app.ID, err)
+	}
+	if v, ok := body[fDeviceType]; ok && v != existing.DeviceType {
+		return push.Errorf(push.CodeReadOnlyKey, "deviceType may not be changed")
 	}
 	doc, err := decodeStored(existing.Doc)
 	if err != nil {

@@ -1,0 +1,389 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pushd/pushd/store"
+)
+
+var isoRe = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
+
+const tokA = "ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef0123456789"
+
+// count returns how many installations the app has, through the store.
+func (e *testEnv) count(appID string, buckets int) int {
+	e.t.Helper()
+	n := 0
+	for b := 0; b < buckets; b++ {
+		err := e.st.Scan(context.Background(), store.ScanRange{AppID: appID, Bucket: b}, func(*store.Row) error { n++; return nil })
+		if err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	return n
+}
+
+func (e *testEnv) create(body string) (string, resp) {
+	e.t.Helper()
+	r := e.do("POST", "/1.1/installations", body, e.appHeaders()...)
+	if r.status != 201 && r.status != 200 {
+		e.t.Fatalf("create %s: %d %s", body, r.status, r.body)
+	}
+	return r.json(e.t)["objectId"].(string), r
+}
+
+func (e *testEnv) get(oid string) map[string]any {
+	e.t.Helper()
+	r := e.do("GET", "/1.1/installations/"+oid, "", e.appHeaders()...)
+	if r.status != 200 {
+		e.t.Fatalf("get %s: %d %s", oid, r.status, r.body)
+	}
+	return r.json(e.t)
+}
+
+func TestInstallationsCreateGetUpsert(t *testing.T) {
+	e := newEnv(t)
+	oid, r := e.create(`{"deviceType":"android","installationId":"IID-1","channels":["news","体育"],"age":3}`)
+	if r.status != 201 {
+		t.Fatalf("status %d", r.status)
+	}
+	if loc := string(r.header.Peek("Location")); loc != "http://pushd.test/1.1/installations/"+oid {
+		t.Fatalf("Location %q", loc)
+	}
+	m := r.json(t)
+	if len(oid) != 24 || !isoRe.MatchString(m["createdAt"].(string)) || len(m) != 2 {
+		t.Fatalf("create body %s", r.body)
+	}
+	if m["createdAt"] != "2026-03-04T05:06:07.891Z" {
+		t.Fatalf("createdAt %v", m["createdAt"])
+	}
+	doc := e.get(oid)
+	if doc["installationId"] != "iid-1" || doc["age"] != float64(3) || doc["objectId"] != oid ||
+		doc["createdAt"] != m["createdAt"] || doc["updatedAt"] != m["createdAt"] {
+		t.Fatalf("doc %v", doc)
+	}
+
+	// The app is opened again: same installationId ⇒ update, 200, refreshed updatedAt.
+	e.now = e.now.Add(time.Hour)
+	oid2, r := e.create(`{"deviceType":"android","installationId":"iid-1","timeZone":"Asia/Shanghai"}`)
+	if r.status != 200 || oid2 != oid {
+		t.Fatalf("upsert %d %s", r.status, r.body)
+	}
+	m = r.json(t)
+	if m["updatedAt"] != "2026-03-04T06:06:07.891Z" || len(m) != 2 {
+		t.Fatalf("upsert body %s", r.body)
+	}
+	doc = e.get(oid)
+	if doc["timeZone"] != "Asia/Shanghai" || doc["age"] != float64(3) || doc["updatedAt"] != m["updatedAt"] || doc["createdAt"] != "2026-03-04T05:06:07.891Z" {
+		t.Fatalf("doc after upsert %v", doc)
+	}
+	if n := e.count(e.app.ID, 16); n != 1 {
+		t.Fatalf("%d installations, want 1", n)
+	}
+
+	// iOS: tokens are stored lower-case and match in any case.
+	ios, _ := e.create(`{"deviceType":"ios","deviceToken":"` + tokA + `","apnsTopic":"com.x"}`)
+	if got := e.get(ios)["deviceToken"]; got != strings.ToLower(tokA) {
+		t.Fatalf("token %v", got)
+	}
+	again, r := e.create(`{"deviceType":"ios","deviceToken":"` + strings.ToLower(tokA) + `","badge":2}`)
+	if again != ios || r.status != 200 {
+		t.Fatalf("ios upsert %d %s", r.status, r.body)
+	}
+}
+
+func TestInstallationsStaleDeviceIDsReplaced(t *testing.T) {
+	e := newEnv(t)
+	a, _ := e.create(`{"deviceType":"android","installationId":"old","registrationId":"reg-1","vendor":"mi"}`)
+	b, r := e.create(`{"deviceType":"android","installationId":"new","registrationId":"reg-1","vendor":"mi"}`)
+	if r.status != 201 || a == b {
+		t.Fatalf("reinstall: %d %s", r.status, r.body)
+	}
+	if r := e.do("GET", "/1.1/installations/"+a, "", e.appHeaders()...); r.status != 404 || r.code(t) != 101 {
+		t.Fatalf("stale record still there: %d %s", r.status, r.body)
+	}
+	if n := e.count(e.app.ID, 16); n != 1 {
+		t.Fatalf("%d installations", n)
+	}
+}
+
+func TestInstallationsBadInput(t *testing.T) {
+	e := newEnv(t)
+	good, _ := e.create(`{"deviceType":"android","installationId":"keep"}`)
+	before := e.get(good)
+	cases := []struct {
+		name string
+		body string
+		code int
+	}{
+		{"missing deviceType", `{"installationId":"a"}`, 113},
+		{"unknown deviceType", `{"deviceType":"wp","installationId":"a"}`, 142},
+		{"deviceType type", `{"deviceType":5,"installationId":"a"}`, 111},
+		{"ios without token", `{"deviceType":"ios"}`, 113},
+		{"ios bad token", `{"deviceType":"ios","deviceToken":"xyz"}`, 114},
+		{"ios short token", `{"deviceType":"ios","deviceToken":"abcd"}`, 114},
+		{"android without iid", `{"deviceType":"android"}`, 113},
+		{"android empty iid", `{"deviceType":"android","installationId":""}`, 113},
+		{"iid with space", `{"deviceType":"android","installationId":"a b"}`, 142},
+		{"iid type", `{"deviceType":"android","installationId":7}`, 111},
+		{"channels type", `{"deviceType":"android","installationId":"a","channels":"news"}`, 111},
+		{"channel element type", `{"deviceType":"android","installationId":"a","channels":[1]}`, 111},
+		{"channel charset", `{"deviceType":"android","installationId":"a","channels":["a b"]}`, 112},
+		{"channel empty", `{"deviceType":"android","installationId":"a","channels":[""]}`, 112},
+		{"channel dot", `{"deviceType":"android","installationId":"a","channels":["a.b"]}`, 112},
+		{"deviceProfile", `{"deviceType":"android","installationId":"a","deviceProfile":"1x"}`, 142},
+		{"objectId", `{"deviceType":"android","installationId":"a","objectId":"x"}`, 117},
+		{"createdAt", `{"deviceType":"android","installationId":"a","createdAt":"x"}`, 117},
+		{"updatedAt", `{"deviceType":"android","installationId":"a","updatedAt":"x"}`, 117},
+		{"dot in name", `{"deviceType":"android","installationId":"a","a.b":1}`, 121},
+		{"dollar in name", `{"deviceType":"android","installationId":"a","$a":1}`, 121},
+		{"nested dollar", `{"deviceType":"android","installationId":"a","x":{"$gt":1}}`, 121},
+		{"digit first", `{"deviceType":"android","installationId":"a","1a":1}`, 105},
+		{"underscore first", `{"deviceType":"android","installationId":"a","_a":1}`, 105},
+		{"valid type", `{"deviceType":"android","installationId":"a","valid":"yes"}`, 111},
+		{"badge type", `{"deviceType":"android","installationId":"a","badge":"1"}`, 111},
+		{"unknown op", `{"deviceType":"android","installationId":"a","n":{"__op":"Multiply"}}`, 111},
+		{"vendor type", `{"deviceType":"android","installationId":"a","vendor":1}`, 111},
+		{"deviceType changed on upsert", `{"deviceType":"ios","installationId":"keep","deviceToken":"` + tokA + `"}`, 117},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := e.do("POST", "/1.1/installations", c.body, e.appHeaders()...)
+			if r.status != 400 || r.code(t) != c.code {
+				t.Fatalf("got %d %s, want 400 code %d", r.status, r.body, c.code)
+			}
+		})
+	}
+	if n := e.count(e.app.ID, 16); n != 1 {
+		t.Fatalf("bad input changed the store: %d installations", n)
+	}
+	if after := e.get(good); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("record changed: %v -> %v", before, after)
+	}
+}
+
+func TestInstallationsUpdateOps(t *testing.T) {
+	e := newEnv(t)
+	oid, _ := e.create(`{"deviceType":"android","installationId":"a","channels":["a"],"n":1,"gone":true}`)
+	e.now = e.now.Add(time.Minute)
+	put := func(body string) resp {
+		return e.do("PUT", "/1.1/installations/"+oid, body, e.appHeaders()...)
+	}
+	r := put(`{"channels":{"__op":"AddUnique","objects":["a","b"]},"n":{"__op":"Increment","amount":2},"gone":{"__op":"Delete"},"color":"red","tags":{"__op":"Add","objects":["x","x"]}}`)
+	if r.status != 200 {
+		t.Fatalf("put %d %s", r.status, r.body)
+	}
+	m := r.json(t)
+	if m["objectId"] != oid || m["updatedAt"] != "2026-03-04T05:07:07.891Z" || len(m) != 2 {
+		t.Fatalf("put body %s", r.body)
+	}
+	doc := e.get(oid)
+	if fmt.Sprint(doc["channels"]) != "[a b]" || doc["n"] != float64(3) || doc["color"] != "red" || fmt.Sprint(doc["tags"]) != "[x x]" {
+		t.Fatalf("doc %v", doc)
+	}
+	if _, ok := doc["gone"]; ok {
+		t.Fatalf("Delete kept the field: %v", doc)
+	}
+	if r := put(`{"channels":{"__op":"Remove","objects":["a"]},"fresh":{"__op":"Increment","amount":5}}`); r.status != 200 {
+		t.Fatalf("put %d %s", r.status, r.body)
+	}
+	doc = e.get(oid)
+	if fmt.Sprint(doc["channels"]) != "[b]" || doc["fresh"] != float64(5) {
+		t.Fatalf("doc %v", doc)
+	}
+	// A client key may update; deviceProfile and registrationId may change.
+	if r := put(`{"registrationId":"r1","vendor":"mi","deviceProfile":"p_1"}`); r.status != 200 {
+		t.Fatalf("put %d %s", r.status, r.body)
+	}
+	other, _ := e.create(`{"deviceType":"android","installationId":"b","registrationId":"r2"}`)
+	bad := []struct {
+		name, body string
+		status     int
+		code       int
+	}{
+		{"change deviceType", `{"deviceType":"ios"}`, 400, 117},
+		{"change installationId", `{"installationId":"zz"}`, 400, 117},
+		{"delete installationId", `{"installationId":{"__op":"Delete"}}`, 400, 113},
+		{"registrationId of another", `{"registrationId":"r2"}`, 400, 137},
+		{"increment a string", `{"color":{"__op":"Increment","amount":1}}`, 400, 111},
+		{"add to a number", `{"n":{"__op":"Add","objects":[1]}}`, 400, 111},
+		{"increment without amount", `{"n":{"__op":"Increment"}}`, 400, 111},
+		{"add without objects", `{"channels":{"__op":"Add"}}`, 400, 111},
+		{"bad channel through op", `{"channels":{"__op":"Add","objects":["no way"]}}`, 400, 112},
+		{"objectId", `{"objectId":"x"}`, 400, 117},
+		{"not an object", `[]`, 400, 107},
+	}
+	before := e.get(oid)
+	for _, c := range bad {
+		t.Run(c.name, func(t *testing.T) {
+			r := put(c.body)
+			if r.status != c.status || r.code(t) != c.code {
+				t.Fatalf("got %d %s, want %d code %d", r.status, r.body, c.status, c.code)
+			}
+		})
+	}
+	if after := e.get(oid); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("bad updates changed the record")
+	}
+	if r := e.do("PUT", "/1.1/installations/nope", `{"a":1}`, e.appHeaders()...); r.status != 404 || r.code(t) != 101 {
+		t.Fatalf("put unknown: %d %s", r.status, r.body)
+	}
+	_ = other
+}
+
+func TestInstallationsDeleteAndCrossApp(t *testing.T) {
+	e := newEnv(t)
+	oid, _ := e.create(`{"deviceType":"android","installationId":"a"}`)
+	one := 1
+	app2, _, err := CreateApp(context.Background(), e.st, AppRequest{Name: ptr("two"), Settings: &SettingsRequest{Buckets: &one}}, e.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2 := []string{HeaderAppID, app2.ID, HeaderKey, app2.MasterKey + ",master"}
+	for _, m := range []string{"GET", "DELETE"} {
+		if r := e.do(m, "/1.1/installations/"+oid, "", h2...); r.status != 404 || r.code(t) != 101 {
+			t.Fatalf("%s from another app: %d %s", m, r.status, r.body)
+		}
+	}
+	if r := e.do("PUT", "/1.1/installations/"+oid, `{"a":1}`, h2...); r.status != 404 {
+		t.Fatalf("PUT from another app: %d", r.status)
+	}
+	if r := e.do("DELETE", "/1.1/installations/"+oid, "", e.appHeaders()...); r.status != 403 || r.code(t) != 119 {
+		t.Fatalf("delete with app key: %d %s", r.status, r.body)
+	}
+	r := e.do("DELETE", "/1.1/installations/"+oid, "", e.masterHeaders()...)
+	if r.status != 200 || string(r.body) != "{}" {
+		t.Fatalf("delete: %d %s", r.status, r.body)
+	}
+	if r := e.do("DELETE", "/1.1/installations/"+oid, "", e.masterHeaders()...); r.status != 404 || r.code(t) != 101 {
+		t.Fatalf("delete again: %d %s", r.status, r.body)
+	}
+	// The device id is free again.
+	if _, r := e.create(`{"deviceType":"android","installationId":"a"}`); r.status != 201 {
+		t.Fatalf("recreate: %d", r.status)
+	}
+}
+
+func TestInstallationsConcurrentUpsertsMakeOne(t *testing.T) {
+	e := newEnv(t)
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := e.do("POST", "/1.1/installations", fmt.Sprintf(`{"deviceType":"android","installationId":"same","n%d":1}`, i), e.appHeaders()...)
+			if r.status != 200 && r.status != 201 {
+				t.Errorf("upsert: %d %s", r.status, r.body)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := e.count(e.app.ID, 16); n != 1 {
+		t.Fatalf("%d installations, want 1", n)
+	}
+	oid, _ := e.create(`{"deviceType":"android","installationId":"same"}`)
+	if doc := e.get(oid); len(doc) != 3+2+16 {
+		t.Fatalf("lost updates: %v", doc)
+	}
+}
+
+func TestInstallationsList(t *testing.T) {
+	e := newEnv(t)
+	var ids []string
+	for i := range 12 {
+		ch := "even"
+		if i%2 == 1 {
+			ch = "odd"
+		}
+		e.now = e.now.Add(time.Second)
+		oid, _ := e.create(fmt.Sprintf(`{"deviceType":"android","installationId":"i%02d","channels":[%q],"rank":%d,"valid":%v}`, i, ch, i, i != 3))
+		ids = append(ids, oid)
+	}
+	list := func(q url.Values) (resp, []map[string]any) {
+		r := e.do("GET", "/1.1/installations?"+q.Encode(), "", e.masterHeaders()...)
+		if r.status != 200 {
+			return r, nil
+		}
+		m := r.json(t)
+		var out []map[string]any
+		for _, x := range m["results"].([]any) {
+			out = append(out, x.(map[string]any))
+		}
+		return r, out
+	}
+	ranks := func(rs []map[string]any) string {
+		var s []string
+		for _, d := range rs {
+			s = append(s, fmt.Sprint(d["rank"]))
+		}
+		return strings.Join(s, ",")
+	}
+	_, all := list(url.Values{})
+	if len(all) != 12 {
+		t.Fatalf("all: %d", len(all))
+	}
+	_, rs := list(url.Values{"where": {`{"channels":"odd"}`}, "order": {"-rank"}})
+	if got := ranks(rs); got != "11,9,7,5,3,1" {
+		t.Fatalf("odd desc: %s", got)
+	}
+	_, rs = list(url.Values{"where": {`{"rank":{"$gte":4}}`}, "order": {"rank"}, "skip": {"2"}, "limit": {"3"}})
+	if got := ranks(rs); got != "6,7,8" {
+		t.Fatalf("skip/limit: %s", got)
+	}
+	r, rs := list(url.Values{"where": {`{"valid":false}`}, "count": {"1"}, "keys": {"rank"}})
+	m := r.json(t)
+	if m["count"] != float64(1) || len(rs) != 1 || len(rs[0]) != 4 || rs[0]["rank"] != float64(3) {
+		t.Fatalf("count/keys: %s", r.body)
+	}
+	r, rs = list(url.Values{"count": {"1"}, "limit": {"0"}})
+	if m := r.json(t); m["count"] != float64(12) || len(rs) != 0 {
+		t.Fatalf("count only: %s", r.body)
+	}
+	_, rs = list(url.Values{"limit": {"5000"}, "order": {"-createdAt"}})
+	if len(rs) != 12 || rs[0]["objectId"] != ids[11] {
+		t.Fatalf("out-of-range limit ⇒ default: %d", len(rs))
+	}
+	_, rs = list(url.Values{"limit": {"2"}})
+	if len(rs) != 2 {
+		t.Fatalf("limit 2: %d", len(rs))
+	}
+	// Point lookups by id hint.
+	_, rs = list(url.Values{"where": {`{"installationId":{"$in":["i04","i05","zz"]}}`}, "order": {"rank"}})
+	if got := ranks(rs); got != "4,5" {
+		t.Fatalf("iid hint: %s", got)
+	}
+	_, rs = list(url.Values{"where": {fmt.Sprintf(`{"objectId":%q}`, ids[7])}})
+	if got := ranks(rs); got != "7" {
+		t.Fatalf("objectId hint: %s", got)
+	}
+	// Sub-query over _Installation.
+	_, rs = list(url.Values{"where": {`{"installationId":{"$select":{"query":{"className":"_Installation","where":{"rank":{"$lt":2}}},"key":"installationId"}}}`}, "order": {"rank"}})
+	if got := ranks(rs); got != "0,1" {
+		t.Fatalf("$select: %s", got)
+	}
+	bad := []struct {
+		q    url.Values
+		code int
+	}{
+		{url.Values{"where": {`{"rank":{"$bogus":1}}`}}, 300},
+		{url.Values{"where": {`{"rank":`}}, 107},
+		{url.Values{"limit": {"x"}}, 300},
+		{url.Values{"skip": {"-1"}}, 300},
+		{url.Values{"skip": {"10001"}}, 300},
+		{url.Values{"order": {"a.b"}}, 121},
+		{url.Values{"keys": {"$x"}}, 121},
+	}
+	for _, c := range bad {
+		r, _ := list(c.q)
+		if r.status != 400 || r.code(t) != c.code {
+			t.Errorf("%v: got %d %s, want code %d", c.q, r.status, r.body, c.code)
+		}
+	}
+}
