@@ -137,13 +137,21 @@ func (s *Store) DeleteNotification(ctx context.Context, appID, objectID string) 
 		return err
 	}
 	defer s.exit()
-	defer s.locks.lock(stripeOf("n", appID, objectID))()
-	n, err := s.readNotification(appID, objectID)
-	if err != nil {
+	if err := s.deleteNotification(appID, objectID, pebble.Sync); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return err
 		}
 		return fmt.Errorf("cannot delete push record %s of app %s: %w", objectID, appID, err)
+	}
+	return nil
+}
+
+// deleteNotification removes a record and its index rows under the record's stripe.
+func (s *Store) deleteNotification(appID, objectID string, wo *pebble.WriteOptions) error {
+	defer s.locks.lock(stripeOf("n", appID, objectID))()
+	n, err := s.readNotification(appID, objectID)
+	if err != nil {
+		return err
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
@@ -153,13 +161,10 @@ func (s *Store) DeleteNotification(ctx context.Context, appID, objectID string) 
 		appendStr(notifNIDPrefix(nil, appID, n.NotificationID), objectID),
 	} {
 		if err := b.Delete(k, nil); err != nil {
-			return fmt.Errorf("cannot delete push record %s of app %s: %w", objectID, appID, err)
+			return err
 		}
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("cannot delete push record %s of app %s: %w", objectID, appID, err)
-	}
-	return nil
+	return b.Commit(wo)
 }
 
 // ListNotifications implements store.Store, newest first, over the time index.
