@@ -69,3 +69,15 @@ func BenchmarkFCMAppendMessage(b *testing.B) {
 		buf, _ = appendMessage(buf[:0], tok, body)
 	}
 }
+
+func FuzzFCMClassify(f *testing.F) {
+	f.Add(404, []byte(`{"error":{"code":404,"status":"NOT_FOUND","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"UNREGISTERED"}]}}`))
+	f.Add(400, []byte(`{"error":{"code":400,"status":"INVALID_ARGUMENT","details":[{"fieldViolations":[{"field":"message.token"}]}]}}`))
+	f.Add(503, []byte(`{"error":`))
+	f.Fuzz(func(t *testing.T, status int, body []byte) {
+		r := classify(status, body)
+		if r.Kind == 0 || r.Reason == "" || len(r.Reason) > 200 {
+			t.Fatalf("classify(%d, %q) = %+v", status, body, r)
+		}
+	})
+}

@@ -86,6 +86,7 @@ func classify(status int, data []byte) gateway.Reply {
 	if reason == "" {
 		reason = "status " + strconv.Itoa(status)
 	}
+	reason = clip(reason)
 	switch {
 	case status == http.StatusUnauthorized:
 		return gateway.Reply{Kind: gateway.KindAuth, Reason: reason}
