@@ -46,6 +46,7 @@ func NewLogger(cfg LoggerConfig) (*zap.Logger, error) {
 	var zc zap.Config
 	if cfg.Dev {
 		zc = zap.NewDevelopmentConfig()
+		zc.DisableStacktrace = true // dev warnings are read by people at a terminal
 	} else {
 		zc = zap.NewProductionConfig()
 		zc.EncoderConfig.TimeKey = "ts"

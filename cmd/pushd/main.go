@@ -1,0 +1,65 @@
+// Command pushd is the push service: one binary running any set of roles (api, fanout,
+// scheduler, gateway) over the embedded or the cluster store and log.
+//
+//	pushd serve [flags]                 run the roles (see pushd serve -h)
+//	pushd app create --name N [--json]  create an app in the data directory's store
+//
+// main holds no logic: it reads the configuration, builds the parts, runs them as an
+// ordered service group and stops them in reverse on SIGINT/SIGTERM.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, nil)
+	stop()
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(os.Stderr, "pushd: %v\n", err)
+		}
+		os.Exit(1)
+	}
+}
+
+const usage = `usage:
+  pushd serve [flags]                       run the service (pushd serve -h lists flags)
+  pushd app create --name NAME [--json]     create an app in the data directory's store
+`
+
+// run is main without the process: tests call it.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, hooks *testHooks) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return flag.ErrHelp
+	}
+	switch args[0] {
+	case "serve":
+		return serve(ctx, args[1:], stdout, stderr, hooks)
+	case "app":
+		if len(args) < 2 || args[1] != "create" {
+			fmt.Fprint(stderr, usage)
+			return errors.New("unknown app command: want app create")
+		}
+		return appCreate(ctx, args[2:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("unknown command %q", args[0])
+}
+
+// testHooks let tests observe a running serve. nil in production.
+type testHooks struct {
+	ready func(addr string) // called once the API listens
+}

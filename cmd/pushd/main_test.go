@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// syncBuf is a goroutine-safe writer for a running serve's stdout.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startServe runs `pushd serve` in-process and returns its address and a stop function
+// that cancels it (what SIGTERM does) and returns its error.
+func startServe(t *testing.T, data string, extra ...string) (string, *syncBuf, func() error) {
+	t.Helper()
+	addrC := make(chan string, 1)
+	out := &syncBuf{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data, "--log-level", "warn"}, extra...)
+	go func() {
+		done <- run(ctx, args, out, io.Discard, &testHooks{ready: func(a string) { addrC <- a }})
+	}()
+	select {
+	case a := <-addrC:
+		return a, out, func() error { cancel(); return <-done }
+	case err := <-done:
+		cancel()
+		t.Fatalf("serve exited early: %v", err)
+	}
+	return "", nil, nil
+}
+
+func TestServeDevAppAndSecondServeRefused(t *testing.T) {
+	data := t.TempDir()
+	addr, out, stop := startServe(t, data, "--dev")
+	var keys appKeys
+	b, err := os.ReadFile(filepath.Join(data, "dev-app.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &keys); err != nil || keys.AppID == "" || keys.AppKey == "" || keys.MasterKey == "" {
+		t.Fatalf("dev-app.json %s: %v", b, err)
+	}
+	if !strings.Contains(out.String(), "created the dev app") || !strings.Contains(out.String(), keys.AppKey) {
+		t.Fatalf("stdout lacks the dev keys: %s", out)
+	}
+	env, _ := os.ReadFile(filepath.Join(data, "dev-app.env"))
+	if !strings.Contains(string(env), "export PUSHD_APP_ID="+keys.AppID) {
+		t.Fatalf("dev-app.env: %s", env)
+	}
+
+	// The API answers with the dev keys.
+	req, _ := http.NewRequest("POST", "http://"+addr+"/1.1/installations", strings.NewReader(`{"deviceType":"android","installationId":"x"}`))
+	req.Header.Set("X-SVC-Id", keys.AppID)
+	req.Header.Set("X-SVC-Key", keys.AppKey)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 201 {
+		t.Fatalf("create: %d", res.StatusCode)
+	}
+	res, err = http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if !strings.Contains(string(mb), `pushd_api_requests_total{route="installations_create",status="201"} 1`) || !strings.Contains(string(mb), "go_goroutines") {
+		t.Fatalf("metrics lack the request or process metrics")
+	}
+
+	// A second serve on the same data directory fails clearly, and does not disturb the first.
+	err = run(context.Background(), []string{"serve", "--addr", "127.0.0.1:0", "--data", data}, io.Discard, io.Discard, nil)
+	if err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("second serve: %v", err)
+	}
+	// So does app create while serve runs.
+	err = run(context.Background(), []string{"app", "create", "--name", "x", "--data", data}, io.Discard, io.Discard, nil)
+	if err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("app create during serve: %v", err)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+
+	// Later starts print the same dev keys and create no second app.
+	_, out, stop = startServe(t, data, "--dev")
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "created the dev app") || !strings.Contains(out.String(), keys.MasterKey) {
+		t.Fatalf("restart stdout: %s", out)
+	}
+}
+
+func TestServeFlagsAndRoles(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--roles", "api,bogus"}, `unknown role "bogus"`},
+		{[]string{"serve", "--roles", ","}, "no roles"},
+		{[]string{"serve", "--store", "mysql"}, "unknown store"},
+		{[]string{"serve", "--log", "nats"}, "unknown log"},
+		{[]string{"serve", "extra"}, "unexpected arguments"},
+		{[]string{"frobnicate"}, "unknown command"},
+	} {
+		err := run(context.Background(), c.args, io.Discard, io.Discard, nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: err %v, want %q", c.args, err, c.want)
+		}
+	}
+	t.Setenv("PUSHD_ROLES", "api")
+	t.Setenv("PUSHD_ADDR", ":9999")
+	fs := newFlagSet()
+	cfg, err := parseServeFlags([]string{"--addr", ":7777"}, fs)
+	if err != nil || fmt.Sprint(cfg.Roles) != "[api]" || cfg.Addr != ":7777" {
+		t.Fatalf("env and flag precedence: %+v %v", cfg, err)
+	}
+}
+
+func TestServeAPIOnlyRole(t *testing.T) {
+	_, _, stop := startServe(t, t.TempDir(), "--roles", "api")
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAppCreateJSON(t *testing.T) {
+	data := t.TempDir()
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"app", "create", "--name", "shop", "--json", "--data", data}, &out, io.Discard, nil); err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]string
+	if err := json.Unmarshal(out.Bytes(), &m); err != nil || len(m) != 3 || m["appId"] == "" || m["appKey"] == "" || m["masterKey"] == "" {
+		t.Fatalf("output %q: %v", out.String(), err)
+	}
+	if err := run(context.Background(), []string{"app", "create", "--json", "--data", data}, io.Discard, io.Discard, nil); err == nil {
+		t.Fatal("missing --name accepted")
+	}
+	if err := run(context.Background(), []string{"app", "create", "--name", "x", "--buckets", "3", "--data", data}, io.Discard, io.Discard, nil); err == nil || !strings.Contains(err.Error(), "power of two") {
+		t.Fatalf("bad buckets: %v", err)
+	}
+}

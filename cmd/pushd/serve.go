@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/VictoriaMetrics/metrics"
+	"go.uber.org/zap"
+
+	"github.com/pushd/pushd/api"
+	"github.com/pushd/pushd/internal/service"
+	"github.com/pushd/pushd/internal/telemetry"
+	"github.com/pushd/pushd/store"
+	"github.com/pushd/pushd/store/pebble"
+)
+
+// storeDir is where the embedded store lives inside the data directory.
+func storeDir(data string) string { return filepath.Join(data, "store") }
+
+// parts are what the roles share, built once by serve.
+type parts struct {
+	cfg   *serveConfig
+	log   *zap.Logger
+	reg   *telemetry.Registry
+	store store.Store
+	// pebble is the embedded store when --store pebble (queue/embedded shares its DB).
+	pebble *pebble.Store
+	// credentialValidators are filled by the sender packages' wiring (later issues).
+	credentialValidators map[string]api.CredentialValidator
+}
+
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks *testHooks) error {
+	fs := flag.NewFlagSet("pushd serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg, err := parseServeFlags(args, fs)
+	if err != nil {
+		return err
+	}
+	log, err := telemetry.NewLogger(telemetry.LoggerConfig{Dev: cfg.Dev, Level: cfg.LogLevel})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+	p := &parts{cfg: cfg, log: log, reg: telemetry.NewRegistry(true), credentialValidators: map[string]api.CredentialValidator{}}
+
+	var g service.Group
+	if err := openStore(p, &g); err != nil {
+		return err
+	}
+	// From here on the group owns closing the store: every error path runs the group.
+	if cfg.Dev {
+		if err := ensureDevApp(ctx, p.store, cfg.Data, stdout); err != nil {
+			_ = p.store.Close()
+			return err
+		}
+	}
+	if err := openLog(p, &g); err != nil {
+		_ = p.store.Close()
+		return err
+	}
+	for _, role := range []struct {
+		name string
+		add  func(*parts, *service.Group, *testHooks) error
+	}{
+		{"scheduler", addScheduler},
+		{"fanout", addFanout},
+		{"gateway", addGateway},
+		{"api", addAPI}, // last: started when everything it feeds runs, stopped first
+	} {
+		if !cfg.has(role.name) {
+			continue
+		}
+		if err := role.add(p, &g, hooks); err != nil {
+			_ = p.store.Close()
+			return fmt.Errorf("cannot set up role %s: %w", role.name, err)
+		}
+	}
+	log.Info("pushd starting", zap.Strings("roles", cfg.Roles), zap.String("store", cfg.Store),
+		zap.String("log", cfg.Log), zap.Strings("services", g.Names()))
+	err = g.Run(ctx)
+	if err != nil {
+		log.Error("pushd stopped with an error", zap.Error(err))
+		return err
+	}
+	log.Info("pushd stopped")
+	return nil
+}
+
+// openStore opens the configured store and adds a service that closes it on stop (added
+// first, so it stops last) and, for the embedded store, the inactivity sweeper (Cassandra
+// expires installations by TTL instead).
+func openStore(p *parts, g *service.Group) error {
+	switch p.cfg.Store {
+	case "pebble":
+		st, err := pebble.Open(storeDir(p.cfg.Data), pebble.Options{Logger: p.log.Named("pebble")})
+		if err != nil {
+			return fmt.Errorf("cannot open store: %w", err)
+		}
+		p.store, p.pebble = st, st
+	case "cassandra":
+		// Wiring point for store/cassandra (a later issue).
+		return errors.New("store cassandra is not available in this build yet; use --store pebble")
+	}
+	st := p.store
+	g.Add("store", service.Func(func(ctx context.Context) error {
+		<-ctx.Done()
+		if err := st.Close(); err != nil {
+			return fmt.Errorf("cannot close store: %w", err)
+		}
+		return nil
+	}))
+	if p.pebble != nil {
+		set := p.reg.Add(metrics.NewSet())
+		g.Add("sweeper", api.NewSweeper(api.SweeperConfig{Interval: p.cfg.SweepEvery}, p.pebble, p.log, set))
+	}
+	return nil
+}
+
+// openLog opens the durable log. Wiring point for queue/embedded (over p.pebble.DB()) and
+// queue/kafka; the api role appends push jobs to it once the push handlers land.
+func openLog(p *parts, _ *service.Group) error {
+	switch p.cfg.Log {
+	case "embedded":
+		if p.pebble == nil {
+			return errors.New("the embedded log needs --store pebble")
+		}
+		return nil
+	case "kafka":
+		return errors.New("log kafka is not available in this build yet; use --log embedded")
+	}
+	return nil
+}
+
+// addScheduler wires the scheduler role (fires due scheduled pushes). Filled by a later issue.
+func addScheduler(p *parts, _ *service.Group, _ *testHooks) error {
+	p.log.Info("role scheduler is not implemented in this build yet; it runs nothing")
+	return nil
+}
+
+// addFanout wires the fanout role (planner and workers). Filled by a later issue.
+func addFanout(p *parts, _ *service.Group, _ *testHooks) error {
+	p.log.Info("role fanout is not implemented in this build yet; it runs nothing")
+	return nil
+}
+
+// addGateway wires the gateway role (own-channel device connections). Filled by a later issue.
+func addGateway(p *parts, _ *service.Group, _ *testHooks) error {
+	p.log.Info("role gateway is not implemented in this build yet; it runs nothing")
+	return nil
+}
+
+// addAPI wires the REST API.
+func addAPI(p *parts, g *service.Group, hooks *testHooks) error {
+	set := p.reg.Add(metrics.NewSet())
+	srv, err := api.New(api.Config{
+		Addr:       p.cfg.Addr,
+		PublicURL:  p.cfg.PublicURL,
+		AdminToken: p.cfg.AdminToken,
+		DrainDelay: p.cfg.DrainDelay,
+	}, api.Deps{
+		Apps:                 p.store,
+		Installations:        p.store,
+		Logger:               p.log,
+		Metrics:              set,
+		WriteMetrics:         p.reg.WritePrometheus,
+		CredentialValidators: p.credentialValidators,
+	})
+	if err != nil {
+		return err
+	}
+	if p.cfg.AdminToken == "" {
+		p.log.Info("admin API disabled: set PUSHD_ADMIN_TOKEN to enable /admin/")
+	}
+	var svc service.Service = srv
+	if hooks != nil && hooks.ready != nil {
+		svc = readyHook{srv, hooks.ready}
+	}
+	g.Add("api", svc)
+	return nil
+}
+
+// readyHook tells a test the bound address once the API listens.
+type readyHook struct {
+	*api.Server
+	ready func(addr string)
+}
+
+func (h readyHook) Start(ctx context.Context) error {
+	if err := h.Server.Start(ctx); err != nil {
+		return err
+	}
+	h.ready(h.Server.Addr().String())
+	return nil
+}
