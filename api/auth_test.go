@@ -27,8 +27,8 @@ func TestAuthSignDocVector(t *testing.T) {
 	}{
 		{"d5bcbb897e19b2f6633c716dfdfaf9be,1453014943466", now, true, false},
 		{"e074720658078c898aa0d4b1b82bdf4b,1453014943466,master", now, true, true},
-		{"e074720658078c898aa0d4b1b82bdf4b,1453014943466", now, false, false},          // master sign without the suffix
-		{"D5BCBB897E19B2F6633C716DFDFAF9BE,1453014943466", now, false, false},          // uppercase hex fails
+		{"e074720658078c898aa0d4b1b82bdf4b,1453014943466", now, false, false},                // master sign without the suffix
+		{"D5BCBB897E19B2F6633C716DFDFAF9BE,1453014943466", now, false, false},                // uppercase hex fails
 		{"d5bcbb897e19b2f6633c716dfdfaf9be,1453014943466", now.Add(time.Hour), false, false}, // outside the skew
 		{"d5bcbb897e19b2f6633c716dfdfaf9be,1453014943466,admin", now, false, false},
 		{"d5bcbb897e19b2f6633c716dfdfaf9be", now, false, false},

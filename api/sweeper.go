@@ -118,4 +118,3 @@ func (w *Sweeper) Run(ctx context.Context) error {
 		}
 	}
 }
-

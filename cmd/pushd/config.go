@@ -2,8 +2,8 @@ package main
 
 import (
 	"flag"
-	"io"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strconv"
