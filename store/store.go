@@ -92,6 +92,9 @@ type Store interface {
 	// Limits. ClaimReqID stores claim unless an unexpired claim exists, which it returns
 	// with claimed=false.
 	ClaimReqID(ctx context.Context, appID, reqID string, claim ReqClaim, ttl time.Duration) (prev ReqClaim, claimed bool, err error)
+	// ReleaseReqID removes the claim of reqID if it is still objectID's (a push that failed
+	// after claiming), so that a retry is a new push.
+	ReleaseReqID(ctx context.Context, appID, reqID, objectID string) error
 	AddDailyVolume(ctx context.Context, appID, day string, n int64) (total int64, err error)
 	DailyVolume(ctx context.Context, appID, day string) (int64, error)
 
