@@ -1,0 +1,205 @@
+package driver
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Scenario names, in the order they run.
+const (
+	ScenarioChannel      = "channel"       // POST /1.1/push with channels: one known channel
+	ScenarioWhere        = "where"         // POST /1.1/push with a where on a custom field: full scan + residual filter
+	ScenarioDevices      = "devices"       // POST /1.1/push/devices, iOS tokens and FCM registration ids, 500 per call
+	ScenarioInvalid      = "invalid"       // channel push to a cohort with dead tokens: invalidTokens counted, installations deleted
+	ScenarioInvalidAgain = "invalid-again" // the same push again: the deleted installations are no longer targets
+)
+
+// AllScenarios lists the scenarios --pushes accepts.
+var AllScenarios = []string{ScenarioChannel, ScenarioWhere, ScenarioDevices, ScenarioInvalid}
+
+// Sim is one simulator whose GET /_stats the driver reads. Name is the delivery channel it
+// plays ("apns" or "fcm"); "" means unknown (its counts are only checked merged with the others).
+type Sim struct {
+	Name string
+	URL  string
+}
+
+// Config is what one load-test run needs. Zero values take the defaults noted.
+type Config struct {
+	PushdURL   string // base URL of pushd's REST API (http://127.0.0.1:port)
+	AdminToken string // PUSHD_ADMIN_TOKEN of that pushd
+	Sims       []Sim  // simulators to read stats from
+	SimDir     string // pushsim's -dir: AuthKey_<keyid>.p8, service-account.json, ca.pem
+
+	Installations   int     // main population, default 20,000
+	IOSFraction     float64 // share of iOS installations, default 0.5 (the rest are FCM Android)
+	Concurrency     int     // installation upserts in flight, default 128
+	Pushes          []string
+	Timeout         time.Duration // the whole run, default 10 minutes
+	PollEvery       time.Duration // push record polling, default 50 ms
+	InvalidCohort   int           // installations of the invalid-token cohort; 0: Installations/10, at least 20
+	DeadFraction    float64       // share of the invalid cohort with dead tokens, default 0.2
+	DevicesPerType  int           // ids listed per device type in the devices scenario, default 1000
+	APNsKeyID       string        // default: from the one AuthKey_<id>.p8 in SimDir
+	APNsTeamID      string        // default SIMTEAM001 (pushsim's default)
+	Topic           string        // apnsTopic of iOS installations and the credential's default topic
+	SimInvalidRate  float64       // pushsim -invalid-token-rate: which tokens the sims answer as dead
+	SimSeed         uint64        // pushsim -seed
+	AppName         string        // name of the app the run creates; default loadtest-<run id>
+	ProgressEvery   time.Duration // progress lines while a push runs, default 1 s
+	RequestDeadline time.Duration // per HTTP request, default 30 s
+}
+
+// RegisterFlags registers the driver flags on fs, writing into c. pushes receives --pushes
+// (comma separated); sims receives --sim-stats.
+func (c *Config) RegisterFlags(fs *flag.FlagSet, pushes, sims *string) {
+	fs.StringVar(&c.PushdURL, "pushd", "http://127.0.0.1:8080", "base URL of pushd's REST API")
+	fs.StringVar(&c.AdminToken, "admin-token", "", "pushd admin token (PUSHD_ADMIN_TOKEN); default: $PUSHD_ADMIN_TOKEN")
+	fs.StringVar(sims, "sim-stats", "", "comma-separated simulator URLs whose GET /_stats is read, each optionally named: apns=https://...,fcm=https://...")
+	fs.StringVar(&c.SimDir, "sim-dir", "", "pushsim -dir: holds AuthKey_<keyid>.p8, service-account.json and ca.pem")
+	fs.IntVar(&c.Installations, "installations", 20000, "installations to seed (main population)")
+	fs.Float64Var(&c.IOSFraction, "ios-fraction", 0.5, "share of iOS installations; the rest are Android on FCM")
+	fs.IntVar(&c.Concurrency, "concurrency", 128, "installation upserts in flight")
+	fs.StringVar(pushes, "pushes", "", "comma-separated scenarios among "+strings.Join(AllScenarios, ",")+
+		" (default: all; invalid only when -sim-invalid-rate > 0)")
+	fs.DurationVar(&c.Timeout, "timeout", 10*time.Minute, "bound on the whole run")
+	fs.IntVar(&c.InvalidCohort, "invalid-installations", 0, "installations of the invalid-token cohort (0: installations/10, at least 20)")
+	fs.Float64Var(&c.DeadFraction, "dead-fraction", 0.2, "share of the invalid-token cohort whose tokens the simulators answer as dead")
+	fs.IntVar(&c.DevicesPerType, "devices-per-type", 1000, "device ids listed per device type in the devices scenario (500 per call)")
+	fs.StringVar(&c.APNsKeyID, "apns-key-id", "", "key id of the .p8 pushsim wrote (default: from the AuthKey_<id>.p8 file name)")
+	fs.StringVar(&c.APNsTeamID, "apns-team-id", "SIMTEAM001", "team id pushsim registered the key for")
+	fs.StringVar(&c.Topic, "topic", "com.pushd.loadtest", "APNs topic (bundle id) of the iOS installations")
+	fs.Float64Var(&c.SimInvalidRate, "sim-invalid-rate", 0, "the -invalid-token-rate pushsim runs with (needed by the invalid scenario)")
+	fs.Uint64Var(&c.SimSeed, "sim-seed", 1, "the -seed pushsim runs with")
+	fs.StringVar(&c.AppName, "app-name", "", "name of the app to create (default loadtest-<run id>)")
+}
+
+// ParseSims parses --sim-stats: comma-separated [name=]url.
+func ParseSims(s string) ([]Sim, error) {
+	var out []Sim
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		var sim Sim
+		if name, u, ok := strings.Cut(part, "="); ok && !strings.Contains(name, "/") {
+			sim = Sim{Name: name, URL: u}
+		} else {
+			sim = Sim{URL: part}
+		}
+		if p, err := url.Parse(sim.URL); err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" {
+			return nil, fmt.Errorf("invalid -sim-stats entry %q: want [name=]https://host:port", part)
+		}
+		sim.URL = strings.TrimRight(sim.URL, "/")
+		out = append(out, sim)
+	}
+	return out, nil
+}
+
+// ParsePushes parses --pushes; "" selects every scenario, invalid only when invalidRate > 0.
+func ParsePushes(s string, invalidRate float64) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		out := []string{ScenarioChannel, ScenarioWhere, ScenarioDevices}
+		if invalidRate > 0 {
+			out = append(out, ScenarioInvalid)
+		}
+		return out, nil
+	}
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		if !slices.Contains(AllScenarios, p) {
+			return nil, fmt.Errorf("unknown scenario %q in -pushes (known: %s)", p, strings.Join(AllScenarios, ","))
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func (c *Config) withDefaults() Config {
+	out := *c
+	if out.Installations == 0 {
+		out.Installations = 20000
+	}
+	if out.IOSFraction == 0 {
+		out.IOSFraction = 0.5
+	}
+	if out.Concurrency <= 0 {
+		out.Concurrency = 128
+	}
+	if out.Timeout <= 0 {
+		out.Timeout = 10 * time.Minute
+	}
+	if out.PollEvery <= 0 {
+		out.PollEvery = 50 * time.Millisecond
+	}
+	if out.InvalidCohort <= 0 {
+		out.InvalidCohort = max(out.Installations/10, 20)
+	}
+	if out.DeadFraction == 0 {
+		out.DeadFraction = 0.2
+	}
+	if out.DevicesPerType <= 0 {
+		out.DevicesPerType = 1000
+	}
+	if out.APNsTeamID == "" {
+		out.APNsTeamID = "SIMTEAM001"
+	}
+	if out.Topic == "" {
+		out.Topic = "com.pushd.loadtest"
+	}
+	if out.ProgressEvery <= 0 {
+		out.ProgressEvery = time.Second
+	}
+	if out.RequestDeadline <= 0 {
+		out.RequestDeadline = 30 * time.Second
+	}
+	return out
+}
+
+// Validate reports a configuration the driver cannot run.
+func (c *Config) Validate() error {
+	var errs []error
+	if p, err := url.Parse(c.PushdURL); err != nil || p.Scheme != "http" && p.Scheme != "https" || p.Host == "" {
+		errs = append(errs, fmt.Errorf("-pushd %q is not an http(s) URL", c.PushdURL))
+	}
+	if c.AdminToken == "" {
+		errs = append(errs, errors.New("-admin-token (or PUSHD_ADMIN_TOKEN) is required"))
+	}
+	if len(c.Sims) == 0 {
+		errs = append(errs, errors.New("-sim-stats is required: the simulators' URLs"))
+	}
+	if c.SimDir == "" {
+		errs = append(errs, errors.New("-sim-dir is required: pushsim's credentials directory"))
+	}
+	if c.Installations < 1 {
+		errs = append(errs, errors.New("-installations must be at least 1"))
+	}
+	if c.IOSFraction < 0 || c.IOSFraction > 1 {
+		errs = append(errs, errors.New("-ios-fraction must be within [0, 1]"))
+	}
+	if c.SimInvalidRate < 0 || c.SimInvalidRate >= 1 {
+		errs = append(errs, errors.New("-sim-invalid-rate must be within [0, 1)"))
+	}
+	if c.DeadFraction <= 0 || c.DeadFraction >= 1 {
+		errs = append(errs, errors.New("-dead-fraction must be within (0, 1)"))
+	}
+	if len(c.Pushes) == 0 {
+		errs = append(errs, errors.New("no scenario selected"))
+	}
+	if slices.Contains(c.Pushes, ScenarioInvalid) && c.SimInvalidRate <= 0 {
+		errs = append(errs, errors.New("the invalid scenario needs -sim-invalid-rate > 0, the rate pushsim runs with"))
+	}
+	return errors.Join(errs...)
+}

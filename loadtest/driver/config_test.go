@@ -1,0 +1,52 @@
+package driver
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestDriverParseSims(t *testing.T) {
+	got, err := ParseSims("apns=https://127.0.0.1:1/, https://127.0.0.1:2 ,")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Sim{{Name: "apns", URL: "https://127.0.0.1:1"}, {URL: "https://127.0.0.1:2"}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	if _, err := ParseSims("fcm=127.0.0.1:2"); err == nil {
+		t.Fatal("a URL without scheme was accepted")
+	}
+}
+
+func TestDriverParsePushes(t *testing.T) {
+	f := func(in string, rate float64, want []string, wantErr bool) {
+		t.Helper()
+		got, err := ParsePushes(in, rate)
+		if (err != nil) != wantErr || !wantErr && !slices.Equal(got, want) {
+			t.Fatalf("ParsePushes(%q, %v) = %v, %v; want %v (error %v)", in, rate, got, err, want, wantErr)
+		}
+	}
+	f("", 0, []string{"channel", "where", "devices"}, false)
+	f("", 0.1, []string{"channel", "where", "devices", "invalid"}, false)
+	f("where, channel,where", 0, []string{"where", "channel"}, false)
+	f("channel,bogus", 0, nil, true)
+}
+
+func TestDriverConfigValidate(t *testing.T) {
+	c := Config{PushdURL: "http://127.0.0.1:1", AdminToken: "x", Sims: []Sim{{URL: "https://h:1"}}, SimDir: "/d",
+		Pushes: []string{ScenarioChannel, ScenarioInvalid}}
+	c = c.withDefaults()
+	err := c.Validate()
+	if err == nil || !strings.Contains(err.Error(), "invalid scenario needs -sim-invalid-rate") {
+		t.Fatalf("got %v, want the invalid-rate error", err)
+	}
+	c.SimInvalidRate = 0.1
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c.InvalidCohort != 2000 || c.Concurrency != 128 {
+		t.Fatalf("defaults: cohort %d, concurrency %d", c.InvalidCohort, c.Concurrency)
+	}
+}

@@ -1,0 +1,444 @@
+package driver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/pushd/pushd/loadtest/sim"
+	"github.com/pushd/pushd/push"
+)
+
+// Run performs one load test: it creates an app with APNs and FCM credentials pointing at the
+// simulators' keys, seeds the installations, runs the scenarios one after another and
+// verifies each against the simulators. The report is returned even when Run fails early
+// (report.Error then says why); a verification failure is not an error: report.OK is false.
+// progress receives one line per milestone and one per second while a push runs.
+func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
+	cfg = cfg.withDefaults()
+	rep := &Report{PushdURL: cfg.PushdURL, StartedAt: time.Now().UTC(), Concurrency: cfg.Concurrency}
+	if err := cfg.Validate(); err != nil {
+		return rep, fail(rep, fmt.Errorf("invalid configuration: %w", err))
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	r := &run{cfg: cfg, rep: rep, out: progress}
+	if err := r.run(ctx); err != nil {
+		return rep, fail(rep, err)
+	}
+	rep.Finish()
+	return rep, nil
+}
+
+func fail(rep *Report, err error) error {
+	rep.Error = err.Error()
+	rep.Finish()
+	return err
+}
+
+// run is the state of one Run.
+type run struct {
+	cfg   Config
+	rep   *Report
+	out   io.Writer
+	id    string // random, makes tokens and req_ids unique per run
+	api   *client
+	sims  *http.Client
+	pop   *Population
+	stats []sim.Stats // the latest snapshot of every simulator
+}
+
+func (r *run) logf(format string, args ...any) {
+	fmt.Fprintf(r.out, format+"\n", args...)
+}
+
+// simFiles are what pushsim wrote into its -dir.
+type simFiles struct {
+	keyID string
+	p8    []byte
+	sa    []byte
+	ca    []byte
+}
+
+func loadSimFiles(dir, keyID string) (simFiles, error) {
+	var f simFiles
+	if keyID == "" {
+		keys, err := filepath.Glob(filepath.Join(dir, "AuthKey_*.p8"))
+		if err != nil || len(keys) != 1 {
+			return f, fmt.Errorf("cannot find the APNs key in %s: want exactly one AuthKey_<keyid>.p8 (found %d), or pass -apns-key-id", dir, len(keys))
+		}
+		keyID = strings.TrimSuffix(strings.TrimPrefix(filepath.Base(keys[0]), "AuthKey_"), ".p8")
+	}
+	f.keyID = keyID
+	var err error
+	if f.p8, err = os.ReadFile(filepath.Join(dir, "AuthKey_"+keyID+".p8")); err != nil {
+		return f, fmt.Errorf("cannot read the APNs key: %w", err)
+	}
+	if f.sa, err = os.ReadFile(filepath.Join(dir, "service-account.json")); err != nil {
+		return f, fmt.Errorf("cannot read the FCM service account: %w", err)
+	}
+	if f.ca, err = os.ReadFile(filepath.Join(dir, "ca.pem")); err != nil {
+		return f, fmt.Errorf("cannot read the simulators' CA bundle: %w", err)
+	}
+	return f, nil
+}
+
+func (r *run) run(ctx context.Context) error {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return fmt.Errorf("cannot make a run id: %w", err)
+	}
+	r.id = hex.EncodeToString(b[:])
+	files, err := loadSimFiles(r.cfg.SimDir, r.cfg.APNsKeyID)
+	if err != nil {
+		return err
+	}
+	if r.sims, err = newSimClient(files.ca); err != nil {
+		return err
+	}
+	r.api = newClient(strings.TrimRight(r.cfg.PushdURL, "/"), r.cfg.Concurrency, r.cfg.RequestDeadline)
+	r.api.keys.adminToken = r.cfg.AdminToken
+	defer func() { r.rep.Retries = r.api.retries.Load() }()
+
+	if err := r.waitReady(ctx); err != nil {
+		return err
+	}
+	if err := r.createApp(ctx, files); err != nil {
+		return err
+	}
+	cohort := 0
+	if slices.Contains(r.cfg.Pushes, ScenarioInvalid) {
+		cohort = r.cfg.InvalidCohort
+	}
+	r.pop, err = NewPopulation(PopulationSpec{
+		RunID: r.id, N: r.cfg.Installations, IOSFraction: r.cfg.IOSFraction,
+		Cohort: cohort, DeadFraction: r.cfg.DeadFraction, InvalidRate: r.cfg.SimInvalidRate, Seed: r.cfg.SimSeed,
+	})
+	if err != nil {
+		return err
+	}
+	if err := r.seed(ctx); err != nil {
+		return err
+	}
+	if r.stats, err = fetchAll(ctx, r.sims, r.cfg.Sims); err != nil {
+		return err
+	}
+	names := slices.Clone(r.cfg.Pushes)
+	if i := slices.Index(names, ScenarioInvalid); i >= 0 {
+		names = slices.Insert(names, i+1, ScenarioInvalidAgain)
+	}
+	for i, name := range names {
+		sc, err := BuildScenario(name, r.pop, r.cfg.DevicesPerType)
+		if err != nil {
+			return err
+		}
+		sr, err := r.scenario(ctx, i, &sc)
+		if sr != nil {
+			r.rep.Scenarios = append(r.rep.Scenarios, *sr)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readyAttempts bounds the wait for /readyz (with readyEvery between attempts).
+const (
+	readyAttempts = 600
+	readyEvery    = 100 * time.Millisecond
+)
+
+func (r *run) waitReady(ctx context.Context) error {
+	var last error
+	for range readyAttempts {
+		_, _, err := r.api.once(ctx, http.MethodGet, "/readyz", authNone, nil, nil)
+		if err == nil {
+			return nil
+		}
+		last = err
+		t := time.NewTimer(readyEvery)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("cannot reach pushd at %s: %w (last: %v)", r.cfg.PushdURL, ctx.Err(), last)
+		}
+	}
+	return fmt.Errorf("pushd at %s is not ready after %v: %w", r.cfg.PushdURL, readyAttempts*readyEvery, last)
+}
+
+func (r *run) createApp(ctx context.Context, f simFiles) error {
+	name := r.cfg.AppName
+	if name == "" {
+		name = "loadtest-" + r.id
+	}
+	body := map[string]any{"name": name, "settings": map[string]any{
+		"edition":        push.EditionInternational, // fcm exists only in the international edition
+		"callsPerMinute": push.MaxCallsPerMinute,
+		"dailyVolume":    int64(1) << 40, // never the limit of a load test
+	}}
+	var app struct {
+		AppID     string `json:"appId"`
+		AppKey    string `json:"appKey"`
+		MasterKey string `json:"masterKey"`
+	}
+	if _, err := r.api.do(ctx, http.MethodPost, "/admin/apps", authAdmin, body, &app); err != nil {
+		return fmt.Errorf("cannot create the load-test app: %w", err)
+	}
+	if app.AppID == "" || app.AppKey == "" || app.MasterKey == "" {
+		return errors.New("cannot create the load-test app: the answer lacks appId, appKey or masterKey")
+	}
+	r.api.keys.appID, r.api.keys.appKey, r.api.keys.masterKey = app.AppID, app.AppKey, app.MasterKey
+	r.rep.AppID = app.AppID
+	apns := map[string]any{
+		"defaultTopic": r.cfg.Topic,
+		"teams":        []map[string]string{{"teamId": r.cfg.APNsTeamID, "keyId": f.keyID, "p8": string(f.p8)}},
+	}
+	if _, err := r.api.do(ctx, http.MethodPut, "/admin/apps/"+app.AppID+"/credentials/apns", authAdmin, apns, nil); err != nil {
+		return fmt.Errorf("cannot upload the APNs credentials of app %s: %w", app.AppID, err)
+	}
+	if _, err := r.api.do(ctx, http.MethodPut, "/admin/apps/"+app.AppID+"/credentials/fcm", authAdmin, f.sa, nil); err != nil {
+		return fmt.Errorf("cannot upload the FCM credentials of app %s: %w", app.AppID, err)
+	}
+	r.logf("app %s created with apns (key %s, team %s, topic %s) and fcm credentials", app.AppID, f.keyID, r.cfg.APNsTeamID, r.cfg.Topic)
+	return nil
+}
+
+// seed creates every installation with cfg.Concurrency upserts in flight.
+func (r *run) seed(ctx context.Context) error {
+	devs := make([]*Device, 0, len(r.pop.Main)+len(r.pop.Doomed))
+	for i := range r.pop.Main {
+		d := &r.pop.Main[i]
+		devs = append(devs, d)
+		if d.IOS {
+			r.rep.IOS++
+		} else {
+			r.rep.Android++
+		}
+	}
+	for i := range r.pop.Doomed {
+		devs = append(devs, &r.pop.Doomed[i])
+		if r.pop.Doomed[i].Dead {
+			r.rep.DeadTokens++
+		}
+	}
+	r.rep.Installations, r.rep.InvalidCohort = len(r.pop.Main), len(r.pop.Doomed)
+	r.logf("seeding %d installations (%d iOS, %d Android/FCM, invalid-token cohort %d) with %d in flight",
+		len(devs), r.rep.IOS, r.rep.Android, len(r.pop.Doomed), r.cfg.Concurrency)
+
+	var next, done atomic.Int64
+	start := time.Now()
+	g, gctx := errgroup.WithContext(ctx)
+	for range min(r.cfg.Concurrency, len(devs)) {
+		g.Go(func() error {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(devs)) || gctx.Err() != nil {
+					return nil
+				}
+				d := devs[i]
+				var res struct {
+					ObjectID string `json:"objectId"`
+				}
+				status, err := r.api.do(gctx, http.MethodPost, "/1.1/installations", authApp, d.Body(r.cfg.Topic), &res)
+				if err != nil {
+					return fmt.Errorf("cannot create installation %d: %w", i, err)
+				}
+				if status != http.StatusCreated || res.ObjectID == "" {
+					return fmt.Errorf("cannot create installation %d: HTTP %d (want 201 and an objectId: a device id collided?)", i, status)
+				}
+				d.ObjectID = res.ObjectID
+				done.Add(1)
+			}
+		})
+	}
+	stop := make(chan struct{})
+	ticker := time.NewTicker(r.cfg.ProgressEvery)
+	watcher := make(chan struct{})
+	go func() {
+		defer close(watcher)
+		for {
+			select {
+			case <-ticker.C:
+				n := done.Load()
+				r.logf("  seeded %d/%d (%.0f/s)", n, len(devs), rate(n, time.Since(start).Seconds()))
+			case <-stop:
+				return
+			}
+		}
+	}()
+	err := g.Wait()
+	ticker.Stop()
+	close(stop)
+	<-watcher
+	secs := time.Since(start).Seconds()
+	r.rep.Upserts = int(done.Load())
+	r.rep.UpsertSeconds, r.rep.UpsertsPerSecond = secs, rate(done.Load(), secs)
+	if err != nil {
+		return err
+	}
+	r.logf("seeded %d installations in %.2fs: %.0f upserts/s", len(devs), secs, r.rep.UpsertsPerSecond)
+	return nil
+}
+
+// record is the part of a push record the driver reads.
+type record struct {
+	ObjectID  string   `json:"objectId"`
+	Status    string   `json:"status"`
+	CreatedAt string   `json:"createdAt"`
+	UpdatedAt string   `json:"updatedAt"`
+	Errors    []string `json:"errors"`
+	Stopped   string   `json:"stopped"`
+	Counts    struct {
+		ByChannel map[string]push.Tally `json:"byChannel"`
+	} `json:"counts"`
+}
+
+func terminal(status string) bool { return status == push.StatusDone || status == push.StatusCancelled }
+
+// scenario runs one scenario, verifies it and returns its report line.
+func (r *run) scenario(ctx context.Context, idx int, s *Scenario) (*ScenarioReport, error) {
+	sr := &ScenarioReport{Name: s.Name, ExpectedTargets: s.Expect.Targets()}
+	r.logf("scenario %s: %d calls, %d targets expected", s.Name, len(s.Requests), sr.ExpectedTargets)
+	start := time.Now()
+	for i, req := range s.Requests {
+		body := make(map[string]any, len(req.Body)+1)
+		for k, v := range req.Body {
+			body[k] = v
+		}
+		// A retried call is then the same push, never a second one.
+		body["req_id"] = fmt.Sprintf("%s%02d%03d", r.id[:8], idx, i)
+		var res struct {
+			ObjectID string `json:"objectId"`
+		}
+		if _, err := r.api.do(ctx, http.MethodPost, req.Path, authMaster, body, &res); err != nil {
+			return nil, fmt.Errorf("cannot start scenario %s: %w", s.Name, err)
+		}
+		sr.Records = append(sr.Records, res.ObjectID)
+	}
+	recs, err := r.waitDone(ctx, s.Name, sr.Records, start)
+	sr.Seconds = time.Since(start).Seconds()
+	if err != nil {
+		return nil, err
+	}
+	var rc RecordCounts
+	var first, last time.Time
+	for _, rec := range recs {
+		errs := slices.Clone(rec.Errors)
+		if rec.Stopped != "" {
+			errs = append(errs, "stopped: "+rec.Stopped)
+		}
+		rc.Add(rec.Status, rec.Counts.ByChannel, errs)
+		if t, err := time.Parse(time.RFC3339Nano, rec.CreatedAt); err == nil && (first.IsZero() || t.Before(first)) {
+			first = t
+		}
+		if t, err := time.Parse(time.RFC3339Nano, rec.UpdatedAt); err == nil && t.After(last) {
+			last = t
+		}
+	}
+	if !first.IsZero() && last.After(first) {
+		sr.ServerSeconds = last.Sub(first).Seconds()
+	}
+	sr.Targets, sr.Sent, sr.Failed = rc.Total.Targets, rc.Total.Sent, rc.Total.Failed
+	sr.Expired, sr.Invalid = rc.Total.Expired, rc.Total.InvalidTokens
+	sr.DeliveriesPerSecond = rate(sr.Sent, sr.Seconds)
+
+	after, err := fetchAll(ctx, r.sims, r.cfg.Sims)
+	if err != nil {
+		return sr, err
+	}
+	deltas := make([]SimDelta, len(after))
+	for i := range after {
+		deltas[i] = Delta(r.cfg.Sims[i].Name, r.stats[i], after[i])
+	}
+	r.stats = after
+	sr.Problems = Verify(&s.Expect, rc, deltas)
+	sr.Problems = append(sr.Problems, r.checkGone(ctx, s.Gone)...)
+	sr.Verification = VerdictOK
+	if len(sr.Problems) > 0 {
+		sr.Verification = VerdictFail
+	}
+	r.logf("scenario %s: %d/%d sent, %d failed, %d invalid in %.2fs (%.0f deliveries/s): %s",
+		s.Name, sr.Sent, sr.Targets, sr.Failed, sr.Invalid, sr.Seconds, sr.DeliveriesPerSecond, sr.Verification)
+	return sr, nil
+}
+
+// waitDone polls the records until each is done (or cancelled), printing progress.
+func (r *run) waitDone(ctx context.Context, name string, ids []string, start time.Time) ([]record, error) {
+	recs := make([]record, len(ids))
+	poll := time.NewTicker(r.cfg.PollEvery)
+	defer poll.Stop()
+	lastPrint := time.Now()
+	for {
+		all := true
+		for i, id := range ids {
+			if terminal(recs[i].Status) {
+				continue
+			}
+			var rec record
+			if _, err := r.api.do(ctx, http.MethodGet, "/1.1/tables/Notifications/"+id, authMaster, nil, &rec); err != nil {
+				return nil, fmt.Errorf("cannot follow push %s of scenario %s: %w", id, name, err)
+			}
+			recs[i] = rec
+			all = all && terminal(rec.Status)
+		}
+		if all {
+			return recs, nil
+		}
+		if time.Since(lastPrint) >= r.cfg.ProgressEvery {
+			lastPrint = time.Now()
+			var t push.Tally
+			status := ""
+			for _, rec := range recs {
+				for _, ct := range rec.Counts.ByChannel {
+					t.Add(ct)
+				}
+				if !terminal(rec.Status) && status == "" {
+					status = rec.Status
+				}
+			}
+			r.logf("  %s: %d/%d sent, %d failed, %d invalid (%s, %.1fs)", name, t.Sent, t.Targets, t.Failed, t.InvalidTokens,
+				status, time.Since(start).Seconds())
+		}
+		select {
+		case <-poll.C:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("cannot wait for scenario %s to finish: %w", name, ctx.Err())
+		}
+	}
+}
+
+// checkGone checks that each installation was deleted (its token was reported dead).
+func (r *run) checkGone(ctx context.Context, ids []string) []string {
+	still := 0
+	var errs []string
+	for _, id := range ids {
+		_, err := r.api.do(ctx, http.MethodGet, "/1.1/installations/"+id, authApp, nil, nil)
+		switch {
+		case statusOf(err) == http.StatusNotFound:
+		case err == nil:
+			still++
+		default:
+			if len(errs) < 3 {
+				errs = append(errs, fmt.Sprintf("cannot check that installation %s was deleted: %v", id, err))
+			}
+		}
+	}
+	if still > 0 {
+		errs = append(errs, fmt.Sprintf("installations with dead tokens still present: %d of %d", still, len(ids)))
+	}
+	return errs
+}

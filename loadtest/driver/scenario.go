@@ -1,0 +1,138 @@
+package driver
+
+import (
+	"fmt"
+
+	"github.com/pushd/pushd/push"
+)
+
+// Request is one push call of a scenario.
+type Request struct {
+	Path string         // /1.1/push or /1.1/push/devices
+	Body map[string]any // without req_id (the driver adds one per call)
+}
+
+// Expect is what a scenario must produce. Tokens map to the gateway (delivery channel) whose
+// simulator must see them.
+type Expect struct {
+	Alive map[string]string // accepted exactly once each
+	Dead  map[string]string // answered dead: counted as invalid tokens, never accepted
+}
+
+// Targets is how many targets the push records must count.
+func (e *Expect) Targets() int { return len(e.Alive) + len(e.Dead) }
+
+// byGateway counts expected targets, sent and invalid per gateway.
+func (e *Expect) byGateway() map[string]push.Tally {
+	out := map[string]push.Tally{}
+	for _, gw := range e.Alive {
+		t := out[gw]
+		t.Targets++
+		t.Sent++
+		out[gw] = t
+	}
+	for _, gw := range e.Dead {
+		t := out[gw]
+		t.Targets++
+		t.InvalidTokens++
+		out[gw] = t
+	}
+	return out
+}
+
+// Scenario is one push scenario: its calls and what they must deliver.
+type Scenario struct {
+	Name     string
+	Requests []Request
+	Expect   Expect
+	// Gone lists installations (objectIds) that must be deleted once the scenario is done.
+	Gone []string
+}
+
+func newExpect() Expect {
+	return Expect{Alive: map[string]string{}, Dead: map[string]string{}}
+}
+
+func data(name string) map[string]any {
+	return map[string]any{"alert": "pushd load test: " + name, "title": "loadtest"}
+}
+
+// BuildScenario returns scenario name over population p. devicesPerType bounds the ids the
+// devices scenario lists per device type.
+func BuildScenario(name string, p *Population, devicesPerType int) (Scenario, error) {
+	s := Scenario{Name: name, Expect: newExpect()}
+	switch name {
+	case ScenarioChannel:
+		ch := channelOf(0)
+		s.Requests = []Request{{Path: "/1.1/push", Body: map[string]any{"channels": []string{ch}, "data": data(name)}}}
+		for i := range p.Main {
+			if d := &p.Main[i]; d.Channels[0] == ch {
+				s.Expect.Alive[d.Token] = d.Gateway()
+			}
+		}
+	case ScenarioWhere:
+		where := map[string]any{"ltGroup": map[string]any{"$lt": whereBelow}}
+		s.Requests = []Request{{Path: "/1.1/push", Body: map[string]any{"where": where, "data": data(name)}}}
+		for i := range p.Main {
+			if d := &p.Main[i]; d.Group >= 0 && d.Group < whereBelow {
+				s.Expect.Alive[d.Token] = d.Gateway()
+			}
+		}
+	case ScenarioDevices:
+		var ios, android []string
+		for i := range p.Main {
+			d := &p.Main[i]
+			switch {
+			case d.IOS && len(ios) < devicesPerType:
+				ios = append(ios, d.Token)
+			case !d.IOS && len(android) < devicesPerType:
+				android = append(android, d.Token)
+			default:
+				continue
+			}
+			s.Expect.Alive[d.Token] = d.Gateway()
+		}
+		for _, c := range chunks(ios, maxDeviceIDs) {
+			s.Requests = append(s.Requests, Request{Path: "/1.1/push/devices", Body: map[string]any{
+				"device_type": push.DeviceIOS, "device_ids": c, "data": data(name)}})
+		}
+		for _, c := range chunks(android, maxDeviceIDs) {
+			s.Requests = append(s.Requests, Request{Path: "/1.1/push/devices", Body: map[string]any{
+				"device_type": push.DeviceAndroid, "vendor": push.ChannelFCM, "device_ids": c, "data": data(name)}})
+		}
+	case ScenarioInvalid, ScenarioInvalidAgain:
+		if len(p.Doomed) == 0 {
+			return s, fmt.Errorf("cannot build scenario %s: the population has no invalid-token cohort", name)
+		}
+		s.Requests = []Request{{Path: "/1.1/push", Body: map[string]any{"channels": []string{ChannelDoomed}, "data": data(name)}}}
+		for i := range p.Doomed {
+			d := &p.Doomed[i]
+			switch {
+			case !d.Dead:
+				s.Expect.Alive[d.Token] = d.Gateway()
+			case name == ScenarioInvalid:
+				s.Expect.Dead[d.Token] = d.Gateway()
+				s.Gone = append(s.Gone, d.ObjectID)
+			}
+		}
+	default:
+		return s, fmt.Errorf("unknown scenario %q", name)
+	}
+	if len(s.Requests) == 0 || s.Expect.Targets() == 0 {
+		return s, fmt.Errorf("scenario %s targets no installation of this population", name)
+	}
+	return s, nil
+}
+
+// maxDeviceIDs is the most device_ids one /1.1/push/devices call may list (spec limit).
+const maxDeviceIDs = 500
+
+func chunks(ids []string, n int) [][]string {
+	var out [][]string
+	for len(ids) > 0 {
+		k := min(n, len(ids))
+		out = append(out, ids[:k])
+		ids = ids[k:]
+	}
+	return out
+}

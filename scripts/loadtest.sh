@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# Load test (make loadtest): builds pushd, pushsim and the driver, starts the gateway
+# simulators and `pushd serve` on 127.0.0.1 with a temporary data directory, runs the driver
+# (loadtest/cmd/loadtest) against them and exits with the driver's status
+# (0 verified, 1 a verification failed, 2 the run could not complete).
+#
+# Usage: scripts/loadtest.sh [driver flags...]
+#   e.g. scripts/loadtest.sh --installations 500 --report /tmp/loadtest.json
+#   Driver flags: go run ./loadtest/cmd/loadtest -h. The script sets --pushd, --sim-stats,
+#   --sim-dir, --apns-key-id, --apns-team-id, --sim-invalid-rate and --sim-seed.
+# Environment:
+#   PUSHD_BIN, PUSHSIM_BIN, LOADTEST_BIN  prebuilt binaries (default: go build into the temp dir)
+#   LOADTEST_SIM_INVALID_RATE             pushsim -invalid-token-rate (default 0.1; 0 skips the invalid scenario)
+#   LOADTEST_SIM_SEED                     pushsim -seed (default 1)
+#   PUSHSIM_FLAGS                         extra pushsim flags (e.g. "--latency 20ms")
+#   PUSHD_SERVE_FLAGS                     extra `pushd serve` flags
+#   PUSHD_LISTEN_FLAG, PUSHD_DATA_FLAG    names of pushd's API listen and data-dir flags
+#                                         (default: found in `pushd serve --help`)
+#   LOADTEST_KEEP=1                       keep the temp dir (logs, data) after the run
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/pushd-loadtest.XXXXXX")
+invalid_rate=${LOADTEST_SIM_INVALID_RATE:-0.1}
+seed=${LOADTEST_SIM_SEED:-1}
+key_id=SIMKEY0001
+team_id=SIMTEAM001
+sim_pid=""
+pushd_pid=""
+
+log() { echo "loadtest.sh: $*" >&2; }
+
+# stop_pid PID NAME: SIGTERM, wait up to 20 s, then SIGKILL.
+stop_pid() {
+	local pid=$1 name=$2
+	[ -n "$pid" ] || return 0
+	kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
+	kill -TERM "$pid" 2>/dev/null || true
+	for _ in $(seq 200); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		log "$name did not stop within 20s of SIGTERM; killing it"
+		kill -KILL "$pid" 2>/dev/null || true
+	fi
+	wait "$pid" 2>/dev/null || true
+}
+
+cleanup() {
+	local rc=$?
+	stop_pid "$pushd_pid" pushd
+	stop_pid "$sim_pid" pushsim
+	if [ "${LOADTEST_KEEP:-}" = 1 ] || [ "$rc" -ge 2 ]; then
+		log "logs and data kept in $work (pushd.log, pushsim.log)"
+	else
+		rm -rf "$work"
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+tail_log() {
+	log "last lines of $1:"
+	tail -n 40 "$1" >&2 || true
+}
+
+# free_port: a loopback port nothing listens on (bounded tries).
+free_port() {
+	local port
+	for _ in $(seq 100); do
+		port=$((20000 + RANDOM % 40000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+			echo "$port"
+			return 0
+		fi
+	done
+	log "cannot find a free loopback port"
+	return 1
+}
+
+# has_flag HELP NAME: the help text lists -NAME or --NAME.
+has_flag() {
+	grep -Eq -- "(^|[[:space:],])--?$2([[:space:]=,]|$)" <<<"$1"
+}
+
+mkdir -p "$work/bin" "$work/sim" "$work/data"
+pushd_bin=${PUSHD_BIN:-$work/bin/pushd}
+pushsim_bin=${PUSHSIM_BIN:-$work/bin/pushsim}
+loadtest_bin=${LOADTEST_BIN:-$work/bin/loadtest}
+(
+	cd "$root"
+	[ -n "${PUSHD_BIN:-}" ] || go build -o "$pushd_bin" ./cmd/pushd
+	[ -n "${PUSHSIM_BIN:-}" ] || go build -o "$pushsim_bin" ./loadtest/cmd/pushsim
+	[ -n "${LOADTEST_BIN:-}" ] || go build -o "$loadtest_bin" ./loadtest/cmd/loadtest
+) || { log "build failed"; exit 2; }
+
+help=$("$pushd_bin" serve --help 2>&1 || true)
+for f in apns-endpoint fcm-endpoint gateway-ca; do
+	if ! has_flag "$help" "$f"; then
+		log "pushd serve has no --$f flag; the load test needs --apns-endpoint, --fcm-endpoint and --gateway-ca"
+		exit 2
+	fi
+done
+listen_flag=${PUSHD_LISTEN_FLAG:-}
+if [ -z "$listen_flag" ]; then
+	for f in api-addr http-addr addr listen listen-addr; do
+		if has_flag "$help" "$f"; then listen_flag=$f; break; fi
+	done
+fi
+data_flag=${PUSHD_DATA_FLAG:-}
+if [ -z "$data_flag" ]; then
+	for f in data-dir data dir; do
+		if has_flag "$help" "$f"; then data_flag=$f; break; fi
+	done
+fi
+if [ -z "$listen_flag" ] || [ -z "$data_flag" ]; then
+	log "cannot find pushd's API listen flag or data-dir flag in 'pushd serve --help'; set PUSHD_LISTEN_FLAG and PUSHD_DATA_FLAG"
+	exit 2
+fi
+# Every other listener flag pushd has (ops, own-channel gateway, ...) gets its own loopback port.
+extra_addrs=()
+for f in $(grep -Eo -- "--?(ops|metrics|gateway|direct|device|ws|debug|pprof|admin|grpc)-(addr|listen)\b" <<<"$help" | sed -E 's/^-+//' | sort -u); do
+	[ "$f" = "$listen_flag" ] && continue
+	extra_addrs+=("--$f" "127.0.0.1:$(free_port)")
+done
+
+# Simulators: random loopback ports, credentials and CA bundle in $work/sim.
+# shellcheck disable=SC2086
+"$pushsim_bin" --apns-addr 127.0.0.1:0 --fcm-addr 127.0.0.1:0 --dir "$work/sim" \
+	--key-id "$key_id" --team-id "$team_id" \
+	--invalid-token-rate "$invalid_rate" --seed "$seed" ${PUSHSIM_FLAGS:-} >"$work/pushsim.log" 2>&1 &
+sim_pid=$!
+for _ in $(seq 300); do
+	grep -q '^ca: ' "$work/pushsim.log" 2>/dev/null && break
+	kill -0 "$sim_pid" 2>/dev/null || { log "pushsim exited"; tail_log "$work/pushsim.log"; exit 2; }
+	sleep 0.1
+done
+apns_url=$(sed -nE 's/^apns: (https:\/\/[^ ]+) .*/\1/p' "$work/pushsim.log")
+fcm_url=$(sed -nE 's/^fcm: (https:\/\/[^ ]+) .*/\1/p' "$work/pushsim.log")
+if [ -z "$apns_url" ] || [ -z "$fcm_url" ]; then
+	log "pushsim did not print its URLs within 30s"
+	tail_log "$work/pushsim.log"
+	exit 2
+fi
+log "simulators: apns $apns_url, fcm $fcm_url"
+
+port=$(free_port)
+token=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+export PUSHD_ADMIN_TOKEN=$token
+# shellcheck disable=SC2086
+"$pushd_bin" serve "--$listen_flag" "127.0.0.1:$port" "--$data_flag" "$work/data" \
+	"${extra_addrs[@]}" \
+	--apns-endpoint "$apns_url" --fcm-endpoint "$fcm_url" --gateway-ca "$work/sim/ca.pem" \
+	${PUSHD_SERVE_FLAGS:-} >"$work/pushd.log" 2>&1 &
+pushd_pid=$!
+ready=""
+for _ in $(seq 600); do
+	kill -0 "$pushd_pid" 2>/dev/null || { log "pushd exited"; tail_log "$work/pushd.log"; exit 2; }
+	if curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$port/readyz" 2>/dev/null; then
+		ready=1
+		break
+	fi
+	sleep 0.1
+done
+if [ -z "$ready" ]; then
+	log "pushd is not ready after 60s"
+	tail_log "$work/pushd.log"
+	exit 2
+fi
+log "pushd ready on 127.0.0.1:$port (data $work/data)"
+
+set +e
+"$loadtest_bin" --pushd "http://127.0.0.1:$port" \
+	--sim-stats "apns=$apns_url,fcm=$fcm_url" --sim-dir "$work/sim" \
+	--apns-key-id "$key_id" --apns-team-id "$team_id" \
+	--sim-invalid-rate "$invalid_rate" --sim-seed "$seed" "$@"
+status=$?
+set -e
+if [ "$status" -ne 0 ]; then
+	tail_log "$work/pushd.log"
+fi
+exit "$status"
