@@ -112,35 +112,46 @@ func (s *Server) createInstallation(ctx *fasthttp.RequestCtx, c *Call) error {
 	app := c.App
 	bg := context.Background()
 
-	// Lock the device ids and the installations they point at, then check that the ids
-	// still point there (another writer may have moved them between lookup and lock).
-	var h held
-	var matches []string
-	for attempt := 0; ; attempt++ {
-		before, err := s.lookupAll(bg, app.ID, ids)
-		if err != nil {
-			return err
-		}
-		keys := make([]string, 0, len(ids)+len(before))
-		for _, id := range ids {
-			keys = append(keys, deviceKey(app.ID, id[0], id[1]))
-		}
-		for _, oid := range before {
-			keys = append(keys, objectKey(app.ID, oid))
-		}
-		h = s.locks.lock(keys...)
-		after, err := s.lookupAll(bg, app.ID, ids)
-		if err != nil {
-			s.locks.unlock(h)
-			return err
-		}
-		if sameStrings(before, after) {
-			matches = after
-			break
-		}
+	// Lock the device ids, look them up, then lock the installations they point at. When
+	// that cannot be done in lock order, lock everything at once and check that the ids
+	// still point there (another writer may have moved them in between).
+	devKeys := make([]string, 0, len(ids))
+	for _, id := range ids {
+		devKeys = append(devKeys, deviceKey(app.ID, id[0], id[1]))
+	}
+	h := s.locks.lock(devKeys...)
+	matches, err := s.lookupAll(bg, app.ID, ids)
+	if err != nil {
 		s.locks.unlock(h)
-		if attempt == 8 {
-			return push.Errorf(push.CodeUnavailable, "installation is being changed concurrently, retry")
+		return err
+	}
+	objKeys := make([]string, 0, len(matches))
+	for _, oid := range matches {
+		objKeys = append(objKeys, objectKey(app.ID, oid))
+	}
+	if h2, ok := s.locks.extend(h, objKeys...); ok {
+		h = h2
+	} else {
+		s.locks.unlock(h)
+		for attempt := 0; ; attempt++ {
+			h = s.locks.lock(append(devKeys, objKeys...)...)
+			after, err := s.lookupAll(bg, app.ID, ids)
+			if err != nil {
+				s.locks.unlock(h)
+				return err
+			}
+			if sameStrings(matches, after) {
+				break
+			}
+			s.locks.unlock(h)
+			if attempt == 8 {
+				return push.Errorf(push.CodeUnavailable, "installation is being changed concurrently, retry")
+			}
+			matches = after
+			objKeys = objKeys[:0]
+			for _, oid := range matches {
+				objKeys = append(objKeys, objectKey(app.ID, oid))
+			}
 		}
 	}
 	defer s.locks.unlock(h)

@@ -53,3 +53,39 @@ func objectKey(appID, objectID string) string { return appID + "\x00o\x00" + obj
 func deviceKey(appID string, kind string, id string) string {
 	return appID + "\x00" + kind + "\x00" + id
 }
+
+// extend adds the stripes of keys to h without breaking the lock order: a stripe above
+// every held one is locked (waiting), one already held is skipped, one below is only tried.
+// When a try fails it returns h unchanged and false; the caller then releases h and locks
+// the whole set with lock.
+func (s *stripes) extend(h held, keys ...string) (held, bool) {
+	out := h
+	var added []int
+	top := -1
+	if len(h) > 0 {
+		top = h[len(h)-1]
+	}
+	idx := make([]int, 0, len(keys))
+	for _, k := range keys {
+		idx = append(idx, s.index(k))
+	}
+	slices.Sort(idx)
+	idx = slices.Compact(idx)
+	for _, i := range idx {
+		if slices.Contains(h, i) {
+			continue
+		}
+		if i > top {
+			s.mu[i].Lock()
+		} else if !s.mu[i].TryLock() {
+			for _, a := range added {
+				s.mu[a].Unlock()
+			}
+			return h, false
+		}
+		added = append(added, i)
+	}
+	out = append(slices.Clone(h), added...)
+	slices.Sort(out)
+	return out, true
+}
