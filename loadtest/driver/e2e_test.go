@@ -1,0 +1,77 @@
+package driver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDriverEndToEnd runs scripts/loadtest.sh with 500 installations: a real pushd process
+// against the real simulators. It is skipped with -short and while cmd/pushd cannot run it.
+func TestDriverEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end load test skipped with -short")
+	}
+	for _, tool := range []string{"bash", "curl", "go"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("end-to-end load test needs %s: %v", tool, err)
+		}
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "cmd", "pushd")); err != nil {
+		t.Skipf("cmd/pushd does not exist yet: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	tmp := t.TempDir()
+	pushd := filepath.Join(tmp, "pushd")
+	build := exec.CommandContext(ctx, "go", "build", "-o", pushd, "./cmd/pushd")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Skipf("cmd/pushd does not build yet: %v\n%s", err, out)
+	}
+	help, _ := exec.CommandContext(ctx, pushd, "serve", "--help").CombinedOutput()
+	for _, f := range []string{"-apns-endpoint", "-fcm-endpoint", "-gateway-ca"} {
+		if !bytes.Contains(help, []byte(f)) {
+			t.Skipf("pushd serve has no %s flag yet (`pushd serve --help` does not list it)", f)
+		}
+	}
+
+	report := filepath.Join(tmp, "report.json")
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "scripts", "loadtest.sh"),
+		"--installations", "500", "--concurrency", "32", "--devices-per-type", "120", "--report", report)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "PUSHD_BIN="+pushd, "TMPDIR="+tmp)
+	cmd.WaitDelay = 30 * time.Second
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("scripts/loadtest.sh failed: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatalf("no report: %v\n%s", err, out)
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, 0, len(r.Scenarios))
+	for _, s := range r.Scenarios {
+		names = append(names, s.Name)
+		if s.Verification != VerdictOK || s.Sent == 0 {
+			t.Errorf("scenario %s: %s, sent %d: %v", s.Name, s.Verification, s.Sent, s.Problems)
+		}
+	}
+	if !r.OK || r.Installations != 500 || strings.Join(names, ",") != "channel,where,devices,invalid,invalid-again" {
+		t.Fatalf("report: ok=%v, %d installations, scenarios %v\n%s", r.OK, r.Installations, names, out)
+	}
+}
