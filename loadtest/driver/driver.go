@@ -356,15 +356,10 @@ func (r *run) scenario(ctx context.Context, idx int, s *Scenario) (*ScenarioRepo
 	sr.Expired, sr.Invalid = rc.Total.Expired, rc.Total.InvalidTokens
 	sr.DeliveriesPerSecond = rate(sr.Sent, sr.Seconds)
 
-	after, err := fetchAll(ctx, r.sims, r.cfg.Sims)
+	deltas, err := r.simDeltas(ctx, rc.Total.Sent+rc.Total.InvalidTokens)
 	if err != nil {
 		return sr, err
 	}
-	deltas := make([]SimDelta, len(after))
-	for i := range after {
-		deltas[i] = Delta(r.cfg.Sims[i].Name, r.stats[i], after[i])
-	}
-	r.stats = after
 	sr.Problems = Verify(&s.Expect, rc, deltas)
 	sr.Problems = append(sr.Problems, r.checkGone(ctx, s.Gone)...)
 	sr.Verification = VerdictOK
@@ -374,6 +369,45 @@ func (r *run) scenario(ctx context.Context, idx int, s *Scenario) (*ScenarioRepo
 	r.logf("scenario %s: %d/%d sent, %d failed, %d invalid in %.2fs (%.0f deliveries/s): %s",
 		s.Name, sr.Sent, sr.Targets, sr.Failed, sr.Invalid, sr.Seconds, sr.DeliveriesPerSecond, sr.Verification)
 	return sr, nil
+}
+
+// Stats settling: a simulator may count an answer a moment after pushd has it (it writes the
+// answer, then counts), so the stats are read again, a bounded number of times, while they
+// show fewer answers than the records count.
+const (
+	settleAttempts = 40
+	settleEvery    = 50 * time.Millisecond
+)
+
+// simDeltas reads every simulator and returns what each answered since the last read.
+// want is the number of accepted plus dead answers the push records count.
+func (r *run) simDeltas(ctx context.Context, want int64) ([]SimDelta, error) {
+	var after []sim.Stats
+	var deltas []SimDelta
+	for attempt := 1; ; attempt++ {
+		var err error
+		if after, err = fetchAll(ctx, r.sims, r.cfg.Sims); err != nil {
+			return nil, err
+		}
+		deltas = make([]SimDelta, len(after))
+		var seen int64
+		for i := range after {
+			deltas[i] = Delta(r.cfg.Sims[i].Name, r.stats[i], after[i])
+			seen += deltas[i].Accepted + deltas[i].Dead
+		}
+		if seen >= want || attempt == settleAttempts {
+			break
+		}
+		t := time.NewTimer(settleEvery)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("cannot read the simulators' stats: %w", ctx.Err())
+		}
+	}
+	r.stats = after
+	return deltas, nil
 }
 
 // waitDone polls the records until each is done (or cancelled), printing progress.
