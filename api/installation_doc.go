@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"time"
@@ -223,8 +224,11 @@ func applyOp(doc map[string]any, field string, name any, op map[string]any) *pus
 		if !ok {
 			return push.Errorf(push.CodeInvalidType, "cannot Increment %q: it is not a number", field)
 		}
-		doc[field] = n + amount
-		return nil
+		if sum := n + amount; !math.IsInf(sum, 0) {
+			doc[field] = sum
+			return nil
+		}
+		return push.Errorf(push.CodeInvalidType, "Increment of %q overflows", field)
 	case "Add", "AddUnique", "Remove":
 		objs, ok := op["objects"].([]any)
 		if !ok {

@@ -1,0 +1,54 @@
+# pushd — `make help` lists the targets.
+SHELL := /usr/bin/env bash
+export PATH := /usr/local/go/bin:$(PATH)
+
+GO        ?= go
+FUZZTIME  ?= 10s
+BENCHTIME ?= 3s
+STATICCHECK_VERSION := $(shell cat .staticcheck-version)
+
+.PHONY: help run test test-short bench loadtest lint fuzz vuln
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
+
+run: ## run pushd with every role on ./data (dev mode: console logs, a dev app with printed keys)
+	$(GO) run ./cmd/pushd serve --dev
+
+test: ## go vet and every test with the race detector
+	$(GO) vet ./...
+	$(GO) test -race ./...
+
+test-short: ## the tests in -short mode (skips the slow ones)
+	$(GO) test -race -short ./...
+
+# Each line runs one benchmark and prints its figures; add yours below.
+bench: ## run the benchmarks and print their figures
+	@set -e; \
+	run() { echo "== $$2 ($$1)"; $(GO) test -run '^$$' -bench "$$2" -benchtime $(BENCHTIME) -benchmem "$$1" | grep -E '^Benchmark|^ok|FAIL' ; }; \
+	run ./api/ 'BenchmarkAPIInstallationUpsert$$'; \
+	if ls query/*_test.go >/dev/null 2>&1 && grep -qs 'func Benchmark' query/*_test.go; then run ./query/ 'Benchmark'; fi; \
+	if grep -qs 'func Benchmark' store/pebble/*_test.go; then run ./store/pebble/ 'Benchmark'; fi; \
+	if grep -qs 'func Benchmark' bench/*_test.go; then run ./bench/ 'Benchmark'; fi
+
+loadtest: ## end-to-end load test against the gateway simulators
+	./scripts/loadtest.sh
+
+lint: ## go vet and staticcheck (pinned in .staticcheck-version)
+	$(GO) vet ./...
+	@if GOBIN=$(CURDIR)/.bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) 2>/dev/null; then \
+		$(CURDIR)/.bin/staticcheck ./... ; \
+	else echo "staticcheck $(STATICCHECK_VERSION) could not be installed (offline?); ran go vet only"; fi
+
+fuzz: ## run every fuzz target for FUZZTIME (default 10s) each
+	@set -e; \
+	grep -rl --include='*_test.go' '^func Fuzz' . | sort | while read -r f; do \
+		dir=$$(dirname "$$f"); \
+		for fn in $$(grep -oE '^func Fuzz[A-Za-z0-9_]*' "$$f" | cut -d' ' -f2); do \
+			echo "== $$fn ($$dir)"; \
+			$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) "./$$dir" ; \
+		done; \
+	done
+
+vuln: ## govulncheck (needs network)
+	$(GO) run golang.org/x/vuln/cmd/govulncheck@latest ./...
