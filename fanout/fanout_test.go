@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -258,20 +259,17 @@ func TestFanoutCancelStopsSending(t *testing.T) {
 	cfg.CheckpointEvery = 64
 	snd := newRecSender()
 	var job push.Job
-	deleted := make(chan struct{})
+	var once sync.Once
 	snd.hook = func(int) {
-		select {
-		case <-deleted:
-		default:
+		once.Do(func() {
 			if err := e.st.DeleteNotification(context.Background(), testApp, job.NotificationObjectID); err != nil {
 				t.Error(err)
 			}
 			clk.advance(time.Second) // the workers' cached reads of the record are now stale
-			close(deleted)
-		}
+		})
 	}
-	r := e.start(cfg, snd, 1)
 	job = e.submit(push.Job{})
+	r := e.start(cfg, snd, 1)
 	// Every task ends (cancelled) without sending much: at most the batch in flight per task.
 	waitfor.True(t, 30*time.Second, "all tasks cancelled", func() bool {
 		return r.metric(`pushd_fanout_tasks_total{result="cancelled"}`) >= 8

@@ -16,15 +16,13 @@ import (
 // jobState is what every task of one job shares on a worker: the app's settings, the parsed
 // (and resolved) where, and the rendered messages. Immutable once built.
 type jobState struct {
-	app      push.App
-	buckets  int
-	q        *query.Query // nil for devices jobs
-	hints    query.Hints
-	msgs     [nChannels]*push.Message
-	msgErrs  [nChannels]string       // why a channel's message could not be rendered
-	msgOut   [nChannels]push.Outcome // and how its targets end: failed, or expired
-	readyErr error
-	ready    chan struct{}
+	app     push.App
+	buckets int
+	q       *query.Query // nil for devices jobs
+	hints   query.Hints
+	msgs    [nChannels]*push.Message
+	msgErrs [nChannels]string       // why a channel's message could not be rendered
+	msgOut  [nChannels]push.Outcome // and how its targets end: failed, or expired
 }
 
 // buildJob reads the app, parses and resolves the where, and renders the messages.
@@ -101,20 +99,26 @@ func resolver(s Scanner, appID string, buckets int) func(context.Context, *query
 type jobCache struct {
 	mu    sync.Mutex
 	max   int
-	m     map[string]*jobState
+	m     map[string]*jobEntry
 	order []string
 }
 
+type jobEntry struct {
+	ready chan struct{} // closed once js or err is set
+	js    *jobState
+	err   error
+}
+
 func newJobCache(max int) *jobCache {
-	return &jobCache{max: max, m: make(map[string]*jobState)}
+	return &jobCache{max: max, m: make(map[string]*jobEntry)}
 }
 
 func (c *jobCache) get(ctx context.Context, jobID string, build func() (*jobState, error)) (*jobState, error) {
 	c.mu.Lock()
-	js, ok := c.m[jobID]
+	e, ok := c.m[jobID]
 	if !ok {
-		js = &jobState{ready: make(chan struct{})}
-		c.m[jobID] = js
+		e = &jobEntry{ready: make(chan struct{})}
+		c.m[jobID] = e
 		c.order = append(c.order, jobID)
 		if len(c.order) > c.max {
 			delete(c.m, c.order[0])
@@ -124,29 +128,21 @@ func (c *jobCache) get(ctx context.Context, jobID string, build func() (*jobStat
 	c.mu.Unlock()
 	if ok {
 		select {
-		case <-js.ready:
+		case <-e.ready:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		if js.readyErr != nil {
-			return nil, js.readyErr
-		}
-		return js, nil
+		return e.js, e.err
 	}
-	built, err := build()
-	if err != nil {
+	e.js, e.err = build()
+	if e.err != nil {
 		// Do not cache a failure: the next task of this job tries again.
 		c.mu.Lock()
-		if c.m[jobID] == js {
+		if c.m[jobID] == e {
 			delete(c.m, jobID)
 		}
 		c.mu.Unlock()
-		js.readyErr = err
-		close(js.ready)
-		return nil, err
 	}
-	built.ready = js.ready
-	*js = *built
-	close(js.ready)
-	return js, nil
+	close(e.ready)
+	return e.js, e.err
 }

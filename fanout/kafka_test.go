@@ -75,6 +75,21 @@ func (s *stallSender) Send(ctx context.Context, ds []push.Delivery, res []push.R
 	return s.rec.Send(ctx, ds, res)
 }
 
+// gateSender holds every call until gate is closed.
+type gateSender struct {
+	rec  *recSender
+	gate chan struct{}
+}
+
+func (s *gateSender) Send(ctx context.Context, ds []push.Delivery, res []push.Result) error {
+	select {
+	case <-s.gate:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return s.rec.Send(ctx, ds, res)
+}
+
 func TestFanoutKafkaWorkerKilledMidPush(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kfake consumer-group rebalances take seconds")
@@ -104,7 +119,10 @@ func TestFanoutKafkaWorkerKilledMidPush(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wB, err := NewWorker(cfg, e.st, newLog(), rec, zap.NewNop(), metrics.NewSet())
+	// B waits for A to stall before sending anything, so A surely owns partitions with work
+	// when it is killed (a rebalance cancels B's waiting handlers and moves partitions to A).
+	gated := &gateSender{rec: rec, gate: stall.stalled}
+	wB, err := NewWorker(cfg, e.st, newLog(), gated, zap.NewNop(), metrics.NewSet())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,15 +1,14 @@
 package fanout
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/pushd/pushd/push"
 )
 
 // rowDoc is the query.Doc a worker evaluates the residual where against: routing fields come
-// from the row's compact route, every other field from its JSON document, decoded only when
-// the query asks for one (and then once per row). It is reset and reused for every row.
+// from the row's compact route, every other field from its JSON document, where only the
+// asked field's value is found and decoded (topField). It is reset and reused for every row.
 //
 // An empty routing string (or an empty channel list) reads as an absent field, the way the
 // route is built from a document lacking the field. Values that alias the store's buffers are
@@ -18,17 +17,37 @@ type rowDoc struct {
 	r   *push.Route
 	raw []byte
 
-	decoded bool
-	doc     map[string]any
 	chans   []any
 	chansOK bool
+	// Backing for the boxed values handed to Match (see box): one slot per routing field,
+	// and one per channel.
+	slots     [nSlots]string
+	chanSlots []string
+	chansSlot []any
+	// The last few document strings and numbers handed out, in rotation, so that a caller
+	// holding a couple of values at once still sees each intact.
+	docStrs [4]string
+	docNums [4]float64
+	docNext uint8
 }
+
+// Slots of rowDoc.slots.
+const (
+	slotObjectID = iota
+	slotDeviceType
+	slotDeviceToken
+	slotInstallationID
+	slotRegistrationID
+	slotVendor
+	slotDeviceProfile
+	slotAPNsTopic
+	slotAPNsTeamID
+	nSlots
+)
 
 func (d *rowDoc) reset(r *push.Route, raw []byte) {
 	d.r = r
 	d.raw = raw
-	d.decoded = false
-	d.doc = nil
 	d.chansOK = false
 }
 
@@ -43,35 +62,40 @@ var routeFields = map[string]bool{
 func (d *rowDoc) Get(field string) (any, bool) {
 	switch field {
 	case "objectId":
-		return str(d.r.ObjectID)
+		return d.str(slotObjectID, d.r.ObjectID)
 	case "deviceType":
-		return str(d.r.DeviceType)
+		return d.str(slotDeviceType, d.r.DeviceType)
 	case "deviceToken":
-		return str(d.r.DeviceToken)
+		return d.str(slotDeviceToken, d.r.DeviceToken)
 	case "installationId":
-		return str(d.r.InstallationID)
+		return d.str(slotInstallationID, d.r.InstallationID)
 	case "registrationId":
-		return str(d.r.RegistrationID)
+		return d.str(slotRegistrationID, d.r.RegistrationID)
 	case "vendor":
-		return str(d.r.Vendor)
+		return d.str(slotVendor, d.r.Vendor)
 	case "deviceProfile":
-		return str(d.r.DeviceProfile)
+		return d.str(slotDeviceProfile, d.r.DeviceProfile)
 	case "apnsTopic":
-		return str(d.r.APNsTopic)
+		return d.str(slotAPNsTopic, d.r.APNsTopic)
 	case "apnsTeamId":
-		return str(d.r.APNsTeamID)
+		return d.str(slotAPNsTeamID, d.r.APNsTeamID)
 	case "channels":
 		if len(d.r.Channels) == 0 {
 			return nil, false
 		}
 		if !d.chansOK {
+			if cap(d.chanSlots) < len(d.r.Channels) {
+				d.chanSlots = make([]string, len(d.r.Channels))
+				d.chans = make([]any, 0, len(d.r.Channels))
+			}
+			d.chanSlots = d.chanSlots[:len(d.r.Channels)]
 			d.chans = d.chans[:0]
-			for _, c := range d.r.Channels {
-				d.chans = append(d.chans, c)
+			for i, c := range d.r.Channels {
+				d.chans = append(d.chans, box(&d.chanSlots[i], c))
 			}
 			d.chansOK = true
 		}
-		return d.chans, true
+		return boxSlice(&d.chansSlot, d.chans), true
 	case "updatedAt":
 		if d.r.UpdatedAt == 0 {
 			return d.docField(field)
@@ -83,22 +107,21 @@ func (d *rowDoc) Get(field string) (any, bool) {
 
 const isoMillis = "2006-01-02T15:04:05.000Z"
 
-func str(s string) (any, bool) {
+func (d *rowDoc) str(slot int, s string) (any, bool) {
 	if s == "" {
 		return nil, false
 	}
-	return s, true
+	return box(&d.slots[slot], s), true
 }
 
+// docField reads a field the route does not have from the JSON document. A document that
+// is not well-formed JSON up to the field reads as lacking it.
 func (d *rowDoc) docField(field string) (any, bool) {
-	if !d.decoded {
-		d.decoded = true
-		// A document that does not decode matches nothing beyond its route: its other
-		// fields read as absent.
-		_ = json.Unmarshal(d.raw, &d.doc)
+	v, ok := topField(d.raw, field)
+	if !ok {
+		return nil, false
 	}
-	v, ok := d.doc[field]
-	return v, ok
+	return d.decodeValue(v)
 }
 
 // routeOnly says whether every field of fields is answered from the route.
