@@ -31,4 +31,3 @@ func Count(ctx context.Context, s Scanner, appID, channel string, lo, hi int, q 
 	}
 	return rows, matched, nil
 }
-
