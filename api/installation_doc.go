@@ -422,13 +422,3 @@ func newObjectID() string {
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
 	return hex.EncodeToString(b[:])
 }
-
-// parseTime reads an ISO timestamp written by FormatTime.
-func parseTime(v any) (time.Time, bool) {
-	s, ok := v.(string)
-	if !ok {
-		return time.Time{}, false
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	return t, err == nil
-}
