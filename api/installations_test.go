@@ -325,6 +325,11 @@ func TestInstallationsList(t *testing.T) {
 		}
 		return strings.Join(s, ",")
 	}
+	// Route fields derive from the document: valid:false ⇒ Invalid, channels, ids, updatedAt.
+	inst, err := e.st.GetInstallation(context.Background(), e.app.ID, ids[3])
+	if err != nil || !inst.Invalid || fmt.Sprint(inst.Channels) != "[odd]" || inst.InstallationID != "i03" || inst.DeviceType != "android" || inst.UpdatedAt != inst.CreatedAt {
+		t.Fatalf("route of the stored installation: %+v %v", inst.Route, err)
+	}
 	_, all := list(url.Values{})
 	if len(all) != 12 {
 		t.Fatalf("all: %d", len(all))
