@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/pushd/pushd/internal/waitfor"
 	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/query"
 	"github.com/pushd/pushd/queue"
 	"github.com/pushd/pushd/queue/embedded"
 	"github.com/pushd/pushd/store/pebble"
@@ -79,7 +81,56 @@ func (e *env) createApp(buckets int, mod func(*push.AppSettings)) {
 // a custom field "age" = i%100; updated now, except every 89th (inactive); every 97th is
 // invalid.
 func testInst(i int, now time.Time) push.Installation {
-	r := push.Route{ObjectID: fmt.Sprintf("o%07d", i), UpdatedAt: now.UnixMilli()}
+	r, kvs := testFields(i, now)
+	doc := make([]byte, 0, 320)
+	doc = append(doc, '{')
+	for j, kv := range kvs {
+		if j > 0 {
+			doc = append(doc, ',')
+		}
+		doc = strconv.AppendQuote(doc, kv.k)
+		doc = append(doc, ':')
+		switch v := kv.v.(type) {
+		case string:
+			doc = strconv.AppendQuote(doc, v)
+		case float64:
+			doc = strconv.AppendFloat(doc, v, 'g', -1, 64)
+		case bool:
+			doc = strconv.AppendBool(doc, v)
+		case []any:
+			doc = append(doc, '[')
+			for k, c := range v {
+				if k > 0 {
+					doc = append(doc, ',')
+				}
+				doc = strconv.AppendQuote(doc, c.(string))
+			}
+			doc = append(doc, ']')
+		}
+	}
+	doc = append(doc, '}')
+	return push.Installation{Route: r, CreatedAt: now.UnixMilli(), Doc: doc}
+}
+
+// testDoc is what decoding testInst(i, now).Doc gives, built directly (decoding 100,000
+// documents under -race costs seconds); TestFanoutTestDocIsTheDecodedDoc checks they agree.
+func testDoc(i int, now time.Time) (push.Route, query.MapDoc) {
+	r, kvs := testFields(i, now)
+	m := make(query.MapDoc, len(kvs))
+	for _, kv := range kvs {
+		m[kv.k] = kv.v
+	}
+	return r, m
+}
+
+type testKV struct {
+	k string
+	v any
+}
+
+func testFields(i int, now time.Time) (push.Route, []testKV) {
+	oid := "o" + fmt.Sprintf("%07d", i)
+	r := push.Route{ObjectID: oid, UpdatedAt: now.UnixMilli()}
 	switch {
 	case i%2 == 0:
 		r.DeviceType = push.DeviceIOS
@@ -87,12 +138,12 @@ func testInst(i int, now time.Time) push.Installation {
 		r.APNsTopic = "com.example.app"
 	case i%8 == 1:
 		r.DeviceType = push.DeviceAndroid
-		r.InstallationID = fmt.Sprintf("iid-%d", i)
-		r.RegistrationID = fmt.Sprintf("reg-%d", i)
+		r.InstallationID = "iid-" + strconv.Itoa(i)
+		r.RegistrationID = "reg-" + strconv.Itoa(i)
 		r.Vendor = "mi"
 	default:
 		r.DeviceType = push.DeviceAndroid
-		r.InstallationID = fmt.Sprintf("iid-%d", i)
+		r.InstallationID = "iid-" + strconv.Itoa(i)
 	}
 	if i%97 == 0 {
 		r.Invalid = true // valid: false
@@ -106,29 +157,29 @@ func testInst(i int, now time.Time) push.Installation {
 	if i%5 == 0 {
 		r.Channels = append(r.Channels, "sports")
 	}
-	doc := map[string]any{
-		"objectId": r.ObjectID, "deviceType": r.DeviceType, "age": i % 100,
-		"createdAt": now.UTC().Format(isoMillis), "updatedAt": time.UnixMilli(r.UpdatedAt).UTC().Format(isoMillis),
-	}
+	kvs := make([]testKV, 0, 12)
+	kvs = append(kvs, testKV{"objectId", r.ObjectID}, testKV{"deviceType", r.DeviceType}, testKV{"age", float64(i % 100)},
+		testKV{"createdAt", now.UTC().Format(isoMillis)}, testKV{"updatedAt", time.UnixMilli(r.UpdatedAt).UTC().Format(isoMillis)})
 	if r.Invalid {
-		doc["valid"] = false
+		kvs = append(kvs, testKV{"valid", false})
 	}
 	if r.DeviceToken != "" {
-		doc["deviceToken"] = r.DeviceToken
-		doc["apnsTopic"] = r.APNsTopic
+		kvs = append(kvs, testKV{"deviceToken", r.DeviceToken}, testKV{"apnsTopic", r.APNsTopic})
 	}
 	if r.InstallationID != "" {
-		doc["installationId"] = r.InstallationID
+		kvs = append(kvs, testKV{"installationId", r.InstallationID})
 	}
 	if r.RegistrationID != "" {
-		doc["registrationId"] = r.RegistrationID
-		doc["vendor"] = r.Vendor
+		kvs = append(kvs, testKV{"registrationId", r.RegistrationID}, testKV{"vendor", r.Vendor})
 	}
 	if len(r.Channels) > 0 {
-		doc["channels"] = r.Channels
+		chans := make([]any, len(r.Channels))
+		for j, c := range r.Channels {
+			chans[j] = c
+		}
+		kvs = append(kvs, testKV{"channels", chans})
 	}
-	raw, _ := json.Marshal(doc)
-	return push.Installation{Route: r, CreatedAt: now.UnixMilli(), Doc: raw}
+	return r, kvs
 }
 
 func (e *env) seed(buckets, n int) {

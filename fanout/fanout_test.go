@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,8 +16,8 @@ import (
 	"github.com/pushd/pushd/query"
 )
 
-// expected evaluates where over the first n test installations the slow, obvious way (full
-// JSON decode) and returns the targets' delivery channels by object id.
+// expected evaluates where over the first n test installations the slow, obvious way (the
+// whole document as decoded JSON) and returns the targets' delivery channels by object id.
 func expected(t testing.TB, n int, where string) map[string]string {
 	t.Helper()
 	q, err := query.Parse(json.RawMessage(where))
@@ -26,19 +27,28 @@ func expected(t testing.TB, n int, where string) map[string]string {
 	now := time.Now()
 	out := make(map[string]string)
 	for i := 0; i < n; i++ {
-		inst := testInst(i, now)
-		if inst.Invalid || inst.UpdatedAt < now.Add(-push.InactiveAfter).UnixMilli() {
+		r, doc := testDoc(i, now)
+		if r.Invalid || r.UpdatedAt < now.Add(-push.InactiveAfter).UnixMilli() {
 			continue
 		}
-		var m map[string]any
-		if err := json.Unmarshal(inst.Doc, &m); err != nil {
-			t.Fatal(err)
-		}
-		if q.Match(query.MapDoc(m)) {
-			out[inst.ObjectID] = inst.DeliveryChannel(push.EditionChina)
+		if q.Match(doc) {
+			out[r.ObjectID] = r.DeliveryChannel(push.EditionChina)
 		}
 	}
 	return out
+}
+
+func TestFanoutTestDocIsTheDecodedDoc(t *testing.T) {
+	now := time.Now()
+	for i := range 1000 {
+		var m map[string]any
+		if err := json.Unmarshal(testInst(i, now).Doc, &m); err != nil {
+			t.Fatal(err)
+		}
+		if _, d := testDoc(i, now); !reflect.DeepEqual(query.MapDoc(m), d) {
+			t.Fatalf("installation %d: document %v, testDoc %v", i, m, d)
+		}
+	}
 }
 
 func countsOf(want map[string]string) push.Counts {
