@@ -4,8 +4,9 @@
 // the installation and admin handlers, the ops endpoints (/metrics, /healthz, /readyz) and
 // the inactivity sweeper service.
 //
-// Other handler files of this package (push, notifications, scheduled pushes) add their
-// routes with Server.Register. Handlers receive a *Call that is valid only during the
+// Other handlers (api/pushapi: push, notifications, scheduled pushes) add their routes with
+// Server.Register before Run; they get the authenticated app in Call and answer with
+// WriteJSON or by returning a *push.Error. Handlers receive a *Call that is valid only during the
 // request; nothing derived from *fasthttp.RequestCtx outlives its handler.
 //
 // Concurrency: a Server serves many requests at once. Writes to one installation (by
