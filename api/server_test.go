@@ -3,8 +3,8 @@ package api
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
