@@ -12,8 +12,8 @@ STATICCHECK_VERSION := $(shell cat .staticcheck-version)
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
 
-run: ## run pushd with every role on ./data (dev mode: console logs, a dev app with printed keys)
-	$(GO) run ./cmd/pushd serve --dev
+run: ## run pushd with every role on ./data (dev mode: console logs, a dev app with printed keys, in-process APNs/FCM simulators)
+	$(GO) run ./cmd/pushd serve --dev --sim
 
 test: ## go vet and every test with the race detector
 	$(GO) vet ./...

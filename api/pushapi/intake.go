@@ -258,3 +258,34 @@ func writeAccepted(ctx *fasthttp.RequestCtx, objectID string, createdAt time.Tim
 	}{objectID, api.FormatTime(createdAt)})
 	api.WriteJSON(ctx, fasthttp.StatusOK, b)
 }
+
+// ParseHybridCredentials checks a vendor's credentials as uploaded: a JSON object of named
+// configurations (`_default` and any deviceProfile names), each a non-empty object.
+func ParseHybridCredentials(raw []byte) error {
+	var profiles map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &profiles); err != nil || profiles == nil {
+		return errors.New("hybrid push credentials must be a JSON object of named configurations, e.g. {\"_default\": {...}}")
+	}
+	for name, cfg := range profiles {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(cfg, &obj) != nil || len(obj) == 0 {
+			return fmt.Errorf("hybrid push configuration %q must be a non-empty JSON object", name)
+		}
+		if name != push.DefaultProfile && !validProfileName(name) {
+			return fmt.Errorf("hybrid push configuration name %q must start with a letter and hold only letters, digits and underscores", name)
+		}
+	}
+	return nil
+}
+
+func validProfileName(s string) bool {
+	for i, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		case i > 0 && (r >= '0' && r <= '9' || r == '_'):
+		default:
+			return false
+		}
+	}
+	return s != ""
+}

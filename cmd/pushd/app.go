@@ -110,3 +110,21 @@ func ensureDevApp(ctx context.Context, st store.Store, data string, stdout io.Wr
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// devApp reads the dev app named by <data>/dev-app.json.
+func devApp(ctx context.Context, st store.Store, data string) (push.App, error) {
+	jsonPath := filepath.Join(data, "dev-app.json")
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		return push.App{}, fmt.Errorf("cannot read the dev app's keys: %w", err)
+	}
+	var keys appKeys
+	if err := json.Unmarshal(b, &keys); err != nil {
+		return push.App{}, fmt.Errorf("cannot parse %s: %w", jsonPath, err)
+	}
+	app, err := st.GetApp(ctx, keys.AppID)
+	if err != nil {
+		return push.App{}, fmt.Errorf("cannot read the dev app %s: %w", keys.AppID, err)
+	}
+	return app, nil
+}

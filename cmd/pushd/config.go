@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pushd/pushd/fanout"
+	"github.com/pushd/pushd/store/cassandra"
 )
 
 // serveConfig is everything `pushd serve` reads. Each flag has a PUSHD_* environment
@@ -25,6 +28,24 @@ type serveConfig struct {
 	PublicURL  string
 	DrainDelay time.Duration
 	SweepEvery time.Duration
+
+	// Cluster engines.
+	KafkaBrokers []string
+	Cassandra    cassandra.Config
+
+	// Fan-out tuning.
+	Planner fanout.PlannerConfig
+	Worker  fanout.WorkerConfig
+
+	// Gateways: endpoint overrides and extra trusted roots (simulators, staging).
+	APNsEndpoint string
+	FCMEndpoint  string
+	FCMTokenURL  string
+	GatewayCA    string
+	// Sim runs the APNs and FCM simulators in-process and points the dev app at them.
+	Sim         bool
+	SimAPNsAddr string
+	SimFCMAddr  string
 }
 
 var (
@@ -73,6 +94,23 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	fs.StringVar(&c.PublicURL, "public-url", envOr("PUSHD_PUBLIC_URL", ""), "base URL of Location headers, e.g. https://push.example.com; default http://<Host> (PUSHD_PUBLIC_URL)")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", envDuration("PUSHD_DRAIN_DELAY", 0), "on stop, keep serving this long with readiness false before closing the listener (PUSHD_DRAIN_DELAY)")
 	fs.DurationVar(&c.SweepEvery, "sweep-every", envDuration("PUSHD_SWEEP_EVERY", time.Hour), "interval of the inactive-installation sweeper (PUSHD_SWEEP_EVERY)")
+	var brokers string
+	fs.StringVar(&brokers, "kafka-brokers", envOr("PUSHD_KAFKA_BROKERS", ""), "Kafka seed brokers host:port, comma separated, for --log kafka (PUSHD_KAFKA_BROKERS)")
+	c.Cassandra.RegisterFlags(fs, "cassandra-")
+	if v := os.Getenv("PUSHD_CASSANDRA_HOSTS"); v != "" {
+		c.Cassandra.Hosts = strings.Split(v, ",")
+	}
+	c.Planner = fanout.DefaultPlannerConfig()
+	c.Planner.RegisterFlags(fs, "fanout-")
+	c.Worker = fanout.DefaultWorkerConfig()
+	c.Worker.RegisterFlags(fs, "fanout-")
+	fs.StringVar(&c.APNsEndpoint, "apns-endpoint", envOr("PUSHD_APNS_ENDPOINT", ""), "APNs base URL for both environments instead of Apple's (PUSHD_APNS_ENDPOINT)")
+	fs.StringVar(&c.FCMEndpoint, "fcm-endpoint", envOr("PUSHD_FCM_ENDPOINT", ""), "FCM base URL instead of Google's (PUSHD_FCM_ENDPOINT)")
+	fs.StringVar(&c.FCMTokenURL, "fcm-token-url", envOr("PUSHD_FCM_TOKEN_URL", ""), "OAuth2 token URL for every FCM service account instead of its token_uri (PUSHD_FCM_TOKEN_URL)")
+	fs.StringVar(&c.GatewayCA, "gateway-ca", envOr("PUSHD_GATEWAY_CA", ""), "PEM file of extra roots trusted for gateway TLS (PUSHD_GATEWAY_CA)")
+	fs.BoolVar(&c.Sim, "sim", envBool("PUSHD_SIM", false), "run the APNs and FCM simulators in-process and point the dev app at them; needs --dev (PUSHD_SIM)")
+	fs.StringVar(&c.SimAPNsAddr, "sim-apns-addr", envOr("PUSHD_SIM_APNS_ADDR", "127.0.0.1:2197"), "listen address of the in-process APNs simulator (PUSHD_SIM_APNS_ADDR)")
+	fs.StringVar(&c.SimFCMAddr, "sim-fcm-addr", envOr("PUSHD_SIM_FCM_ADDR", "127.0.0.1:2198"), "listen address of the in-process FCM simulator (PUSHD_SIM_FCM_ADDR)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -103,6 +141,31 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	}
 	if c.Data == "" {
 		return nil, fmt.Errorf("--data must not be empty")
+	}
+	for _, b := range strings.Split(brokers, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			c.KafkaBrokers = append(c.KafkaBrokers, b)
+		}
+	}
+	if c.Log == "kafka" && len(c.KafkaBrokers) == 0 {
+		return nil, fmt.Errorf("--log kafka needs --kafka-brokers (or PUSHD_KAFKA_BROKERS)")
+	}
+	if c.Store == "cassandra" {
+		if err := c.Cassandra.Validate(); err != nil {
+			return nil, fmt.Errorf("--store cassandra: %w (set --cassandra-hosts or PUSHD_CASSANDRA_HOSTS)", err)
+		}
+	}
+	if err := c.Planner.Validate(); err != nil {
+		return nil, err
+	}
+	if err := c.Worker.Validate(); err != nil {
+		return nil, err
+	}
+	if c.Sim && !c.Dev {
+		return nil, fmt.Errorf("--sim needs --dev: the simulators are wired to the dev app")
+	}
+	if c.Sim && (c.APNsEndpoint != "" || c.FCMEndpoint != "") {
+		return nil, fmt.Errorf("--sim sets the gateway endpoints itself: drop --apns-endpoint/--fcm-endpoint")
 	}
 	return c, nil
 }

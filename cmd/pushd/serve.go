@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"github.com/pushd/pushd/api"
 	"github.com/pushd/pushd/internal/service"
 	"github.com/pushd/pushd/internal/telemetry"
+	"github.com/pushd/pushd/queue"
 	"github.com/pushd/pushd/store"
 	"github.com/pushd/pushd/store/pebble"
 )
@@ -29,8 +29,10 @@ type parts struct {
 	store store.Store
 	// pebble is the embedded store when --store pebble (queue/embedded shares its DB).
 	pebble *pebble.Store
-	// credentialValidators are filled by the sender packages' wiring (later issues).
-	credentialValidators map[string]api.CredentialValidator
+	// queue is the durable log (embedded or Kafka).
+	queue queue.Log
+	// sims are the in-process gateway simulators of --sim, else nil.
+	sims *sims
 }
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks *testHooks) error {
@@ -45,10 +47,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks *
 		return err
 	}
 	defer func() { _ = log.Sync() }()
-	p := &parts{cfg: cfg, log: log, reg: telemetry.NewRegistry(true), credentialValidators: map[string]api.CredentialValidator{}}
+	p := &parts{cfg: cfg, log: log, reg: telemetry.NewRegistry(true)}
 
 	var g service.Group
-	if err := openStore(p, &g); err != nil {
+	if err := openStore(ctx, p, &g); err != nil {
 		return err
 	}
 	// From here on the group owns closing the store: every error path runs the group.
@@ -58,9 +60,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks *
 			return err
 		}
 	}
-	if err := openLog(p, &g); err != nil {
+	if err := openQueue(ctx, p, &g); err != nil {
 		_ = p.store.Close()
 		return err
+	}
+	if cfg.Sim {
+		if err := startSims(ctx, p, &g, stdout); err != nil {
+			_ = p.queue.Close()
+			_ = p.store.Close()
+			return err
+		}
 	}
 	for _, role := range []struct {
 		name string
@@ -93,7 +102,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks *
 // openStore opens the configured store and adds a service that closes it on stop (added
 // first, so it stops last) and, for the embedded store, the inactivity sweeper (Cassandra
 // expires installations by TTL instead).
-func openStore(p *parts, g *service.Group) error {
+func openStore(ctx context.Context, p *parts, g *service.Group) error {
 	switch p.cfg.Store {
 	case "pebble":
 		st, err := pebble.Open(storeDir(p.cfg.Data), pebble.Options{Logger: p.log.Named("pebble")})
@@ -102,8 +111,9 @@ func openStore(p *parts, g *service.Group) error {
 		}
 		p.store, p.pebble = st, st
 	case "cassandra":
-		// Wiring point for store/cassandra (a later issue).
-		return errors.New("store cassandra is not available in this build yet; use --store pebble")
+		if err := openCassandra(ctx, p); err != nil {
+			return err
+		}
 	}
 	st := p.store
 	g.Add("store", service.Func(func(ctx context.Context) error {
@@ -117,33 +127,6 @@ func openStore(p *parts, g *service.Group) error {
 		set := p.reg.Add(metrics.NewSet())
 		g.Add("sweeper", api.NewSweeper(api.SweeperConfig{Interval: p.cfg.SweepEvery}, p.pebble, p.log, set))
 	}
-	return nil
-}
-
-// openLog opens the durable log. Wiring point for queue/embedded (over p.pebble.DB()) and
-// queue/kafka; the api role appends push jobs to it once the push handlers land.
-func openLog(p *parts, _ *service.Group) error {
-	switch p.cfg.Log {
-	case "embedded":
-		if p.pebble == nil {
-			return errors.New("the embedded log needs --store pebble")
-		}
-		return nil
-	case "kafka":
-		return errors.New("log kafka is not available in this build yet; use --log embedded")
-	}
-	return nil
-}
-
-// addScheduler wires the scheduler role (fires due scheduled pushes). Filled by a later issue.
-func addScheduler(p *parts, _ *service.Group, _ *testHooks) error {
-	p.log.Info("role scheduler is not implemented in this build yet; it runs nothing")
-	return nil
-}
-
-// addFanout wires the fanout role (planner and workers). Filled by a later issue.
-func addFanout(p *parts, _ *service.Group, _ *testHooks) error {
-	p.log.Info("role fanout is not implemented in this build yet; it runs nothing")
 	return nil
 }
 
@@ -167,11 +150,12 @@ func addAPI(p *parts, g *service.Group, hooks *testHooks) error {
 		Logger:               p.log,
 		Metrics:              set,
 		WriteMetrics:         p.reg.WritePrometheus,
-		CredentialValidators: p.credentialValidators,
+		CredentialValidators: credentialValidators(),
 	})
 	if err != nil {
 		return err
 	}
+	registerPush(p, srv, set)
 	if p.cfg.AdminToken == "" {
 		p.log.Info("admin API disabled: set PUSHD_ADMIN_TOKEN to enable /admin/")
 	}

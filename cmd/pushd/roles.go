@@ -1,0 +1,288 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/pushd/pushd/api"
+	"github.com/pushd/pushd/api/limit"
+	"github.com/pushd/pushd/api/pushapi"
+	"github.com/pushd/pushd/fanout"
+	"github.com/pushd/pushd/internal/service"
+	"github.com/pushd/pushd/loadtest/sim"
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/queue"
+	"github.com/pushd/pushd/queue/embedded"
+	"github.com/pushd/pushd/queue/kafka"
+	"github.com/pushd/pushd/scheduler"
+	"github.com/pushd/pushd/sender"
+	"github.com/pushd/pushd/sender/apns"
+	"github.com/pushd/pushd/sender/fcm"
+	"github.com/pushd/pushd/store"
+	"github.com/pushd/pushd/store/cassandra"
+)
+
+// Checks that the implementations fit what their consumers declare.
+var (
+	_ fanout.Sender = (*sender.Dispatcher)(nil)
+	_ fanout.Log    = queue.Log(nil)
+	_ pushapi.Store = store.Store(nil)
+)
+
+// openCassandra opens the cluster store and makes sure its tables exist.
+func openCassandra(ctx context.Context, p *parts) error {
+	st, err := cassandra.Open(p.cfg.Cassandra)
+	if err != nil {
+		return fmt.Errorf("cannot open store: %w", err)
+	}
+	if err := st.EnsureTables(ctx); err != nil {
+		_ = st.Close()
+		return fmt.Errorf("cannot create the Cassandra tables: %w", err)
+	}
+	p.store = st
+	return nil
+}
+
+// openQueue opens the durable log and adds a service that closes it on stop, after every
+// role that appends or consumes has stopped.
+func openQueue(ctx context.Context, p *parts, g *service.Group) error {
+	var lg queue.Log
+	switch p.cfg.Log {
+	case "embedded":
+		if p.pebble == nil {
+			return errors.New("the embedded log needs --store pebble")
+		}
+		l, err := embedded.Open(p.pebble.DB(), embedded.Options{Logger: p.log.Named("log")})
+		if err != nil {
+			return fmt.Errorf("cannot open the embedded log: %w", err)
+		}
+		lg = l
+	case "kafka":
+		cfg := kafka.Config{Brokers: p.cfg.KafkaBrokers, Logger: p.log.Named("kafka")}
+		if err := kafka.EnsureTopics(ctx, cfg); err != nil {
+			return fmt.Errorf("cannot create the Kafka topics: %w", err)
+		}
+		l, err := kafka.New(cfg)
+		if err != nil {
+			return fmt.Errorf("cannot open the Kafka log: %w", err)
+		}
+		lg = l
+	}
+	p.queue = lg
+	g.Add("log", service.Func(func(ctx context.Context) error {
+		<-ctx.Done()
+		if err := lg.Close(); err != nil {
+			return fmt.Errorf("cannot close the log: %w", err)
+		}
+		return nil
+	}))
+	return nil
+}
+
+// addScheduler wires the scheduler role: it fires due scheduled pushes into push.jobs.
+func addScheduler(p *parts, g *service.Group, _ *testHooks) error {
+	set := p.reg.Add(metrics.NewSet())
+	g.Add("scheduler", scheduler.New(scheduler.Config{}, p.store, p.queue, p.log, set, nil))
+	return nil
+}
+
+// addFanout wires the fanout role: the sender pools, then the planner and the workers (so
+// that on stop the workers finish their batches before the pools close).
+func addFanout(p *parts, g *service.Group, _ *testHooks) error {
+	d, err := dispatcher(p)
+	if err != nil {
+		return err
+	}
+	g.Add("sender", d)
+	set := p.reg.Add(metrics.NewSet())
+	pl, err := fanout.NewPlanner(p.cfg.Planner, p.store, p.queue, p.log, set)
+	if err != nil {
+		return err
+	}
+	g.Add("planner", pl)
+	w, err := fanout.NewWorker(p.cfg.Worker, p.store, p.queue, d, p.log, set)
+	if err != nil {
+		return err
+	}
+	g.Add("worker", w)
+	return nil
+}
+
+// dispatcher builds the sender pools with the gateway endpoints and trust of the config
+// (or of the in-process simulators).
+func dispatcher(p *parts) (*sender.Dispatcher, error) {
+	cfg := sender.Config{}
+	tlsCfg, err := gatewayTLS(p.cfg.GatewayCA)
+	if err != nil {
+		return nil, err
+	}
+	cfg.APNs.TLS, cfg.FCM.TLS = tlsCfg, tlsCfg
+	cfg.APNs.ProdEndpoint, cfg.APNs.DevEndpoint = p.cfg.APNsEndpoint, p.cfg.APNsEndpoint
+	cfg.FCM.Endpoint, cfg.FCM.TokenURL = p.cfg.FCMEndpoint, p.cfg.FCMTokenURL
+	if p.sims != nil {
+		cfg.APNs.TLS = p.sims.apns.ClientTLS()
+		cfg.FCM.TLS = p.sims.fcm.ClientTLS()
+		cfg.APNs.ProdEndpoint, cfg.APNs.DevEndpoint = p.sims.apns.URL(), p.sims.apns.URL()
+		cfg.FCM.Endpoint, cfg.FCM.TokenURL = p.sims.fcm.URL(), p.sims.fcm.TokenURL()
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	set := p.reg.Add(metrics.NewSet())
+	return sender.New(cfg, p.store, invalidator{p.store}, p.log, set), nil
+}
+
+// gatewayTLS is the system roots plus the PEM file's, or nil (system roots) without a file.
+func gatewayTLS(caFile string) (*tls.Config, error) {
+	if caFile == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read --gateway-ca: %w", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--gateway-ca %s holds no PEM certificate", caFile)
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
+
+// invalidator deletes the installation whose token a gateway reported dead: the spec's "the
+// token is marked invalid, and all later messages to it are dropped".
+type invalidator struct{ st store.Store }
+
+func (v invalidator) InvalidateToken(ctx context.Context, appID, objectID, deviceID string) error {
+	app, err := v.st.GetApp(ctx, appID)
+	if err != nil {
+		return fmt.Errorf("cannot read app %s: %w", appID, err)
+	}
+	if objectID == "" {
+		// A listed device id: find its installation, if it has one.
+		for _, kind := range []push.IDKind{push.KindToken, push.KindRegID} {
+			oid, err := v.st.LookupDevice(ctx, appID, kind, deviceID)
+			if err == nil {
+				objectID = oid
+				break
+			}
+			if !errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("cannot look up a dead token of app %s: %w", appID, err)
+			}
+		}
+		if objectID == "" {
+			return nil
+		}
+	}
+	err = v.st.DeleteInstallation(ctx, appID, app.Settings.Buckets, objectID)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("cannot delete installation %s of app %s: %w", objectID, appID, err)
+	}
+	return nil
+}
+
+// credentialValidators check gateway credential uploads of the admin API, by kind.
+func credentialValidators() map[string]api.CredentialValidator {
+	check := func(parse func([]byte) error) api.CredentialValidator {
+		return func(_ context.Context, _ string, raw []byte) ([]byte, error) {
+			if err := parse(raw); err != nil {
+				return nil, err
+			}
+			return raw, nil
+		}
+	}
+	v := map[string]api.CredentialValidator{
+		"apns": check(apns.ParseCredentials),
+		"fcm":  check(fcm.ParseCredentials),
+	}
+	for _, vendor := range []string{push.ChannelMi, push.ChannelHMS, push.ChannelMz, push.ChannelVivo, push.ChannelOppo} {
+		v[vendor] = check(pushapi.ParseHybridCredentials)
+	}
+	return v
+}
+
+// registerPush adds the push endpoints to the API server.
+func registerPush(p *parts, srv *api.Server, set *metrics.Set) {
+	pushapi.New(pushapi.Deps{
+		Store:   p.store,
+		Log:     p.queue,
+		Limiter: limit.New(nil, set),
+		Logger:  p.log,
+		Metrics: set,
+	}).Register(srv)
+}
+
+// sims are the in-process gateway simulators of --sim.
+type sims struct {
+	apns *sim.APNs
+	fcm  *sim.FCM
+}
+
+// Names the dev app's simulated credentials use.
+const (
+	simKeyID   = "DEVKEY0001"
+	simTeamID  = "DEVTEAM001"
+	simTopic   = "com.example.pushd"
+	simProject = "pushd-dev"
+)
+
+// startSims starts the simulators, gives the dev app credentials they trust (new keys each
+// start: the simulators keep nothing), and adds a service that stops them.
+func startSims(ctx context.Context, p *parts, g *service.Group, stdout io.Writer) error {
+	a, err := sim.NewAPNs(sim.APNsConfig{Addr: p.cfg.SimAPNsAddr})
+	if err != nil {
+		return fmt.Errorf("cannot start the APNs simulator on %s: %w", p.cfg.SimAPNsAddr, err)
+	}
+	f, err := sim.NewFCM(sim.FCMConfig{Addr: p.cfg.SimFCMAddr})
+	if err != nil {
+		_ = a.Close()
+		return fmt.Errorf("cannot start the FCM simulator on %s: %w", p.cfg.SimFCMAddr, err)
+	}
+	p.sims = &sims{apns: a, fcm: f}
+	g.Add("simulators", service.Func(func(ctx context.Context) error {
+		<-ctx.Done()
+		return errors.Join(a.Close(), f.Close())
+	}))
+	p8, err := a.NewKey(simKeyID, simTeamID)
+	if err != nil {
+		return fmt.Errorf("cannot make a simulator APNs key: %w", err)
+	}
+	apnsCred, err := json.Marshal(apns.CredentialsJSON{
+		DefaultTopic: simTopic,
+		Teams:        []apns.TeamKey{{TeamID: simTeamID, KeyID: simKeyID, P8: string(p8)}},
+	})
+	if err != nil {
+		return fmt.Errorf("BUG: cannot encode simulator credentials: %w", err)
+	}
+	fcmCred, err := f.NewServiceAccount(simProject)
+	if err != nil {
+		return fmt.Errorf("cannot make a simulator FCM service account: %w", err)
+	}
+	app, err := devApp(ctx, p.store, p.cfg.Data)
+	if err != nil {
+		return err
+	}
+	if app.Credentials == nil {
+		app.Credentials = map[string]json.RawMessage{}
+	}
+	app.Credentials["apns"] = apnsCred
+	app.Credentials["fcm"] = fcmCred
+	app.UpdatedAt = time.Now().UTC()
+	if err := p.store.PutApp(ctx, app); err != nil {
+		return fmt.Errorf("cannot give the dev app simulator credentials: %w", err)
+	}
+	fmt.Fprintf(stdout, "gateway simulators: APNs %s (topic %s), FCM %s; delivered pushes: curl -sk %s/_stats\n",
+		a.URL(), simTopic, f.URL(), a.URL())
+	return nil
+}
