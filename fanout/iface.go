@@ -69,9 +69,10 @@ type Consumer interface {
 
 // Sender delivers a batch: it returns once res[i] holds the final result of ds[i]. A non-nil
 // error means the batch is not final (ctx ended, sender closed): the worker neither counts
-// nor checkpoints it, and the task is retried from its last checkpoint. The worker reuses the
-// ds and res slices (and the memory behind their strings is kept alive only by the strings
-// themselves) after Send returns. sender.Dispatcher implements it.
+// nor checkpoints it, and the task is retried from its last checkpoint. After a nil return
+// the worker reuses the ds and res slices for a later batch (after an error it never does);
+// the strings in ds are ordinary immutable strings a sender may keep. sender.Dispatcher
+// implements it.
 type Sender interface {
 	Send(ctx context.Context, ds []push.Delivery, res []push.Result) error
 }

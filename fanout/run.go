@@ -94,11 +94,13 @@ func (r *run) run(ctx context.Context) error {
 	for range full { //nolint:revive // drain so the scanner can finish
 	}
 	<-scanned
+	if err != nil {
+		// A sender that gave up on a batch (ctx ended, closed) may still hold pointers into
+		// its deliveries: leave this run's batches to the garbage collector.
+		return err
+	}
 	for _, b := range all {
 		r.w.pool.Put(b)
-	}
-	if err != nil {
-		return err
 	}
 	if scanErr != nil && !errors.Is(scanErr, context.Canceled) {
 		return scanErr
