@@ -44,7 +44,7 @@ type Config struct {
 	PollEvery       time.Duration // push record polling, default 50 ms
 	InvalidCohort   int           // installations of the invalid-token cohort; 0: Installations/10, at least 20
 	DeadFraction    float64       // share of the invalid cohort with dead tokens, default 0.2
-	DevicesPerType  int           // ids listed per device type in the devices scenario, default 1000
+	DevicesPerType  int           // ids listed per device type in the devices scenario, default 500
 	APNsKeyID       string        // default: from the one AuthKey_<id>.p8 in SimDir
 	APNsTeamID      string        // default SIMTEAM001 (pushsim's default)
 	Topic           string        // apnsTopic of iOS installations and the credential's default topic
@@ -70,7 +70,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, pushes, sims *string) {
 	fs.DurationVar(&c.Timeout, "timeout", 10*time.Minute, "bound on the whole run")
 	fs.IntVar(&c.InvalidCohort, "invalid-installations", 0, "installations of the invalid-token cohort (0: installations/10, at least 20)")
 	fs.Float64Var(&c.DeadFraction, "dead-fraction", 0.2, "share of the invalid-token cohort whose tokens the simulators answer as dead")
-	fs.IntVar(&c.DevicesPerType, "devices-per-type", 1000, "device ids listed per device type in the devices scenario (500 per call)")
+	fs.IntVar(&c.DevicesPerType, "devices-per-type", 500, "device ids listed per device type in the devices scenario (500 per call)")
 	fs.StringVar(&c.APNsKeyID, "apns-key-id", "", "key id of the .p8 pushsim wrote (default: from the AuthKey_<id>.p8 file name)")
 	fs.StringVar(&c.APNsTeamID, "apns-team-id", "SIMTEAM001", "team id pushsim registered the key for")
 	fs.StringVar(&c.Topic, "topic", "com.pushd.loadtest", "APNs topic (bundle id) of the iOS installations")
@@ -151,7 +151,7 @@ func (c *Config) withDefaults() Config {
 		out.DeadFraction = 0.2
 	}
 	if out.DevicesPerType <= 0 {
-		out.DevicesPerType = 1000
+		out.DevicesPerType = 500
 	}
 	if out.APNsTeamID == "" {
 		out.APNsTeamID = "SIMTEAM001"

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -314,20 +315,31 @@ func (r *run) scenario(ctx context.Context, idx int, s *Scenario) (*ScenarioRepo
 	sr := &ScenarioReport{Name: s.Name, ExpectedTargets: s.Expect.Targets()}
 	r.logf("scenario %s: %d calls, %d targets expected", s.Name, len(s.Requests), sr.ExpectedTargets)
 	start := time.Now()
+	// A call pushd refuses (4xx) fails the scenario but not the run: the accepted calls are
+	// still followed, so their deliveries are not counted in the next scenario.
+	refused := map[string]int{}
+	var refusedOrder []string
 	for i, req := range s.Requests {
-		body := make(map[string]any, len(req.Body)+1)
-		for k, v := range req.Body {
-			body[k] = v
-		}
+		body := maps.Clone(req.Body)
 		// A retried call is then the same push, never a second one.
 		body["req_id"] = fmt.Sprintf("%s%02d%03d", r.id[:8], idx, i)
 		var res struct {
 			ObjectID string `json:"objectId"`
 		}
 		if _, err := r.api.do(ctx, http.MethodPost, req.Path, authMaster, body, &res); err != nil {
-			return nil, fmt.Errorf("cannot start scenario %s: %w", s.Name, err)
+			if st := statusOf(err); st/100 != 4 || st == http.StatusTooManyRequests {
+				return nil, fmt.Errorf("cannot start scenario %s: %w", s.Name, err)
+			}
+			if refused[err.Error()] == 0 {
+				refusedOrder = append(refusedOrder, err.Error())
+			}
+			refused[err.Error()]++
+			continue
 		}
 		sr.Records = append(sr.Records, res.ObjectID)
+	}
+	for _, msg := range refusedOrder {
+		r.logf("  %s: %d of %d calls refused: %s", s.Name, refused[msg], len(s.Requests), msg)
 	}
 	recs, err := r.waitDone(ctx, s.Name, sr.Records, start)
 	sr.Seconds = time.Since(start).Seconds()
@@ -360,7 +372,10 @@ func (r *run) scenario(ctx context.Context, idx int, s *Scenario) (*ScenarioRepo
 	if err != nil {
 		return sr, err
 	}
-	sr.Problems = Verify(&s.Expect, rc, deltas)
+	for _, msg := range refusedOrder {
+		sr.Problems = append(sr.Problems, fmt.Sprintf("%d of %d push calls refused: %s", refused[msg], len(s.Requests), msg))
+	}
+	sr.Problems = append(sr.Problems, Verify(&s.Expect, rc, deltas)...)
 	sr.Problems = append(sr.Problems, r.checkGone(ctx, s.Gone)...)
 	sr.Verification = VerdictOK
 	if len(sr.Problems) > 0 {

@@ -1,7 +1,9 @@
 package driver
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 
 	"github.com/pushd/pushd/push"
 )
@@ -92,13 +94,21 @@ func BuildScenario(name string, p *Population, devicesPerType int) (Scenario, er
 			}
 			s.Expect.Alive[d.Token] = d.Gateway()
 		}
-		for _, c := range chunks(ios, maxDeviceIDs) {
-			s.Requests = append(s.Requests, Request{Path: "/1.1/push/devices", Body: map[string]any{
-				"device_type": push.DeviceIOS, "device_ids": c, "data": data(name)}})
-		}
-		for _, c := range chunks(android, maxDeviceIDs) {
-			s.Requests = append(s.Requests, Request{Path: "/1.1/push/devices", Body: map[string]any{
-				"device_type": push.DeviceAndroid, "vendor": push.ChannelFCM, "device_ids": c, "data": data(name)}})
+		iosBody := map[string]any{"device_type": push.DeviceIOS, "data": data(name)}
+		androidBody := map[string]any{"device_type": push.DeviceAndroid, "vendor": push.ChannelFCM, "data": data(name)}
+		for _, part := range []struct {
+			body map[string]any
+			ids  []string
+		}{{iosBody, ios}, {androidBody, android}} {
+			cs, err := chunks(part.body, part.ids)
+			if err != nil {
+				return s, err
+			}
+			for _, c := range cs {
+				b := maps.Clone(part.body)
+				b["device_ids"] = c
+				s.Requests = append(s.Requests, Request{Path: "/1.1/push/devices", Body: b})
+			}
 		}
 	case ScenarioInvalid, ScenarioInvalidAgain:
 		if len(p.Doomed) == 0 {
@@ -124,15 +134,35 @@ func BuildScenario(name string, p *Population, devicesPerType int) (Scenario, er
 	return s, nil
 }
 
-// maxDeviceIDs is the most device_ids one /1.1/push/devices call may list (spec limit).
-const maxDeviceIDs = 500
+// Limits of one push call (spec): at most maxDeviceIDs device_ids, and a body below maxBody
+// bytes. The body limit binds first: about 55 iOS tokens fit in one call.
+const (
+	maxDeviceIDs = 500
+	maxBody      = 4096
+	// reqIDRoom is what the driver's req_id adds to a body: `,"req_id":"` + 13 characters + `"`.
+	reqIDRoom = 32
+)
 
-func chunks(ids []string, n int) [][]string {
+// chunks splits ids into device_ids lists of at most maxDeviceIDs ids each, such that body
+// with one of them (and a req_id) stays below maxBody bytes.
+func chunks(body map[string]any, ids []string) ([][]string, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("BUG: cannot encode a push body: %w", err)
+	}
+	base := len(b) + len(`,"device_ids":[]`) + reqIDRoom
 	var out [][]string
 	for len(ids) > 0 {
-		k := min(n, len(ids))
+		size, k := base, 0
+		for k < len(ids) && k < maxDeviceIDs && size+len(ids[k])+3 < maxBody {
+			size += len(ids[k]) + 3 // quotes and comma; ids are plain ASCII
+			k++
+		}
+		if k == 0 {
+			return nil, fmt.Errorf("cannot fit device id %q in a push body below %d bytes", ids[0][:min(12, len(ids[0]))], maxBody)
+		}
 		out = append(out, ids[:k])
 		ids = ids[k:]
 	}
-	return out
+	return out, nil
 }

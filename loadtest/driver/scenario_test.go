@@ -1,6 +1,10 @@
 package driver
 
 import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strings"
 	"testing"
 
 	"github.com/pushd/pushd/push"
@@ -23,7 +27,8 @@ func TestDriverScenarioTargets(t *testing.T) {
 	}{
 		{name: ScenarioChannel, calls: 1, alive: 250, aliveIf: func(d *Device) bool { return d.Index%4 == 0 }},
 		{name: ScenarioWhere, calls: 1, alive: 300, aliveIf: func(d *Device) bool { return d.Index%10 < 3 }},
-		{name: ScenarioDevices, calls: 1 + 2, alive: 300 + 700}, // devicesPerType 800: 300 iOS (1 call), 700 Android (2 calls)
+		// devicesPerType 800: 300 iOS tokens (67 bytes each in JSON) in 6 calls; 700 FCM tokens (46) in 9.
+		{name: ScenarioDevices, calls: 6 + 9, alive: 300 + 700},
 		{name: ScenarioInvalid, calls: 1, alive: 150, dead: 50, gone: 50},
 		{name: ScenarioInvalidAgain, calls: 1, alive: 150},
 	}
@@ -45,9 +50,14 @@ func TestDriverScenarioTargets(t *testing.T) {
 					}
 				}
 			}
-			for _, r := range s.Requests {
+			for i, r := range s.Requests {
 				if ids, ok := r.Body["device_ids"].([]string); ok && (len(ids) == 0 || len(ids) > 500) {
 					t.Fatalf("a devices call lists %d ids", len(ids))
+				}
+				withReq := maps.Clone(r.Body)
+				withReq["req_id"] = fmt.Sprintf("%s%02d%03d", "0123abcd", 99, i)
+				if b, _ := json.Marshal(withReq); len(b) >= 4096 {
+					t.Fatalf("call %d has a body of %d bytes, want below 4096", i, len(b))
 				}
 			}
 			for tok, gw := range s.Expect.Alive {
@@ -71,5 +81,22 @@ func TestDriverScenarioInvalidNeedsCohort(t *testing.T) {
 	}
 	if _, err := BuildScenario("nope", p, 10); err == nil {
 		t.Fatal("unknown scenario built")
+	}
+}
+
+func TestDriverScenarioChunks(t *testing.T) {
+	ids := make([]string, 1200)
+	for i := range ids {
+		ids[i] = "x"
+	}
+	cs, err := chunks(map[string]any{"device_type": "android"}, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 3 || len(cs[0]) != 500 || len(cs[2]) != 200 {
+		t.Fatalf("short ids: got %d chunks, want 500+500+200", len(cs))
+	}
+	if _, err := chunks(map[string]any{}, []string{strings.Repeat("a", 5000)}); err == nil {
+		t.Fatal("an id longer than a body was chunked")
 	}
 }
