@@ -80,6 +80,16 @@ free_port() {
 	return 1
 }
 
+# cpu_seconds PID: user+system CPU seconds the process used so far ("?" without /proc).
+cpu_seconds() {
+	local stat
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || { echo "?"; return 0; }
+	stat=${stat##*) }
+	# shellcheck disable=SC2086
+	set -- $stat
+	awk -v u="${12}" -v s="${13}" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", (u + s) / hz }'
+}
+
 # has_flag HELP NAME: the help text lists -NAME or --NAME.
 has_flag() {
 	grep -Eq -- "(^|[[:space:],])--?$2([[:space:]=,]|$)" <<<"$1"
@@ -178,6 +188,7 @@ set +e
 	--sim-invalid-rate "$invalid_rate" --sim-seed "$seed" "$@"
 status=$?
 set -e
+log "CPU used: pushd $(cpu_seconds "$pushd_pid")s, pushsim $(cpu_seconds "$sim_pid")s (user+system, whole run)"
 if [ "$status" -ne 0 ]; then
 	tail_log "$work/pushd.log"
 fi

@@ -341,7 +341,7 @@ func (r *run) scenario(ctx context.Context, idx int, s *Scenario) (*ScenarioRepo
 	for _, msg := range refusedOrder {
 		r.logf("  %s: %d of %d calls refused: %s", s.Name, refused[msg], len(s.Requests), msg)
 	}
-	recs, err := r.waitDone(ctx, s.Name, sr.Records, start)
+	recs, err := r.waitDone(ctx, s.Name, sr.Records, sr.ExpectedTargets, start)
 	sr.Seconds = time.Since(start).Seconds()
 	if err != nil {
 		return nil, err
@@ -425,8 +425,9 @@ func (r *run) simDeltas(ctx context.Context, want int64) ([]SimDelta, error) {
 	return deltas, nil
 }
 
-// waitDone polls the records until each is done (or cancelled), printing progress.
-func (r *run) waitDone(ctx context.Context, name string, ids []string, start time.Time) ([]record, error) {
+// waitDone polls the records until each is done (or cancelled), printing progress against
+// the expected number of targets.
+func (r *run) waitDone(ctx context.Context, name string, ids []string, expected int, start time.Time) ([]record, error) {
 	recs := make([]record, len(ids))
 	poll := time.NewTicker(r.cfg.PollEvery)
 	defer poll.Stop()
@@ -459,8 +460,8 @@ func (r *run) waitDone(ctx context.Context, name string, ids []string, start tim
 					status = rec.Status
 				}
 			}
-			r.logf("  %s: %d/%d sent, %d failed, %d invalid (%s, %.1fs)", name, t.Sent, t.Targets, t.Failed, t.InvalidTokens,
-				status, time.Since(start).Seconds())
+			r.logf("  %s: %d/%d sent, %d failed, %d invalid; %d targets counted so far (%s, %.1fs)", name, t.Sent, expected,
+				t.Failed, t.InvalidTokens, t.Targets, status, time.Since(start).Seconds())
 		}
 		select {
 		case <-poll.C:
