@@ -111,11 +111,20 @@ func (s *Service) pushDevices(ctx *fasthttp.RequestCtx, c *api.Call) error {
 // checkHybridProfile refuses a hybrid push whose configuration does not exist: the named
 // device_profile, or _default when none is named. A vendor's credentials are a JSON object
 // keyed by profile name.
+//
+// FCM is the exception: its credential is one service account (the sender's shape), which is
+// the app's `_default` FCM configuration; no other profile exists.
 func checkHybridProfile(app *push.App, vendor, profile string) *push.Error {
 	if profile == "" {
 		profile = push.DefaultProfile
 	}
 	raw, ok := app.Credentials[vendor]
+	if vendor == push.ChannelFCM {
+		if ok && len(raw) > 2 && profile == push.DefaultProfile {
+			return nil
+		}
+		return push.Errorf(push.CodeValidation, "hybrid push configuration %q of vendor fcm is not configured for this app (upload a service account as its fcm credentials): the push is refused", profile)
+	}
 	var profiles map[string]json.RawMessage
 	if ok && json.Unmarshal(raw, &profiles) == nil {
 		if cfg, ok := profiles[profile]; ok && len(cfg) > 2 {

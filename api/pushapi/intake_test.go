@@ -151,8 +151,24 @@ func TestPushDevicesHybridNeedsDefaultProfile(t *testing.T) {
 	if r := e.do(configured, master, "POST", "/1.1/push/devices", named); r.status != 400 || !strings.Contains(string(r.body), "other") {
 		t.Fatalf("unknown named profile: %d %s, want refused", r.status, r.body)
 	}
+	// FCM's one configuration is its service account.
+	intl := e.newAppWith(func(a *push.App) {
+		a.Settings.Edition = push.EditionInternational
+		a.Credentials = map[string]json.RawMessage{"fcm": json.RawMessage(`{"type":"service_account"}`)}
+	})
+	fcmBody := `{"device_type":"android","vendor":"fcm","device_ids":["r1"],"data":{"alert":"x"}}`
+	if r := e.do(intl, master, "POST", "/1.1/push/devices", fcmBody); r.status != 200 {
+		t.Fatalf("fcm with a service account: %d %s", r.status, r.body)
+	}
+	bare := e.newApp(func(s *push.AppSettings) { s.Edition = push.EditionInternational })
+	if r := e.do(bare, master, "POST", "/1.1/push/devices", fcmBody); r.status != 400 || r.errCode(t) != 142 {
+		t.Fatalf("fcm without credentials: %d %s, want 400 code 142", r.status, r.body)
+	}
 	jobs := e.jobs()
-	if len(jobs) != 1 || jobs[0].Kind != push.JobDevices || jobs[0].Vendor != "mi" || len(jobs[0].DeviceIDs) != 2 {
+	if len(jobs) != 2 {
+		t.Fatalf("%d jobs, want the mi and the fcm pushes", len(jobs))
+	}
+	if jobs[0].Kind != push.JobDevices || jobs[0].Vendor != "mi" || len(jobs[0].DeviceIDs) != 2 {
 		t.Fatalf("jobs %+v, want the one configured devices push", jobs)
 	}
 }
