@@ -168,8 +168,15 @@ func TestPushDevicesHybridNeedsDefaultProfile(t *testing.T) {
 	if len(jobs) != 2 {
 		t.Fatalf("%d jobs, want the mi and the fcm pushes", len(jobs))
 	}
-	if jobs[0].Kind != push.JobDevices || jobs[0].Vendor != "mi" || len(jobs[0].DeviceIDs) != 2 {
-		t.Fatalf("jobs %+v, want the one configured devices push", jobs)
+	vendors := map[string]int{}
+	for _, j := range jobs {
+		if j.Kind != push.JobDevices {
+			t.Fatalf("job %+v is not a devices job", j)
+		}
+		vendors[j.Vendor] = len(j.DeviceIDs)
+	}
+	if vendors["mi"] != 2 || vendors["fcm"] != 1 {
+		t.Fatalf("jobs %+v, want the configured mi push (2 ids) and the fcm push (1 id)", jobs)
 	}
 }
 
