@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -51,6 +52,8 @@ func TestDriverEndToEnd(t *testing.T) {
 		"--installations", "500", "--concurrency", "32", "--devices-per-type", "120", "--report", report)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "PUSHD_BIN="+pushd, "TMPDIR="+tmp)
+	// On timeout, SIGTERM lets the script stop pushd and pushsim; SIGKILL would orphan them.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 30 * time.Second
 	out, err := cmd.CombinedOutput()
 	if err != nil {
