@@ -27,6 +27,7 @@ key_id=SIMKEY0001
 team_id=SIMTEAM001
 sim_pid=""
 pushd_pid=""
+driver_pid=""
 
 log() { echo "loadtest.sh: $*" >&2; }
 
@@ -49,6 +50,7 @@ stop_pid() {
 
 cleanup() {
 	local rc=$?
+	stop_pid "$driver_pid" loadtest
 	stop_pid "$pushd_pid" pushd
 	stop_pid "$sim_pid" pushsim
 	if [ "${LOADTEST_KEEP:-}" = 1 ] || [ "$rc" -ge 2 ]; then
@@ -181,13 +183,16 @@ if [ -z "$ready" ]; then
 fi
 log "pushd ready on 127.0.0.1:$port (data $work/data)"
 
-set +e
+# The driver runs in the background so that a SIGTERM to this script interrupts `wait` at
+# once and the EXIT trap stops the driver, pushd and pushsim.
 "$loadtest_bin" --pushd "http://127.0.0.1:$port" \
 	--sim-stats "apns=$apns_url,fcm=$fcm_url" --sim-dir "$work/sim" \
 	--apns-key-id "$key_id" --apns-team-id "$team_id" \
-	--sim-invalid-rate "$invalid_rate" --sim-seed "$seed" "$@"
-status=$?
-set -e
+	--sim-invalid-rate "$invalid_rate" --sim-seed "$seed" "$@" &
+driver_pid=$!
+status=0
+wait "$driver_pid" || status=$?
+driver_pid=""
 log "CPU used: pushd $(cpu_seconds "$pushd_pid")s, pushsim $(cpu_seconds "$sim_pid")s (user+system, whole run)"
 if [ "$status" -ne 0 ]; then
 	tail_log "$work/pushd.log"
