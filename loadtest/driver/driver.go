@@ -288,6 +288,9 @@ func (r *run) seed(ctx context.Context) error {
 	secs := time.Since(start).Seconds()
 	r.rep.Upserts = int(done.Load())
 	r.rep.UpsertSeconds, r.rep.UpsertsPerSecond = secs, rate(done.Load(), secs)
+	if err == nil && done.Load() != int64(len(devs)) {
+		err = fmt.Errorf("cannot seed installations: stopped after %d of %d: %w", done.Load(), len(devs), context.Cause(ctx))
+	}
 	if err != nil {
 		return err
 	}
