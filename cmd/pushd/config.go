@@ -46,6 +46,9 @@ type serveConfig struct {
 	Sim         bool
 	SimAPNsAddr string
 	SimFCMAddr  string
+
+	// OpsAddr serves the ops endpoints on nodes without the api role.
+	OpsAddr string
 }
 
 var (
@@ -97,9 +100,6 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	var brokers string
 	fs.StringVar(&brokers, "kafka-brokers", envOr("PUSHD_KAFKA_BROKERS", ""), "Kafka seed brokers host:port, comma separated, for --log kafka (PUSHD_KAFKA_BROKERS)")
 	c.Cassandra.RegisterFlags(fs, "cassandra-")
-	if v := os.Getenv("PUSHD_CASSANDRA_HOSTS"); v != "" {
-		c.Cassandra.Hosts = strings.Split(v, ",")
-	}
 	c.Planner = fanout.DefaultPlannerConfig()
 	c.Planner.RegisterFlags(fs, "fanout-")
 	c.Worker = fanout.DefaultWorkerConfig()
@@ -111,7 +111,11 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	fs.BoolVar(&c.Sim, "sim", envBool("PUSHD_SIM", false), "run the APNs and FCM simulators in-process and point the dev app at them; needs --dev (PUSHD_SIM)")
 	fs.StringVar(&c.SimAPNsAddr, "sim-apns-addr", envOr("PUSHD_SIM_APNS_ADDR", "127.0.0.1:2197"), "listen address of the in-process APNs simulator (PUSHD_SIM_APNS_ADDR)")
 	fs.StringVar(&c.SimFCMAddr, "sim-fcm-addr", envOr("PUSHD_SIM_FCM_ADDR", "127.0.0.1:2198"), "listen address of the in-process FCM simulator (PUSHD_SIM_FCM_ADDR)")
+	fs.StringVar(&c.OpsAddr, "ops-addr", envOr("PUSHD_OPS_ADDR", ""), "listen address of /metrics, /healthz and /readyz for nodes without the api role (PUSHD_OPS_ADDR)")
 	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if err := applyEnv(fs); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -168,6 +172,32 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 		return nil, fmt.Errorf("--sim sets the gateway endpoints itself: drop --apns-endpoint/--fcm-endpoint")
 	}
 	return c, nil
+}
+
+// applyEnv gives every flag that is not on the command line the value of its environment
+// variable, PUSHD_ and the flag name upper-cased with '-' as '_' (--fanout-batch-size is
+// PUSHD_FANOUT_BATCH_SIZE). A value that does not parse is an error, not a silent default.
+func applyEnv(fs *flag.FlagSet) error {
+	onCommandLine := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { onCommandLine[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if err != nil || onCommandLine[f.Name] {
+			return
+		}
+		name := envName(f.Name)
+		if v, ok := os.LookupEnv(name); ok {
+			if serr := fs.Set(f.Name, v); serr != nil {
+				err = fmt.Errorf("environment %s=%q: %w", name, v, serr)
+			}
+		}
+	})
+	return err
+}
+
+// envName is the environment variable of a flag.
+func envName(flagName string) string {
+	return "PUSHD_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
 func (c *serveConfig) has(role string) bool { return slices.Contains(c.Roles, role) }

@@ -32,7 +32,8 @@ func main() {
 }
 
 const usage = `usage:
-  pushd serve [flags]                       run the service (pushd serve -h lists flags)
+  pushd serve [flags]                       run the service (pushd serve -h lists flags; each
+                                            flag --x-y can also be set as PUSHD_X_Y)
   pushd app create --name NAME [--json]     create an app in the data directory's store
 `
 
@@ -61,5 +62,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, hooks *te
 
 // testHooks let tests observe a running serve. nil in production.
 type testHooks struct {
-	ready func(addr string) // called once the API listens
+	ready    func(addr string) // called once the API listens
+	opsReady func(addr string) // called once the ops endpoints listen
 }

@@ -170,3 +170,60 @@ func TestAppCreateJSON(t *testing.T) {
 		t.Fatalf("bad buckets: %v", err)
 	}
 }
+
+func TestServeFlagsFromEnvironment(t *testing.T) {
+	t.Setenv("PUSHD_FANOUT_BATCH_SIZE", "64")
+	t.Setenv("PUSHD_CASSANDRA_PASSWORD", "from-env")
+	fs := newFlagSet()
+	c, err := parseServeFlags([]string{"--fanout-checkpoint-every", "500"}, fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Worker.BatchSize != 64 || c.Cassandra.Password != "from-env" || c.Worker.CheckpointEvery != 500 {
+		t.Fatalf("env not applied: batch %d password %q checkpoint %d", c.Worker.BatchSize, c.Cassandra.Password, c.Worker.CheckpointEvery)
+	}
+	// The command line wins over the environment.
+	t.Setenv("PUSHD_FANOUT_CHECKPOINT_EVERY", "9999")
+	if c, err = parseServeFlags([]string{"--fanout-checkpoint-every", "500"}, newFlagSet()); err != nil || c.Worker.CheckpointEvery != 500 {
+		t.Fatalf("command line vs env: %v %+v", err, c)
+	}
+	// A value that does not parse is an error naming the variable, not a silent default.
+	t.Setenv("PUSHD_DEV", "maybe")
+	if _, err := parseServeFlags(nil, newFlagSet()); err == nil || !strings.Contains(err.Error(), "PUSHD_DEV") {
+		t.Fatalf("bad env value: err %v, want one naming PUSHD_DEV", err)
+	}
+}
+
+func TestServeOpsEndpointsWithoutAPIRole(t *testing.T) {
+	data := t.TempDir()
+	opsC := make(chan string, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	args := []string{"serve", "--data", data, "--roles", "fanout,scheduler", "--ops-addr", "127.0.0.1:0", "--log-level", "warn"}
+	go func() { done <- run(ctx, args, io.Discard, io.Discard, &testHooks{opsReady: func(a string) { opsC <- a }}) }()
+	var addr string
+	select {
+	case addr = <-opsC:
+	case err := <-done:
+		cancel()
+		t.Fatalf("serve exited early: %v", err)
+	}
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		res, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		_ = res.Body.Close()
+		if res.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", path, res.StatusCode, body)
+		}
+		if path == "/metrics" && !strings.Contains(string(body), "pushd_fanout_") {
+			t.Fatalf("/metrics of a fanout node lacks fan-out metrics:\n%.500s", body)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+}

@@ -88,6 +88,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks *
 			return fmt.Errorf("cannot set up role %s: %w", role.name, err)
 		}
 	}
+	if cfg.OpsAddr != "" {
+		var bound func(string)
+		if hooks != nil {
+			bound = hooks.opsReady
+		}
+		g.Add("ops", &opsServer{addr: cfg.OpsAddr, reg: p.reg, log: p.log, bound: bound})
+	}
 	log.Info("pushd starting", zap.Strings("roles", cfg.Roles), zap.String("store", cfg.Store),
 		zap.String("log", cfg.Log), zap.Strings("services", g.Names()))
 	err = g.Run(ctx)
