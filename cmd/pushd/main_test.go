@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/pushd/pushd/loadtest/sim"
 )
 
 // syncBuf is a goroutine-safe writer for a running serve's stdout.
@@ -225,5 +227,67 @@ func TestServeOpsEndpointsWithoutAPIRole(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("serve: %v", err)
+	}
+}
+
+// TestServeCredentialUploadsAreValidated uploads gateway credentials through the admin API of
+// a real serve: each kind's validator refuses what cannot work, and no secret is echoed.
+func TestServeCredentialUploadsAreValidated(t *testing.T) {
+	t.Setenv("PUSHD_ADMIN_TOKEN", "admin-token-for-tests-0001")
+	addr, _, stop := startServe(t, t.TempDir())
+	defer func() { _ = stop() }()
+	do := func(method, path, body string) (int, string) {
+		req, err := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer admin-token-for-tests-0001")
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	code, body := do("POST", "/admin/apps", `{"name":"creds"}`)
+	if code != 201 && code != 200 {
+		t.Fatalf("create app: %d %s", code, body)
+	}
+	var app struct {
+		AppID string `json:"appId"`
+	}
+	if err := json.Unmarshal([]byte(body), &app); err != nil || app.AppID == "" {
+		t.Fatalf("create app answer %s: %v", body, err)
+	}
+	p8, err := sim.NewAPNsKey("KEY0000001", "TEAM000001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, _ := json.Marshal(map[string]any{"defaultTopic": "com.example", "teams": []map[string]string{{"teamId": "TEAM000001", "keyId": "KEY0000001", "p8": string(p8)}}})
+	cases := []struct {
+		kind, body string
+		ok         bool
+	}{
+		{"apns", string(good), true},
+		{"apns", `{"teams":[{"teamId":"T","keyId":"K","p8":"not a key"}]}`, false},
+		{"fcm", `{"type":"service_account"}`, false},
+		{"mi", `{"_default":{"appSecret":"s"}}`, true},
+		{"mi", `{"_default":{}}`, false},
+		{"windows", `{}`, false},
+	}
+	for _, c := range cases {
+		code, body := do("PUT", "/admin/apps/"+app.AppID+"/credentials/"+c.kind, c.body)
+		if c.ok != (code == 200) {
+			t.Fatalf("upload %s %.40s: %d %s", c.kind, c.body, code, body)
+		}
+		if strings.Contains(body, "PRIVATE KEY") || strings.Contains(body, "appSecret") {
+			t.Fatalf("upload answer echoes the secret: %s", body)
+		}
+	}
+	_, body = do("GET", "/admin/apps/"+app.AppID, "")
+	if strings.Contains(body, "PRIVATE KEY") || strings.Contains(body, "appSecret") || !strings.Contains(body, "apns") {
+		t.Fatalf("app view: %s, want credential kinds without secrets", body)
 	}
 }
