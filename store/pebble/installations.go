@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -47,6 +48,7 @@ func deviceIDs(r *push.Route) []deviceID {
 type stored struct {
 	bucket int
 	inst   push.Installation
+	docOff int // where the document starts in the row's value
 }
 
 func appendInstValue(dst []byte, bucket int, inst *push.Installation) []byte {
@@ -57,7 +59,18 @@ func appendInstValue(dst []byte, bucket int, inst *push.Installation) []byte {
 }
 
 func decodeInstValue(v []byte) (stored, error) {
+	st, err := decodeInstHead(v)
+	if err != nil {
+		return st, err
+	}
+	st.inst.Doc = append([]byte(nil), v[st.docOff:]...)
+	return st, nil
+}
+
+// decodeInstHead decodes a primary row up to its document, which starts at st.docOff.
+func decodeInstHead(v []byte) (stored, error) {
 	var st stored
+	whole := len(v)
 	b, n := binary.Uvarint(v)
 	if n <= 0 || b >= maxBuckets {
 		return st, store.ErrBadRoute
@@ -74,7 +87,7 @@ func decodeInstValue(v []byte) (stored, error) {
 		return st, store.ErrBadRoute
 	}
 	st.inst.CreatedAt = c
-	st.inst.Doc = append([]byte(nil), v[n:]...)
+	st.docOff = whole - len(v) + n
 	return st, nil
 }
 
@@ -89,6 +102,21 @@ func (s *Store) readInst(appID, objectID string) (stored, error) {
 	}
 	defer closer.Close()
 	return decodeInstValue(v)
+}
+
+// readInstRoute is readInst without the document (stored.inst.Doc stays nil), for writers
+// that only need the previous version's keys.
+func (s *Store) readInstRoute(appID, objectID string) (stored, error) {
+	var buf [128]byte
+	v, closer, err := s.db.Get(instKey(buf[:0], appID, objectID))
+	if err != nil {
+		if errors.Is(err, pebble.ErrNotFound) {
+			return stored{}, store.ErrNotFound
+		}
+		return stored{}, err
+	}
+	defer closer.Close()
+	return decodeInstHead(v)
 }
 
 // GetInstallation implements store.Store.
@@ -123,8 +151,11 @@ func (s *Store) LookupDevice(ctx context.Context, appID string, kind push.IDKind
 	return string(v), nil
 }
 
-// PutInstallation implements store.Store: the document and every index in one synced batch,
-// the previous version's index rows removed in the same batch.
+// PutInstallation implements store.Store: the document and every index in one batch, the
+// previous version's index rows that the new version does not overwrite removed in the same
+// batch. Rows whose key and value are unchanged (device ids, an unchanged updatedAt row) are
+// not rewritten. The batch is applied under the stripes and made durable after they are
+// released (commitUnlockSync), so writers of other records do not queue behind an fsync.
 func (s *Store) PutInstallation(ctx context.Context, appID string, buckets int, inst push.Installation) error {
 	if err := s.enter(); err != nil {
 		return err
@@ -137,70 +168,133 @@ func (s *Store) PutInstallation(ctx context.Context, appID string, buckets int, 
 		return err
 	}
 	ids := deviceIDs(&inst.Route)
-	stripeIdx := make([]int, 0, 4)
-	stripeIdx = append(stripeIdx, stripeOf("i", appID, inst.ObjectID))
+	var stripeBuf [4]int
+	stripeIdx := append(stripeBuf[:0], stripeOf("i", appID, inst.ObjectID))
 	for _, d := range ids {
 		stripeIdx = append(stripeIdx, stripeOf("d", appID, string(d.kind), d.id))
 	}
-	defer s.locks.lockAll(stripeIdx)()
-
-	var key []byte
-	for _, d := range ids {
-		key = deviceKey(key[:0], appID, string(d.kind), d.id)
-		v, ok, err := s.getInto(nil, key)
-		if err != nil {
-			return fmt.Errorf("cannot put installation %s of app %s: %w", inst.ObjectID, appID, err)
-		}
-		if ok && string(v) != inst.ObjectID {
-			return fmt.Errorf("cannot put installation %s of app %s: %s: %w", inst.ObjectID, appID, d.kind, store.ErrDuplicate)
-		}
-	}
-	old, err := s.readInst(appID, inst.ObjectID)
-	found := err == nil
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("cannot read installation %s of app %s: %w", inst.ObjectID, appID, err)
-	}
-
-	b := s.db.NewBatch()
-	defer b.Close()
-	if found {
-		if err := deleteInstRows(b, appID, &old); err != nil {
-			return fmt.Errorf("cannot put installation %s of app %s: %w", inst.ObjectID, appID, err)
-		}
-	}
-	if err := setInstRows(b, appID, push.Bucket(inst.ObjectID, buckets), &inst); err != nil {
+	unlock := s.locks.lockAll(stripeIdx)
+	b, err := s.putInstBatch(appID, buckets, &inst, ids)
+	if err != nil {
+		unlock()
 		return fmt.Errorf("cannot put installation %s of app %s: %w", inst.ObjectID, appID, err)
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	defer b.Close()
+	if err := s.commitUnlockSync(b, unlock); err != nil {
 		return fmt.Errorf("cannot put installation %s of app %s: %w", inst.ObjectID, appID, err)
 	}
 	return nil
 }
 
-// setInstRows adds the primary row and every index row of inst to b.
-func setInstRows(b *pebble.Batch, appID string, bucket int, inst *push.Installation) error {
+// putInstBatch checks inst's device ids and builds the batch that replaces the stored version
+// of inst (if any). The caller holds the stripes of inst and of its device ids.
+func (s *Store) putInstBatch(appID string, buckets int, inst *push.Installation, ids []deviceID) (*pebble.Batch, error) {
+	// owned[i]: the device row of ids[i] already points at inst, so it need not be rewritten.
+	var ownedBuf [3]bool
+	owned := ownedBuf[:len(ids)]
+	var key, v []byte
+	for i, d := range ids {
+		key = deviceKey(key[:0], appID, string(d.kind), d.id)
+		var ok bool
+		var err error
+		v, ok, err = s.getInto(v[:0], key)
+		if err != nil {
+			return nil, err
+		}
+		if ok && string(v) != inst.ObjectID {
+			return nil, fmt.Errorf("%s: %w", d.kind, store.ErrDuplicate)
+		}
+		owned[i] = ok
+	}
+	old, err := s.readInstRoute(appID, inst.ObjectID)
+	found := err == nil
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("cannot read the stored version: %w", err)
+	}
+	b := s.db.NewBatch()
+	if err := putInstRows(b, appID, push.Bucket(inst.ObjectID, buckets), inst, ids, owned, old, found); err != nil {
+		_ = b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// putInstRows adds to b the rows of inst and the deletions of old's rows that inst's do not
+// overwrite (when found). A row whose key and value are both unchanged is left alone:
+// device rows already pointing at inst (owned[i] for ids[i]) and the updatedAt row when
+// updatedAt did not change. by_bucket and by_channel rows carry the document, so they are
+// always rewritten.
+func putInstRows(b *pebble.Batch, appID string, bucket int, inst *push.Installation, ids []deviceID, owned []bool, old stored, found bool) error {
 	oid, dt := inst.ObjectID, inst.DeviceType
-	if err := b.Set(instKey(nil, appID, oid), appendInstValue(nil, bucket, inst), nil); err != nil {
+	key := make([]byte, 0, 128)
+	val := make([]byte, 0, 96+len(inst.Doc))
+	val = appendInstValue(val, bucket, inst)
+	if err := b.Set(instKey(key, appID, oid), val, nil); err != nil {
 		return err
 	}
-	idx := store.AppendIndexValue(make([]byte, 0, 64+len(inst.Doc)), &inst.Route, inst.Doc)
-	key := store.AppendCursor(bucketPrefix(nil, appID, bucket), dt, oid)
-	if err := b.Set(key, idx, nil); err != nil {
+	if found {
+		sameIdx := old.bucket == bucket && old.inst.DeviceType == dt
+		if !sameIdx {
+			key = store.AppendCursor(bucketPrefix(key[:0], appID, old.bucket), old.inst.DeviceType, oid)
+			if err := b.Delete(key, nil); err != nil {
+				return err
+			}
+		}
+		for _, ch := range old.inst.Channels {
+			if sameIdx && slices.Contains(inst.Channels, ch) {
+				continue // overwritten below
+			}
+			key = store.AppendCursor(channelPrefix(key[:0], appID, ch, old.bucket), old.inst.DeviceType, oid)
+			if err := b.Delete(key, nil); err != nil {
+				return err
+			}
+		}
+		for _, d := range deviceIDs(&old.inst.Route) {
+			if slices.Contains(ids, d) {
+				continue // kept (and owned) or set below
+			}
+			key = deviceKey(key[:0], appID, string(d.kind), d.id)
+			if err := b.Delete(key, nil); err != nil {
+				return err
+			}
+		}
+		if old.inst.UpdatedAt != inst.UpdatedAt {
+			key = updatedKey(key[:0], appID, old.inst.UpdatedAt, oid)
+			if err := b.Delete(key, nil); err != nil {
+				return err
+			}
+		}
+	}
+	val = store.AppendIndexValue(val[:0], &inst.Route, inst.Doc)
+	key = store.AppendCursor(bucketPrefix(key[:0], appID, bucket), dt, oid)
+	if err := b.Set(key, val, nil); err != nil {
 		return err
 	}
 	for _, ch := range inst.Channels {
 		key = store.AppendCursor(channelPrefix(key[:0], appID, ch, bucket), dt, oid)
-		if err := b.Set(key, idx, nil); err != nil {
+		if err := b.Set(key, val, nil); err != nil {
 			return err
 		}
 	}
-	for _, d := range deviceIDs(&inst.Route) {
+	for i, d := range ids {
+		if owned[i] {
+			continue
+		}
 		key = deviceKey(key[:0], appID, string(d.kind), d.id)
 		if err := b.Set(key, []byte(oid), nil); err != nil {
 			return err
 		}
 	}
+	if found && old.inst.UpdatedAt == inst.UpdatedAt {
+		return nil
+	}
 	return b.Set(updatedKey(key[:0], appID, inst.UpdatedAt, oid), nil, nil)
+}
+
+// setInstRows adds the primary row and every index row of inst to b.
+func setInstRows(b *pebble.Batch, appID string, bucket int, inst *push.Installation) error {
+	ids := deviceIDs(&inst.Route)
+	return putInstRows(b, appID, bucket, inst, ids, make([]bool, len(ids)), stored{}, false)
 }
 
 // deleteInstRows adds deletions of the primary row and every index row of st to b.

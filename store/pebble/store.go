@@ -3,8 +3,11 @@
 //
 // Concurrency: every method is safe for concurrent use. Writes that must be atomic with
 // respect to each other (an installation and its indexes, a push record's read-modify-write,
-// counters, claims) hold striped mutexes (locks.go) and commit one synced batch. Close waits
-// for calls in flight; later calls fail with store.ErrClosed.
+// counters, claims) hold striped mutexes (locks.go) and commit one batch; installation writes
+// apply their batch under the stripes and wait for the WAL fsync after releasing them
+// (commit.go), every other write commits a synced batch under its stripe. Either way a write
+// returns only once durable. Close waits for calls in flight; later calls fail with
+// store.ErrClosed.
 package pebble
 
 import (
