@@ -58,13 +58,10 @@ func prepareData(t *testing.T, data string, s *pushsim, settings push.AppSetting
 	for i := range insts {
 		tokens[i] = fmt.Sprintf("%064x", 0xe2e0000000+i)
 		oid := fmt.Sprintf("e2e%021d", i)
-		doc, err := json.Marshal(map[string]any{
-			"objectId": oid, "deviceType": push.DeviceIOS, "deviceToken": tokens[i],
-			"channels": []string{ch}, "createdAt": ts, "updatedAt": ts,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		// What the API stores for {"deviceType":"ios","deviceToken":...,"channels":[ch]}, written
+		// directly: encoding 20,000 maps costs seconds under -race. ch and ts need no escaping.
+		doc := fmt.Appendf(nil, `{"channels":[%q],"createdAt":%q,"deviceToken":%q,"deviceType":"ios","objectId":%q,"updatedAt":%q}`,
+			ch, ts, tokens[i], oid, ts)
 		insts[i] = push.Installation{
 			Route: push.Route{
 				ObjectID: oid, DeviceType: push.DeviceIOS, DeviceToken: tokens[i],
