@@ -89,8 +89,33 @@ func checkContentQuery(data json.RawMessage, ed push.Edition, pinned string, now
 		cands = append(cands, edition(ed).vendors()...)
 	}
 	anyOK, alertObject := false, false
+	// The neutral-vendor channels (mi, hms, mz, vivo, oppo) all render through the same code,
+	// which differs per channel only in the channel's own platform object (data.<channel>) and
+	// in whether the channel has pass-through (ErrNoPassThrough, a verdictTargetsFail, counts
+	// here as verdictOK does). So vendors without their own object get the verdict of the first
+	// such vendor instead of a render each. It comes first in cands, so a verdictBug names the
+	// same channel as rendering them all would. FuzzWireContentQueryMatchesRenderAll holds this
+	// against rendering every candidate.
+	var top map[string]json.RawMessage
+	topOK := json.Unmarshal(data, &top) == nil
+	var shared struct {
+		done bool
+		v    verdict
+		err  error
+	}
 	for _, ch := range cands {
-		v, err := renderVerdict(data, ch, now)
+		var v verdict
+		var err error
+		_, own := top[ch]
+		if topOK && !own && neutralVendor(ch) {
+			if !shared.done {
+				shared.v, shared.err = renderVerdict(data, ch, now)
+				shared.done = true
+			}
+			v, err = shared.v, shared.err
+		} else {
+			v, err = renderVerdict(data, ch, now)
+		}
 		switch v {
 		case verdictOK, verdictTargetsFail:
 			anyOK = true
@@ -109,6 +134,15 @@ func checkContentQuery(data json.RawMessage, ed push.Edition, pinned string, now
 		return false, noContentError("the targeted platforms")
 	}
 	return alertObject, nil
+}
+
+// neutralVendor says whether channel renders through render's neutral vendor body.
+func neutralVendor(channel string) bool {
+	switch channel {
+	case push.ChannelMi, push.ChannelHMS, push.ChannelMz, push.ChannelVivo, push.ChannelOppo:
+		return true
+	}
+	return false
 }
 
 // checkContentDevices checks that data renders for the one channel of a devices push.

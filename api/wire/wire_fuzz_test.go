@@ -3,8 +3,10 @@ package wire
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pushd/pushd/fanout/render"
 	"github.com/pushd/pushd/push"
@@ -151,6 +153,71 @@ func FuzzWireDecodePushDevices(f *testing.F) {
 		}
 		if err == nil && !json.Valid(m.Body) {
 			t.Fatalf("body %s", m.Body)
+		}
+	})
+}
+
+// checkContentQueryRenderAll is checkContentQuery as first written: every candidate channel
+// rendered. The fast path must answer exactly as it does.
+func checkContentQueryRenderAll(data json.RawMessage, ed push.Edition, pinned string, now time.Time) (bool, *push.Error) {
+	var cands []string
+	if pinned != push.DeviceAndroid {
+		cands = append(cands, push.ChannelAPNs)
+	}
+	if pinned != push.DeviceIOS {
+		cands = append(cands, push.ChannelDirect)
+		cands = append(cands, edition(ed).vendors()...)
+	}
+	anyOK, alertObject := false, false
+	for _, ch := range cands {
+		v, err := renderVerdict(data, ch, now)
+		switch v {
+		case verdictOK, verdictTargetsFail:
+			anyOK = true
+		case verdictAlertObject:
+			alertObject = true
+		case verdictBug:
+			return false, push.Errorf(push.CodeValidation, "data cannot be rendered for %s: %v", ch, err)
+		}
+	}
+	switch {
+	case alertObject && pinned == push.DeviceAndroid:
+		return false, IOSOnlyError()
+	case !anyOK && alertObject:
+		return false, IOSOnlyError()
+	case !anyOK:
+		return false, noContentError("the targeted platforms")
+	}
+	return alertObject, nil
+}
+
+// FuzzWireContentQueryMatchesRenderAll: checkContentQuery (one render shared by the vendors
+// without their own object) answers as rendering every candidate does, for both editions and
+// every pinned device type.
+func FuzzWireContentQueryMatchesRenderAll(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		var body struct{ Data json.RawMessage }
+		if json.Unmarshal([]byte(s), &body) == nil && len(body.Data) > 0 {
+			f.Add([]byte(body.Data))
+		}
+	}
+	for _, d := range []string{
+		`{"alert":"x","silent":true}`, `{"silent":true}`, `{"alert":{"title":"t"}}`, `{"title":"t"}`,
+		`{"alert":"x","mi":null}`, `{"alert":"x","hms":{"silent":true}}`, `{"silent":true,"vivo":{"silent":false}}`,
+		`{"alert":"x","oppo":{"alert":{"a":1}}}`, `{"alert":"x","mz":"str"}`, `{"alert":"x","mi":{"k":1},"hms":[1]}`,
+		`{"alert":"x","custom":{"a":1},"badge":"Increment"}`, `{"alert":5}`, `{"alert":"x","title":7}`, `[1]`, `{`,
+	} {
+		f.Add([]byte(d))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, ed := range []push.Edition{push.EditionChina, push.EditionInternational} {
+			for _, pinned := range []string{"", push.DeviceIOS, push.DeviceAndroid} {
+				gotIOS, gotErr := checkContentQuery(data, ed, pinned, testNow)
+				wantIOS, wantErr := checkContentQueryRenderAll(data, ed, pinned, testNow)
+				if gotIOS != wantIOS || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+					t.Fatalf("checkContentQuery(%s, %s, %q) = %v, %v; rendering all = %v, %v", data, ed, pinned, gotIOS, gotErr, wantIOS, wantErr)
+				}
+			}
 		}
 	})
 }
