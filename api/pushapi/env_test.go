@@ -68,7 +68,7 @@ func newEnvAt(t *testing.T, dir string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	New(Deps{Store: st, Log: lg, Limiter: limit.New(e.clock, set), Metrics: set}).Register(srv)
+	New(Deps{Store: st, Log: lg, Limiter: limit.New(e.clock, set), Metrics: set, LogSyncsStore: true}).Register(srv)
 	ln := fasthttputil.NewInmemoryListener()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

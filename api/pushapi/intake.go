@@ -222,10 +222,17 @@ func (s *Service) persist(ctx context.Context, n *push.Notification, job *push.J
 	} else {
 		n.Status = push.StatusInQueue
 	}
-	if err := s.st.CreateNotification(ctx, *n); err != nil {
+	// The record needs no fsync of its own when a synced write covering it follows before the
+	// answer (RecordNoSyncer).
+	var err error
+	if s.noSync != nil && (scheduled || s.jobSyncsStore) {
+		err = s.noSync.CreateNotificationNoSync(ctx, *n)
+	} else {
+		err = s.st.CreateNotification(ctx, *n)
+	}
+	if err != nil {
 		return fmt.Errorf("cannot store push record of app %s: %w", app, err)
 	}
-	var err error
 	if scheduled {
 		if err = s.st.PutScheduled(ctx, sp); err != nil {
 			err = fmt.Errorf("cannot store scheduled push of app %s: %w", app, err)

@@ -52,6 +52,16 @@ type Log interface {
 	Append(ctx context.Context, topic string, recs ...queue.Record) error
 }
 
+// RecordNoSyncer is an optional Store capability: CreateNotificationNoSync writes a push
+// record without waiting for its fsync; the record is durable once a later synced write to the
+// same store returns (store/pebble documents why). The service uses it only when such a write
+// follows before it answers: the schedule of a scheduled push (PutScheduled, a synced write of
+// the same store), or the job when Deps.LogSyncsStore says the log's Append is such a write.
+// One fsync per push instead of two, and nothing is acknowledged before it is durable.
+type RecordNoSyncer interface {
+	CreateNotificationNoSync(ctx context.Context, n push.Notification) error
+}
+
 // Deps are what the service calls out to.
 type Deps struct {
 	Store   Store
@@ -59,6 +69,11 @@ type Deps struct {
 	Limiter *limit.Limiter
 	Logger  *zap.Logger
 	Metrics *metrics.Set
+	// LogSyncsStore says that a successful Log.Append makes every earlier write of Store
+	// durable: queue/embedded over the store's own Pebble (store/pebble.Store.DB()), whose
+	// synced Append fsyncs the one WAL the record went to. Never set it for Kafka or for a log
+	// in another database.
+	LogSyncsStore bool
 }
 
 // Service serves the push endpoints.
@@ -69,6 +84,10 @@ type Service struct {
 	zl  *zap.Logger
 
 	volume *volumeCache
+
+	// noSync is st's RecordNoSyncer, or nil; jobSyncsStore is Deps.LogSyncsStore.
+	noSync        RecordNoSyncer
+	jobSyncsStore bool
 
 	accepted  *metrics.Counter
 	scheduled *metrics.Counter
@@ -86,8 +105,10 @@ func New(d Deps) *Service {
 	if d.Limiter == nil {
 		d.Limiter = limit.New(nil, d.Metrics)
 	}
+	noSync, _ := d.Store.(RecordNoSyncer)
 	return &Service{
 		st: d.Store, log: d.Log, lim: d.Limiter, zl: d.Logger.Named("pushapi"),
+		noSync: noSync, jobSyncsStore: d.LogSyncsStore,
 		volume:    newVolumeCache(d.Store.DailyVolume),
 		accepted:  d.Metrics.GetOrCreateCounter(`pushd_api_pushes_total{result="accepted"}`),
 		scheduled: d.Metrics.GetOrCreateCounter(`pushd_api_pushes_total{result="scheduled"}`),

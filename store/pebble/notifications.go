@@ -14,7 +14,35 @@ import (
 )
 
 // CreateNotification implements store.Store; a record with the same objectId → store.ErrExists.
+// It returns once the record is durable; the fsync is waited for after the record's stripe is
+// released (commitUnlockSync).
 func (s *Store) CreateNotification(ctx context.Context, n push.Notification) error {
+	return s.createNotification(&n, true)
+}
+
+// CreateNotificationNoSync is CreateNotification without waiting for the WAL fsync: the record
+// is visible at once but survives a crash only once a write to this DB that was synced after
+// it returns — any synced write of this store, a queue/embedded Append on DB() (every Append
+// is synced), or SyncWAL. The reasoning (Pebble's single, ordered WAL) is in commit.go. Use it
+// only when such a synced write follows and the caller answers after it; pushapi does for a
+// push record followed by its job.
+func (s *Store) CreateNotificationNoSync(ctx context.Context, n push.Notification) error {
+	return s.createNotification(&n, false)
+}
+
+// SyncWAL returns once every write made to the DB before the call is durable.
+func (s *Store) SyncWAL() error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	if err := s.syncWAL(); err != nil {
+		return fmt.Errorf("cannot sync the store's WAL: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) createNotification(n *push.Notification, sync bool) error {
 	if err := s.enter(); err != nil {
 		return err
 	}
@@ -22,29 +50,62 @@ func (s *Store) CreateNotification(ctx context.Context, n push.Notification) err
 	if n.ObjectID == "" || n.AppID == "" {
 		return errors.New("cannot create a push record without appId and objectId")
 	}
-	defer s.locks.lock(stripeOf("n", n.AppID, n.ObjectID))()
-	_, found, err := s.getInto(nil, notifKey(nil, n.AppID, n.ObjectID))
+	unlock := s.locks.lock(stripeOf("n", n.AppID, n.ObjectID))
+	b, err := s.createNotificationBatch(n)
 	if err != nil {
+		unlock()
 		return fmt.Errorf("cannot create push record %s of app %s: %w", n.ObjectID, n.AppID, err)
 	}
-	if found {
-		return fmt.Errorf("cannot create push record %s of app %s: %w", n.ObjectID, n.AppID, store.ErrExists)
+	defer b.Close()
+	if sync {
+		err = s.commitUnlockSync(b, unlock)
+	} else {
+		err = b.Commit(pebble.NoSync)
+		unlock()
 	}
-	if err := s.writeNotification(nil, &n); err != nil {
+	if err != nil {
 		return fmt.Errorf("cannot create push record %s of app %s: %w", n.ObjectID, n.AppID, err)
 	}
 	return nil
 }
 
+// createNotificationBatch checks that n does not exist and builds the batch that writes it.
+// The caller holds n's stripe.
+func (s *Store) createNotificationBatch(n *push.Notification) (*pebble.Batch, error) {
+	var buf [128]byte
+	_, found, err := s.getInto(nil, notifKey(buf[:0], n.AppID, n.ObjectID))
+	if err != nil {
+		return nil, err
+	}
+	if found {
+		return nil, store.ErrExists
+	}
+	b := s.db.NewBatch()
+	if err := notificationRows(b, nil, n); err != nil {
+		_ = b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
 // writeNotification writes n and its index rows, removing old's index rows when they differ,
 // in one synced batch. The caller holds n's stripe.
 func (s *Store) writeNotification(old, n *push.Notification) error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := notificationRows(b, old, n); err != nil {
+		return err
+	}
+	return b.Commit(pebble.Sync)
+}
+
+// notificationRows adds n and its index rows to b, and the removal of old's index rows when
+// they differ (old is nil for a new record).
+func notificationRows(b *pebble.Batch, old, n *push.Notification) error {
 	v, err := json.Marshal(n)
 	if err != nil {
 		return err
 	}
-	b := s.db.NewBatch()
-	defer b.Close()
 	timeKey := notifTimeKey(nil, n.AppID, n.CreatedAt.UnixNano(), n.ObjectID)
 	nidKey := appendStr(notifNIDPrefix(nil, n.AppID, n.NotificationID), n.ObjectID)
 	if old != nil {
@@ -72,7 +133,7 @@ func (s *Store) writeNotification(old, n *push.Notification) error {
 			return err
 		}
 	}
-	return b.Commit(pebble.Sync)
+	return nil
 }
 
 func (s *Store) readNotification(appID, objectID string) (push.Notification, error) {

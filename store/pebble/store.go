@@ -14,7 +14,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"sync"
 	"time"
 
@@ -35,6 +34,8 @@ type Options struct {
 	Logger *zap.Logger
 	// Now is the clock used where a caller gives no time (default time.Now).
 	Now func() time.Time
+
+	fs vfs.FS // test hook: the file system (default vfs.Default)
 }
 
 const (
@@ -88,10 +89,14 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	fs := opts.fs
+	if fs == nil {
+		fs = vfs.Default
+	}
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("cannot create data directory %s: %w", dir, err)
 	}
-	lock, err := pebble.LockDirectory(dir, vfs.Default)
+	lock, err := pebble.LockDirectory(dir, fs)
 	if err != nil {
 		return nil, fmt.Errorf("data directory %s is in use by another process (or by this one): %w", dir, err)
 	}
@@ -109,6 +114,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		Cache:              cache,
 		MemTableSize:       memSize,
 		Lock:               lock,
+		FS:                 fs,
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             pebbleLogger{opts.Logger},
 	}
