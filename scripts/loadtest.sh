@@ -16,7 +16,7 @@
 #   PUSHD_SERVE_FLAGS                     extra `pushd serve` flags
 #   PUSHD_LISTEN_FLAG, PUSHD_DATA_FLAG    names of pushd's API listen and data-dir flags
 #                                         (default: found in `pushd serve --help`)
-#   LOADTEST_KEEP=1                       keep the temp dir (logs, data) after the run
+#   LOADTEST_KEEP=1                       keep the temp dir (logs, data) after a passing run too
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -53,8 +53,8 @@ cleanup() {
 	stop_pid "$driver_pid" loadtest
 	stop_pid "$pushd_pid" pushd
 	stop_pid "$sim_pid" pushsim
-	if [ "${LOADTEST_KEEP:-}" = 1 ] || [ "$rc" -ge 2 ]; then
-		log "logs and data kept in $work (pushd.log, pushsim.log)"
+	if [ "${LOADTEST_KEEP:-}" = 1 ] || [ "$rc" -ne 0 ]; then
+		log "logs and data kept in $work (pushd.log, pushsim.log, metrics.txt: pushd /metrics after the run)"
 	else
 		rm -rf "$work"
 	fi
@@ -68,11 +68,20 @@ tail_log() {
 	tail -n 40 "$1" >&2 || true
 }
 
-# free_port: a loopback port nothing listens on (bounded tries).
+# free_port: a loopback port nothing listens on (bounded tries), below the kernel's
+# ephemeral range so that no outgoing connection takes it between the probe and the bind.
 free_port() {
-	local port
+	local port low=32768
+	if [ -r /proc/sys/net/ipv4/ip_local_port_range ]; then
+		read -r low _ </proc/sys/net/ipv4/ip_local_port_range
+	fi
+	[ "$low" -gt 12000 ] || low=61000 # odd range: use the ports above the usual one
 	for _ in $(seq 100); do
-		port=$((20000 + RANDOM % 40000))
+		if [ "$low" = 61000 ]; then
+			port=$((61000 + RANDOM % 4000))
+		else
+			port=$((10000 + RANDOM % (low - 10000)))
+		fi
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
 			echo "$port"
 			return 0
@@ -158,23 +167,37 @@ if [ -z "$apns_url" ] || [ -z "$fcm_url" ]; then
 fi
 log "simulators: apns $apns_url, fcm $fcm_url"
 
-port=$(free_port)
 token=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 export PUSHD_ADMIN_TOKEN=$token
-# shellcheck disable=SC2086
-"$pushd_bin" serve "--$listen_flag" "127.0.0.1:$port" "--$data_flag" "$work/data" \
-	"${extra_addrs[@]}" \
-	--apns-endpoint "$apns_url" --fcm-endpoint "$fcm_url" --gateway-ca "$work/sim/ca.pem" \
-	${PUSHD_SERVE_FLAGS:-} >"$work/pushd.log" 2>&1 &
-pushd_pid=$!
 ready=""
-for _ in $(seq 600); do
-	kill -0 "$pushd_pid" 2>/dev/null || { log "pushd exited"; tail_log "$work/pushd.log"; exit 2; }
-	if curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$port/readyz" 2>/dev/null; then
-		ready=1
-		break
+# Up to 3 starts: a port can still be taken between the probe and pushd's bind.
+for start in 1 2 3; do
+	port=$(free_port)
+	# shellcheck disable=SC2086
+	"$pushd_bin" serve "--$listen_flag" "127.0.0.1:$port" "--$data_flag" "$work/data" \
+		"${extra_addrs[@]}" \
+		--apns-endpoint "$apns_url" --fcm-endpoint "$fcm_url" --gateway-ca "$work/sim/ca.pem" \
+		${PUSHD_SERVE_FLAGS:-} >"$work/pushd.log" 2>&1 &
+	pushd_pid=$!
+	for _ in $(seq 600); do
+		if ! kill -0 "$pushd_pid" 2>/dev/null; then
+			wait "$pushd_pid" 2>/dev/null || true
+			pushd_pid=""
+			break
+		fi
+		if curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$port/readyz" 2>/dev/null; then
+			ready=1
+			break
+		fi
+		sleep 0.1
+	done
+	[ -n "$ready" ] && break
+	if [ -z "$pushd_pid" ] && grep -q "address already in use" "$work/pushd.log" && [ "$start" -lt 3 ]; then
+		log "port $port was taken before pushd bound it; trying another"
+		continue
 	fi
-	sleep 0.1
+	[ -n "$pushd_pid" ] || { log "pushd exited"; tail_log "$work/pushd.log"; exit 2; }
+	break
 done
 if [ -z "$ready" ]; then
 	log "pushd is not ready after 60s"
@@ -193,6 +216,7 @@ driver_pid=$!
 status=0
 wait "$driver_pid" || status=$?
 driver_pid=""
+curl -fsS --max-time 10 -o "$work/metrics.txt" "http://127.0.0.1:$port/metrics" 2>/dev/null || true
 log "CPU used: pushd $(cpu_seconds "$pushd_pid")s, pushsim $(cpu_seconds "$sim_pid")s (user+system, whole run)"
 if [ "$status" -ne 0 ]; then
 	tail_log "$work/pushd.log"
