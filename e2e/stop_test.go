@@ -97,12 +97,6 @@ func TestE2EGracefulStopDrains(t *testing.T) {
 		switch status {
 		case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 			// Refused: the client retries later.
-		case http.StatusInternalServerError:
-			// KNOWN BUG (reported, api): calls in flight at SIGTERM answer 500 "internal error"
-			// instead of completing: their context is the *fasthttp.RequestCtx, whose Done
-			// closes when Shutdown begins, so the job append fails with context canceled (the
-			// record is then removed, so nothing is half-accepted). Make this an error once fixed.
-			t.Logf("KNOWN BUG: %d push calls in flight at SIGTERM answered 500: %s", other[status], msg)
 		default:
 			t.Errorf("%d push calls answered %d during the stop: %s", other[status], status, msg)
 		}

@@ -19,6 +19,9 @@ import (
 	"github.com/pushd/pushd/store"
 )
 
+// writeTimeout bounds the durable writes of one push call.
+const writeTimeout = 10 * time.Second
+
 // admit applies the rules every push call passes before its body is read: the client-push
 // permission, then the calls-per-minute limit (every admitted push call counts, valid or not),
 // then the daily volume.
@@ -174,8 +177,12 @@ func newJob(n *push.Notification, cm *wire.Common) push.Job {
 // (so a concurrent retry cannot slip in), write the record, then the job (or the schedule).
 // Any failure undoes what was written, so a failed call leaves nothing behind and a retry
 // with the same req_id is a new push.
-func (s *Service) accept(ctx *fasthttp.RequestCtx, c *api.Call, n *push.Notification, job *push.Job, scheduled bool) error {
+func (s *Service) accept(rctx *fasthttp.RequestCtx, c *api.Call, n *push.Notification, job *push.Job, scheduled bool) error {
 	app := c.App
+	// fasthttp cancels every request's context the moment shutdown begins; a push being
+	// accepted must finish during the drain instead, bounded by writeTimeout.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(rctx), writeTimeout)
+	defer cancel()
 	if n.ReqID != "" {
 		prev, claimed, err := s.st.ClaimReqID(ctx, app.ID, n.ReqID, store.ReqClaim{ObjectID: n.ObjectID, CreatedAt: n.CreatedAt}, ReqIDWindow)
 		if err != nil {
@@ -183,7 +190,7 @@ func (s *Service) accept(ctx *fasthttp.RequestCtx, c *api.Call, n *push.Notifica
 		}
 		if !claimed {
 			s.dupes.Inc()
-			writeAccepted(ctx, prev.ObjectID, prev.CreatedAt)
+			writeAccepted(rctx, prev.ObjectID, prev.CreatedAt)
 			return nil
 		}
 	}
@@ -204,7 +211,7 @@ func (s *Service) accept(ctx *fasthttp.RequestCtx, c *api.Call, n *push.Notifica
 	} else {
 		s.accepted.Inc()
 	}
-	writeAccepted(ctx, n.ObjectID, n.CreatedAt)
+	writeAccepted(rctx, n.ObjectID, n.CreatedAt)
 	return nil
 }
 
