@@ -13,6 +13,9 @@ import (
 	"github.com/pushd/pushd/store"
 )
 
+// batchDrain bounds how long a stopping worker waits for the batch it is sending.
+const batchDrain = 5 * time.Second
+
 // ReasonDailyVolume is the Stopped reason (and the failure reason of the targets not sent)
 // once an app's daily volume is used up.
 const ReasonDailyVolume = "daily volume reached"
@@ -185,7 +188,13 @@ func (r *run) deliver(ctx context.Context, b *batch) error {
 		return err
 	}
 	clear(res)
-	if err := w.snd.Send(ctx, ds, res); err != nil {
+	// A batch handed to the sender is finished even when ctx ends (SIGTERM, a rebalance):
+	// the gateway may already have accepted part of it, and a batch given up is sent again
+	// after the restart. batchDrain bounds how long a stop waits for it.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), batchDrain)
+	err = w.snd.Send(sctx, ds, res)
+	cancel()
+	if err != nil {
 		return fmt.Errorf("cannot send a batch of task %s: %w", r.t.ID, err)
 	}
 	r.since += len(ds)
