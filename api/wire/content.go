@@ -80,6 +80,12 @@ func noContentError(what string) *push.Error {
 // query decides which platforms are really targeted. needsIOSOnly reports an alert object
 // that would reach an Android candidate.
 func checkContentQuery(data json.RawMessage, ed push.Edition, pinned string, now time.Time) (needsIOSOnly bool, perr *push.Error) {
+	return checkContentQueryTop(data, nil, ed, pinned, now)
+}
+
+// checkContentQueryTop is checkContentQuery given data's members when the caller has them
+// (nil: decoded here).
+func checkContentQueryTop(data json.RawMessage, top map[string]json.RawMessage, ed push.Edition, pinned string, now time.Time) (needsIOSOnly bool, perr *push.Error) {
 	var cands []string
 	if pinned != push.DeviceAndroid {
 		cands = append(cands, push.ChannelAPNs)
@@ -96,8 +102,7 @@ func checkContentQuery(data json.RawMessage, ed push.Edition, pinned string, now
 	// such vendor instead of a render each. It comes first in cands, so a verdictBug names the
 	// same channel as rendering them all would. FuzzWireContentQueryMatchesRenderAll holds this
 	// against rendering every candidate.
-	var top map[string]json.RawMessage
-	topOK := json.Unmarshal(data, &top) == nil
+	topOK := top != nil || json.Unmarshal(data, &top) == nil
 	var shared struct {
 		done bool
 		v    verdict

@@ -68,10 +68,20 @@ var reservedPlatformNames = map[string]string{
 
 // checkData validates the data object (already known to be a JSON object).
 func checkData(data json.RawMessage, ed push.Edition) *push.Error {
+	_, perr := checkDataTop(data, ed)
+	return perr
+}
+
+// checkDataTop is checkData that also returns data's members, for checkContentQuery.
+func checkDataTop(data json.RawMessage, ed push.Edition) (map[string]json.RawMessage, *push.Error) {
 	top, err := object(data)
 	if err != nil {
-		return typeError("data", "a JSON object")
+		return nil, typeError("data", "a JSON object")
 	}
+	return top, checkDataMembers(top, ed)
+}
+
+func checkDataMembers(top map[string]json.RawMessage, ed push.Edition) *push.Error {
 	c := &dataCtx{apsForm: hasMember(top, "aps")}
 	if raw, ok := top[render.KeyIOS]; ok && isKind(raw, '{') {
 		if ios, err := object(raw); err == nil && hasMember(ios, "aps") {

@@ -179,10 +179,11 @@ func DecodePush(body []byte, ed push.Edition, prodHeader string, now time.Time) 
 	if r.FlowControl, perr = f.flowControl(); perr != nil {
 		return nil, perr
 	}
-	if perr := checkData(r.Data, ed); perr != nil {
+	top, perr := checkDataTop(r.Data, ed)
+	if perr != nil {
 		return nil, perr
 	}
-	if r.NeedsIOSOnly, perr = checkContentQuery(r.Data, ed, pinnedDeviceType(r.Where), now); perr != nil {
+	if r.NeedsIOSOnly, perr = checkContentQueryTop(r.Data, top, ed, pinnedDeviceType(r.Where), now); perr != nil {
 		return nil, perr
 	}
 	return r, nil

@@ -217,6 +217,12 @@ func FuzzWireContentQueryMatchesRenderAll(f *testing.F) {
 				if gotIOS != wantIOS || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
 					t.Fatalf("checkContentQuery(%s, %s, %q) = %v, %v; rendering all = %v, %v", data, ed, pinned, gotIOS, gotErr, wantIOS, wantErr)
 				}
+				if top, err := object(data); err == nil && top != nil {
+					gotIOS, gotErr = checkContentQueryTop(data, top, ed, pinned, testNow)
+					if gotIOS != wantIOS || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+						t.Fatalf("checkContentQueryTop(%s, %s, %q) = %v, %v; rendering all = %v, %v", data, ed, pinned, gotIOS, gotErr, wantIOS, wantErr)
+					}
+				}
 			}
 		}
 	})
