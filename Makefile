@@ -33,8 +33,8 @@ bench: ## run the benchmarks and print their figures
 	run ./sender/apns/ 'BenchmarkSenderAPNsPool$$'; \
 	if grep -qs 'func Benchmark' bench/*_test.go; then run ./bench/ 'Benchmark'; fi
 
-loadtest: ## end-to-end load test against the gateway simulators
-	./scripts/loadtest.sh
+loadtest: ## load test: real pushd + simulators on 127.0.0.1, per-token delivery proof (LOADTEST_FLAGS="--installations 500")
+	scripts/loadtest.sh --report $(or $(LOADTEST_REPORT),loadtest-report.json) $(LOADTEST_FLAGS)
 
 lint: ## go vet and staticcheck (pinned in .staticcheck-version)
 	$(GO) vet ./...

@@ -17,8 +17,12 @@ import (
 
 // Limits of the push requests (spec "Limits").
 const (
-	// MaxBody: a push body's serialized size must be below 4096 bytes.
+	// MaxBody: a push body's serialized size must be below 4096 bytes (for /1.1/push/devices,
+	// its size without device_ids).
 	MaxBody = 4096
+	// MaxDevicesBody bounds a whole /1.1/push/devices body: the content below MaxBody plus 500
+	// device ids of up to 200 characters.
+	MaxDevicesBody = MaxBody + MaxDeviceIDs*(200+3)
 	// MaxDeviceIDs is the most device_ids one /1.1/push/devices call may list.
 	MaxDeviceIDs = 500
 	// MaxIDLength bounds notification_id and req_id (letters and digits only).
@@ -144,7 +148,7 @@ func (r *PushRequest) MergedWhere() json.RawMessage {
 // bytes or more, 107 when it is not a JSON object, 113 for missing data, 111 for a wrong
 // type, 112 for a bad channel name, 142 for other invalid values.
 func DecodePush(body []byte, ed push.Edition, prodHeader string, now time.Time) (*PushRequest, *push.Error) {
-	f, perr := decodeBody(body)
+	f, perr := decodeBody(body, "")
 	if perr != nil {
 		return nil, perr
 	}
@@ -195,7 +199,7 @@ var devicesOnlyRefused = []string{"where", "channels", "push_time"}
 
 // DecodePushDevices decodes and validates a POST /1.1/push/devices body (see DecodePush).
 func DecodePushDevices(body []byte, ed push.Edition, prodHeader string, now time.Time) (*DevicesRequest, *push.Error) {
-	f, perr := decodeBody(body)
+	f, perr := decodeBody(body, "device_ids")
 	if perr != nil {
 		return nil, perr
 	}

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
@@ -383,4 +384,23 @@ func idSlice(n int) []string {
 func idList(n int) string {
 	b, _ := json.Marshal(idSlice(n))
 	return string(b)
+}
+
+// TestWireDevicesBodyLimitLeavesOutDeviceIDs: 500 device tokens alone are some 33 KB, so the
+// 4096-byte rule applies to the rest of a /1.1/push/devices body.
+func TestWireDevicesBodyLimitLeavesOutDeviceIDs(t *testing.T) {
+	ids := make([]string, MaxDeviceIDs)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%064x", i)
+	}
+	list, _ := json.Marshal(ids)
+	body := `{"device_type":"ios","device_ids":` + string(list) + `,"data":{"alert":"hi"}}`
+	r, perr := DecodePushDevices([]byte(body), push.EditionChina, "", testNow)
+	if perr != nil || len(r.DeviceIDs) != MaxDeviceIDs {
+		t.Fatalf("500 tokens in a %d-byte body: %v", len(body), perr)
+	}
+	big := `{"device_type":"ios","device_ids":["aa"],"data":{"alert":"` + strings.Repeat("x", MaxBody) + `"}}`
+	if _, perr := DecodePushDevices([]byte(big), push.EditionChina, "", testNow); perr == nil || perr.Code != push.CodeTooLarge {
+		t.Fatalf("content of 4096 bytes or more: %v, want code 413", perr)
+	}
 }
