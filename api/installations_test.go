@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -389,6 +390,18 @@ func TestInstallationsList(t *testing.T) {
 		r, _ := list(c.q)
 		if r.status != 400 || r.code(t) != c.code {
 			t.Errorf("%v: got %d %s, want code %d", c.q, r.status, r.body, c.code)
+		}
+	}
+}
+
+func TestInstallationsAppendTimeIDMatchesEncodingJSON(t *testing.T) {
+	now := time.Date(2031, 2, 3, 4, 5, 6, 789_000_000, time.FixedZone("x", 3600))
+	for _, oid := range []string{"0a1b2c3d4e5f60718293a4b5", "", `q"uote`, `back\slash`, "<b>&", "\x01", "ünï", "\u2028", "bad\xff"} {
+		tb, _ := json.Marshal(FormatTime(now))
+		ob, _ := json.Marshal(oid)
+		want := `{"updatedAt":` + string(tb) + `,"objectId":` + string(ob) + `}`
+		if got := string(appendTimeID(nil, fUpdatedAt, now, oid)); got != want {
+			t.Errorf("appendTimeID(%q) = %s, want %s", oid, got, want)
 		}
 	}
 }

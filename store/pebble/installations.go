@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -226,8 +227,14 @@ func (s *Store) putInstBatch(appID string, buckets int, inst *push.Installation,
 // always rewritten.
 func putInstRows(b *pebble.Batch, appID string, bucket int, inst *push.Installation, ids []deviceID, owned []bool, old stored, found bool) error {
 	oid, dt := inst.ObjectID, inst.DeviceType
-	key := make([]byte, 0, 128)
-	val := make([]byte, 0, 96+len(inst.Doc))
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	key, val := sc.key[:0], sc.val[:0]
+	defer func() {
+		if cap(val) <= 64<<10 { // keep what grew, within reason
+			sc.key, sc.val = key[:0], val[:0]
+		}
+	}()
 	val = appendInstValue(val, bucket, inst)
 	if err := b.Set(instKey(key, appID, oid), val, nil); err != nil {
 		return err
@@ -290,6 +297,12 @@ func putInstRows(b *pebble.Batch, appID string, bucket int, inst *push.Installat
 	}
 	return b.Set(updatedKey(key[:0], appID, inst.UpdatedAt, oid), nil, nil)
 }
+
+// scratch holds the key and value buffers of one putInstRows call; Batch.Set copies both,
+// so they are reused across calls.
+type scratch struct{ key, val []byte }
+
+var scratchPool = sync.Pool{New: func() any { return &scratch{key: make([]byte, 0, 128), val: make([]byte, 0, 1024)} }}
 
 // setInstRows adds the primary row and every index row of inst to b.
 func setInstRows(b *pebble.Batch, appID string, bucket int, inst *push.Installation) error {
