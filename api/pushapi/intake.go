@@ -275,11 +275,25 @@ func (s *Service) appendJob(ctx context.Context, job *push.Job) error {
 }
 
 func writeAccepted(ctx *fasthttp.RequestCtx, objectID string, createdAt time.Time) {
-	b, _ := json.Marshal(struct {
-		ObjectID  string `json:"objectId"`
-		CreatedAt string `json:"createdAt"`
-	}{objectID, api.FormatTime(createdAt)})
-	api.WriteJSON(ctx, fasthttp.StatusOK, b)
+	api.WriteJSON(ctx, fasthttp.StatusOK, appendAccepted(make([]byte, 0, 80), objectID, createdAt))
+}
+
+// appendAccepted appends {"objectId":...,"createdAt":...} as encoding/json writes it.
+func appendAccepted(b []byte, objectID string, createdAt time.Time) []byte {
+	for i := 0; i < len(objectID); i++ {
+		if c := objectID[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(struct {
+				ObjectID  string `json:"objectId"`
+				CreatedAt string `json:"createdAt"`
+			}{objectID, api.FormatTime(createdAt)})
+			return append(b, q...)
+		}
+	}
+	b = append(b, `{"objectId":"`...)
+	b = append(b, objectID...)
+	b = append(b, `","createdAt":"`...)
+	b = append(b, api.FormatTime(createdAt)...) // digits and -:.TZ only
+	return append(b, `"}`...)
 }
 
 // ParseHybridCredentials checks a vendor's credentials as uploaded: a JSON object of named
