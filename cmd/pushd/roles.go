@@ -220,6 +220,9 @@ func registerPush(p *parts, srv *api.Server, set *metrics.Set) {
 		Limiter: limit.New(nil, set),
 		Logger:  p.log,
 		Metrics: set,
+		// The embedded log lives in the store's own Pebble: its synced append makes the push
+		// record written just before it durable too (one fsync per push instead of two).
+		LogSyncsStore: p.cfg.Log == "embedded" && p.pebble != nil,
 	}).Register(srv)
 }
 
