@@ -202,7 +202,9 @@ func TestServeOpsEndpointsWithoutAPIRole(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	args := []string{"serve", "--data", data, "--roles", "fanout,scheduler", "--ops-addr", "127.0.0.1:0", "--log-level", "warn"}
-	go func() { done <- run(ctx, args, io.Discard, io.Discard, &testHooks{opsReady: func(a string) { opsC <- a }}) }()
+	go func() {
+		done <- run(ctx, args, io.Discard, io.Discard, &testHooks{opsReady: func(a string) { opsC <- a }})
+	}()
 	var addr string
 	select {
 	case addr = <-opsC:
