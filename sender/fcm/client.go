@@ -18,9 +18,10 @@ import (
 	"github.com/pushd/pushd/sender/gateway"
 )
 
-// Client delivers to FCM for one app over at most Config.MaxConns HTTP/2 connections (one per
-// transport, StrictMaxConcurrentStreams), opening another only when every open one carries
-// Config.StreamsPerConn requests. Safe for concurrent use.
+// Client delivers to FCM for one app over Config.MaxConns HTTP/2 transports, opening another
+// only when every open one carries Config.StreamsPerConn requests, and never handing one more
+// than that: a Send beyond MaxConns*StreamsPerConn waits for a free stream (see newConn for
+// why the transport must not queue them). Safe for concurrent use.
 type Client struct {
 	url     string
 	ts      *tokenSource
@@ -62,7 +63,7 @@ func (c *Credentials) NewClient(route string, cfg Config) (*Client, error) {
 		tokenHC: tokenHC,
 	}
 	dial := func() (*http.Client, error) { return newConn(cfg), nil }
-	cl.conns = gateway.NewConns(cfg.MaxConns, cfg.StreamsPerConn, dial, func(h *http.Client) { h.CloseIdleConnections() })
+	cl.conns = gateway.NewBoundedConns(cfg.MaxConns, cfg.StreamsPerConn, dial, func(h *http.Client) { h.CloseIdleConnections() })
 	return cl, nil
 }
 
@@ -73,7 +74,17 @@ func baseTLS(cfg Config) *tls.Config {
 	return &tls.Config{MinVersion: tls.VersionTLS12}
 }
 
-// newConn builds one http.Client whose HTTP/2 transport holds a single connection.
+// newConn builds one http.Client whose HTTP/2 transport holds a single connection while the
+// server allows Config.StreamsPerConn streams on it.
+//
+// No StrictMaxConcurrentStreams: with it, every request reserves a stream slot on the
+// connection before it queues for the connection's header lock, and the request holding that
+// lock waits until active streams plus reservations drop below the server's limit. Given more
+// callers than the limit, the queued callers' reservations alone reach it once the active
+// streams finish, and the connection stalls, the server idle, until the request timeout
+// (golang/go#70809; the 30 s fan-out stalls and duplicate deliveries of the 100k load test).
+// Conns bounds the callers per transport to StreamsPerConn instead; a server advertising fewer
+// streams than that gets a second connection from the transport rather than a stall.
 func newConn(cfg Config) *http.Client {
 	dialer := &tls.Dialer{NetDialer: &net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 15 * time.Second}}
 	return &http.Client{
@@ -84,9 +95,8 @@ func newConn(cfg Config) *http.Client {
 				d.Config = c
 				return d.DialContext(ctx, network, addr)
 			},
-			ReadIdleTimeout:            cfg.ReadIdleTimeout,
-			PingTimeout:                cfg.PingTimeout,
-			StrictMaxConcurrentStreams: true,
+			ReadIdleTimeout: cfg.ReadIdleTimeout,
+			PingTimeout:     cfg.PingTimeout,
 		},
 		Timeout: cfg.RequestTimeout,
 	}
@@ -135,9 +145,12 @@ func (cl *Client) Send(ctx context.Context, d *push.Delivery) gateway.Reply {
 	req.ContentLength = int64(len(*bp))
 	req.Header = http.Header{"Authorization": {bearer}, "Content-Type": jsonContentType}
 
-	conn, err := cl.conns.Acquire()
+	conn, err := cl.conns.AcquireContext(ctx)
 	if err != nil {
 		b.Close()
+		if ctx.Err() != nil {
+			return transportReply(ctx.Err())
+		}
 		return gateway.Reply{Kind: gateway.KindRetry, Reason: "fcm client closed"}
 	}
 	defer conn.Release()

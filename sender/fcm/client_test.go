@@ -277,3 +277,84 @@ func TestFCMClassify(t *testing.T) {
 	f(400, `{"error":{"code":400,"status":"INVALID_ARGUMENT","message":"Invalid value at 'message.data[0].value'"}}`, gateway.KindFailed, "INVALID_ARGUMENT: Invalid value at 'message.data[0].value'")
 	f(418, `teapot`, gateway.KindFailed, "status 418")
 }
+
+// TestFCMClientConcurrentSendsBeyondStreamLimit sends from many more goroutines than the
+// connections have streams. Before the fix the client put every caller on a connection whose
+// x/net/http2 transport ran with StrictMaxConcurrentStreams: each request reserves a stream
+// slot before queueing for the connection's header lock, the one holding the lock waits until
+// active streams + reservations < MAX_CONCURRENT_STREAMS, and the queued callers' reservations
+// alone reach the limit once the active streams finish (golang/go#70809). The connection then
+// stalls until the request timeout, with the server idle. Counts, not timing: every send must
+// be accepted exactly once before the deadline.
+func TestFCMClientConcurrentSendsBeyondStreamLimit(t *testing.T) {
+	cases := []struct {
+		name             string
+		serverStreams    int
+		maxConns         int
+		streamsPerConn   int
+		senders, perSend int
+	}{
+		// The production shape scaled down: the pool's StreamsPerConn equals what the server
+		// advertises, far more workers than MaxConns*StreamsPerConn.
+		{"limit as advertised", 8, 2, 8, 64, 24},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSim(t, sim.FCMConfig{MaxConcurrentStreams: c.serverStreams})
+			sa, err := s.NewServiceAccount("demo-chat")
+			if err != nil {
+				t.Fatal(err)
+			}
+			creds, err := Load(sa)
+			if err != nil {
+				t.Fatal(err)
+			}
+			route, _ := creds.Route(nil)
+			// The request timeout is far beyond the test's deadline: a stalled connection shows
+			// up as sends cut off by ctx, never as a retryable timeout that hides it.
+			cl, err := creds.NewClient(route, Config{
+				Endpoint: s.URL(), TLS: s.ClientTLS(), MaxConns: c.maxConns, StreamsPerConn: c.streamsPerConn,
+				RequestTimeout: 10 * time.Minute,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(cl.Close)
+
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			var (
+				mu     sync.Mutex
+				failed = map[string]int{}
+				wg     sync.WaitGroup
+			)
+			for g := range c.senders {
+				wg.Go(func() {
+					for i := range c.perSend {
+						r := cl.Send(ctx, delivery(regToken(g*c.perSend+i)))
+						if r.Kind != gateway.KindSent {
+							mu.Lock()
+							failed[r.Kind.String()+" "+r.Reason]++
+							mu.Unlock()
+						}
+					}
+				})
+			}
+			wg.Wait()
+			want := int64(c.senders * c.perSend)
+			st := s.Stats()
+			if len(failed) > 0 || st.Accepted != want || st.Requests != want {
+				t.Fatalf("%d sends: simulator answered %d, accepted %d; failed sends by reply: %v (ctx: %v)",
+					want, st.Requests, st.Accepted, failed, ctx.Err())
+			}
+			for tok, n := range st.PerToken {
+				if n != 1 {
+					t.Fatalf("token %s accepted %d times", tok, n)
+				}
+			}
+			if n := cl.Conns(); n > c.maxConns {
+				t.Fatalf("%d connection sets open, max %d", n, c.maxConns)
+			}
+		})
+	}
+}

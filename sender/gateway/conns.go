@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -13,11 +14,20 @@ var ErrClosed = errors.New("connections closed")
 // exactly one connection). Acquire picks the connection with the fewest requests in flight and
 // opens another only when every open one already carries streams requests and fewer than max
 // are open, so a pool runs on one connection until its streams saturate.
+//
+// A set built by NewConns shares the open connections once all max carry streams requests
+// (Acquire never waits). A set built by NewBoundedConns never puts more than streams requests
+// on one connection: AcquireContext waits for a Release instead.
 type Conns[T any] struct {
 	max     int
 	streams int64
 	dial    func() (T, error)
 	close   func(T)
+	// slots holds one token per request in flight, at most max*streams (NewBoundedConns);
+	// nil for a sharing set. With every slot holder counted in some connection's inflight,
+	// a holder always finds a connection below streams once max are open.
+	slots chan struct{}
+	done  chan struct{} // closed by Close: wakes AcquireContext
 
 	list atomic.Pointer[[]*Conn[T]] // immutable snapshot; replaced under mu
 
@@ -29,13 +39,19 @@ type Conns[T any] struct {
 type Conn[T any] struct {
 	C        T
 	inflight atomic.Int64
+	slots    chan struct{} // the set's (bounded sets only)
 }
 
 // Release ends one request acquired on c.
-func (c *Conn[T]) Release() { c.inflight.Add(-1) }
+func (c *Conn[T]) Release() {
+	c.inflight.Add(-1) // before the slot goes back: a slot holder never sees it counted
+	if c.slots != nil {
+		<-c.slots
+	}
+}
 
-// NewConns returns an empty set; dial builds one connection's client (it must not block on the
-// network: connecting happens on first use), closeFn releases it.
+// NewConns returns an empty sharing set; dial builds one connection's client (it must not
+// block on the network: connecting happens on first use), closeFn releases it.
 func NewConns[T any](max, streams int, dial func() (T, error), closeFn func(T)) *Conns[T] {
 	if max < 1 {
 		max = 1
@@ -43,13 +59,27 @@ func NewConns[T any](max, streams int, dial func() (T, error), closeFn func(T)) 
 	if streams < 1 {
 		streams = 1
 	}
-	c := &Conns[T]{max: max, streams: int64(streams), dial: dial, close: closeFn}
+	c := &Conns[T]{max: max, streams: int64(streams), dial: dial, close: closeFn, done: make(chan struct{})}
 	c.list.Store(&[]*Conn[T]{})
 	return c
 }
 
-// Acquire returns the connection for one request; the caller calls Release when the request ends.
+// NewBoundedConns is NewConns for clients whose transport must never be handed more
+// concurrent requests than streams per connection; use AcquireContext. x/net/http2 with
+// StrictMaxConcurrentStreams stalls a connection given more callers than the server's stream
+// limit (golang/go#70809), and without it opens connections beyond max.
+func NewBoundedConns[T any](max, streams int, dial func() (T, error), closeFn func(T)) *Conns[T] {
+	c := NewConns(max, streams, dial, closeFn)
+	c.slots = make(chan struct{}, c.max*int(c.streams))
+	return c
+}
+
+// Acquire returns the connection for one request of a sharing set; the caller calls Release
+// when the request ends.
 func (c *Conns[T]) Acquire() (*Conn[T], error) {
+	if c.slots != nil {
+		panic("BUG: Acquire on a bounded gateway.Conns; use AcquireContext")
+	}
 	for {
 		list := *c.list.Load()
 		best := least(list)
@@ -63,6 +93,53 @@ func (c *Conns[T]) Acquire() (*Conn[T], error) {
 				return best, nil
 			}
 			return nil, err
+		}
+	}
+}
+
+// AcquireContext is Acquire for any set; on a bounded set it waits, until ctx ends or the
+// set closes, while max connections each carry streams requests.
+func (c *Conns[T]) AcquireContext(ctx context.Context) (*Conn[T], error) {
+	if c.slots == nil {
+		return c.Acquire()
+	}
+	select {
+	case c.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.done:
+		return nil, ErrClosed
+	}
+	for {
+		list := *c.list.Load()
+		if cn := c.reserve(list); cn != nil {
+			return cn, nil
+		}
+		if len(list) >= c.max {
+			// Every slot holder but us is counted on some connection, so one is below streams;
+			// another holder took it between our look and our CAS: look again.
+			continue
+		}
+		if err := c.grow(len(list)); err != nil {
+			<-c.slots
+			return nil, err
+		}
+	}
+}
+
+// reserve counts one request on the least-loaded connection below streams, or returns nil.
+func (c *Conns[T]) reserve(list []*Conn[T]) *Conn[T] {
+	for {
+		best := least(list)
+		if best == nil {
+			return nil
+		}
+		n := best.inflight.Load()
+		if n >= c.streams {
+			return nil
+		}
+		if best.inflight.CompareAndSwap(n, n+1) {
+			return best
 		}
 	}
 }
@@ -95,7 +172,7 @@ func (c *Conns[T]) grow(seen int) error {
 	}
 	next := make([]*Conn[T], len(old), len(old)+1)
 	copy(next, old)
-	next = append(next, &Conn[T]{C: cl})
+	next = append(next, &Conn[T]{C: cl, slots: c.slots})
 	c.list.Store(&next)
 	return nil
 }
@@ -111,6 +188,7 @@ func (c *Conns[T]) Close() {
 		return
 	}
 	c.closed = true
+	close(c.done)
 	list := *c.list.Load()
 	c.list.Store(&[]*Conn[T]{})
 	for _, cn := range list {

@@ -1,6 +1,7 @@
 // Package gateway holds what the sender pools and the per-gateway clients (sender/apns,
 // sender/fcm, ...) share: the classified gateway reply every client returns and a small set of
-// HTTP/2 connections that grows only when the open ones carry their share of streams.
+// HTTP/2 connections that grows only when the open ones carry their share of streams and, for
+// clients built with NewBoundedConns, never hands a connection more than that share.
 //
 // Concurrency: Reply is a value; Conns is safe for concurrent use.
 package gateway

@@ -1,7 +1,10 @@
 package gateway
 
 import (
+	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -61,4 +64,88 @@ func TestGatewayParseRetryAfter(t *testing.T) {
 	f("soon", 0)
 	f(now.Add(90*time.Second).Format("Mon, 02 Jan 2006 15:04:05 GMT"), 90*time.Second)
 	f(now.Add(-time.Minute).Format("Mon, 02 Jan 2006 15:04:05 GMT"), 0)
+}
+
+func TestGatewayConnsBoundedNeverOverfillsAConnection(t *testing.T) {
+	dials, closes := 0, 0
+	c := NewBoundedConns(2, 3, func() (int, error) { dials++; return dials, nil }, func(int) { closes++ })
+	var held []*Conn[int]
+	for range 6 {
+		cn, err := c.AcquireContext(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, cn)
+	}
+	for _, cn := range held {
+		if n := cn.inflight.Load(); n != 3 {
+			t.Fatalf("connection %d carries %d requests, want 3", cn.C, n)
+		}
+	}
+	if c.Len() != 2 {
+		t.Fatalf("%d connections, want 2", c.Len())
+	}
+	// Full: a caller waits (here: until its context ends) instead of sharing.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.AcquireContext(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("AcquireContext on a full set: %v", err)
+	}
+	got := make(chan *Conn[int])
+	go func() {
+		cn, err := c.AcquireContext(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		got <- cn
+	}()
+	held[4].Release()
+	if cn := <-got; cn != held[4] {
+		t.Fatalf("waiter got connection %d, want the released %d", cn.C, held[4].C)
+	}
+	waiter := make(chan error)
+	go func() {
+		_, err := c.AcquireContext(context.Background())
+		waiter <- err
+	}()
+	c.Close()
+	if err := <-waiter; !errors.Is(err, ErrClosed) {
+		t.Fatalf("waiter after Close: %v", err)
+	}
+	if closes != 2 {
+		t.Fatalf("closed %d of 2", closes)
+	}
+}
+
+func TestGatewayConnsBoundedConcurrent(t *testing.T) {
+	const maxConns, streams = 3, 4
+	c := NewBoundedConns(maxConns, streams, func() (int, error) { return 0, nil }, func(int) {})
+	defer c.Close()
+	var wg sync.WaitGroup
+	var over atomic.Int64
+	for range 64 {
+		wg.Go(func() {
+			for range 200 {
+				cn, err := c.AcquireContext(context.Background())
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if cn.inflight.Load() > streams {
+					over.Add(1)
+				}
+				cn.Release()
+			}
+		})
+	}
+	wg.Wait()
+	if n := over.Load(); n > 0 {
+		t.Fatalf("%d acquisitions saw a connection above %d requests", n, streams)
+	}
+	if c.Len() > maxConns {
+		t.Fatalf("%d connections, max %d", c.Len(), maxConns)
+	}
+	if len(c.slots) != 0 {
+		t.Fatalf("%d slots still held after every release", len(c.slots))
+	}
 }
