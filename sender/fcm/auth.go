@@ -130,9 +130,9 @@ func (s *tokenSource) mint(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("cannot reach the oauth2 token endpoint: %w", err)
 	}
-	defer res.Body.Close()
+	defer drainClose(res.Body)
 	var r tokenReply
-	body, err := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+	body, err := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
 	if err != nil {
 		return "", fmt.Errorf("cannot read the oauth2 token reply: %w", err)
 	}

@@ -129,41 +129,43 @@ func (cl *Client) Send(ctx context.Context, d *push.Delivery) gateway.Reply {
 		}
 		return gateway.Reply{Kind: gateway.KindRetry, Reason: "cannot get an oauth2 access token"}
 	}
-	bp := bufs.Get().(*[]byte)
-	*bp, err = appendMessage((*bp)[:0], d.Target.DeviceID, d.Message.Body)
+	pl := newPayload()
+	defer pl.release()
+	*pl.buf, err = appendMessage((*pl.buf)[:0], d.Target.DeviceID, d.Message.Body)
 	if err != nil {
-		bufs.Put(bp)
 		return gateway.Reply{Kind: gateway.KindFailed, Reason: err.Error()}
 	}
-	b := &body{buf: bp}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cl.url, nil)
 	if err != nil {
-		b.Close()
 		return gateway.Reply{Kind: gateway.KindFailed, Reason: "bad fcm endpoint"}
 	}
-	req.Body = b
-	req.ContentLength = int64(len(*bp))
+	req.ContentLength = int64(len(*pl.buf))
+	// GetBody lets the transport replay a stream the server refused unprocessed
+	// (REFUSED_STREAM, e.g. requests sent on a new connection before its SETTINGS announced
+	// fewer streams than we assumed) instead of failing it.
+	req.GetBody = pl.getBody
 	req.Header = http.Header{"Authorization": {bearer}, "Content-Type": jsonContentType}
 
 	conn, err := cl.conns.AcquireContext(ctx)
 	if err != nil {
-		b.Close()
 		if ctx.Err() != nil {
 			return transportReply(ctx.Err())
 		}
 		return gateway.Reply{Kind: gateway.KindRetry, Reason: "fcm client closed"}
 	}
 	defer conn.Release()
-	res, err := conn.C.Do(req)
+	req.Body = pl.body()
+	res, err := conn.C.Do(req) // closes req.Body on every path
 	if err != nil {
 		return transportReply(err)
 	}
-	defer res.Body.Close()
+	// Every path reads the body to its end (bounded) and closes it, so the stream ends
+	// cleanly and its unread bytes go back to the connection's flow-control window.
+	defer drainClose(res.Body)
 	if res.StatusCode == http.StatusOK {
-		_, _ = io.Copy(io.Discard, res.Body)
 		return gateway.Reply{Kind: gateway.KindSent}
 	}
-	data, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+	data, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
 	r := classify(res.StatusCode, data)
 	switch r.Kind {
 	case gateway.KindRetry:
@@ -172,6 +174,20 @@ func (cl *Client) Send(ctx context.Context, d *push.Delivery) gateway.Reply {
 		cl.ts.invalidate(bearer)
 	}
 	return r
+}
+
+// maxErrorBody bounds the error reply we read: Google's are a few hundred bytes.
+const maxErrorBody = 64 << 10
+
+// maxDrain bounds what drainClose reads from a reply nobody needs: a success is
+// {"name": ...}; anything larger is not worth reading, and Close resets the stream and returns
+// the unread bytes to the connection window anyway.
+const maxDrain = 256 << 10
+
+// drainClose reads rc to its end (up to maxDrain) and closes it.
+func drainClose(rc io.ReadCloser) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(rc, maxDrain))
+	_ = rc.Close()
 }
 
 // transportReply classifies a request that got no FCM reply.

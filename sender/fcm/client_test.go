@@ -297,6 +297,10 @@ func TestFCMClientConcurrentSendsBeyondStreamLimit(t *testing.T) {
 		// The production shape scaled down: the pool's StreamsPerConn equals what the server
 		// advertises, far more workers than MaxConns*StreamsPerConn.
 		{"limit as advertised", 8, 2, 8, 64, 24},
+		// A server advertising fewer streams than StreamsPerConn (a front end lowering its
+		// limit): the transport replays the streams refused before SETTINGS arrived and opens
+		// more connections rather than stalling.
+		{"server limit below StreamsPerConn", 4, 2, 16, 64, 24},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
