@@ -22,9 +22,10 @@ type Config struct {
 	TokenURL string
 	// MaxConns is the most HTTP/2 connections one pool opens (default 4).
 	MaxConns int
-	// StreamsPerConn is how many requests one connection carries before the pool opens
-	// another (default 100, what Google's front ends advertise; the transport still honours
-	// the live stream limit).
+	// StreamsPerConn is the most requests one connection carries (default 100, what Google's
+	// front ends advertise). The pool opens another connection when every open one carries
+	// this many; with MaxConns open, further sends wait for a free stream. A server advertising
+	// fewer streams gets an extra connection per transport rather than a queue on it.
 	StreamsPerConn int
 	// RequestTimeout bounds one send or token request (default 30s).
 	RequestTimeout time.Duration
