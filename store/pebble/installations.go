@@ -155,8 +155,7 @@ func (s *Store) LookupDevice(ctx context.Context, appID string, kind push.IDKind
 // PutInstallation implements store.Store: the document and every index in one batch, the
 // previous version's index rows that the new version does not overwrite removed in the same
 // batch. Rows whose key and value are unchanged (device ids, an unchanged updatedAt row) are
-// not rewritten. The batch is applied under the stripes and made durable after they are
-// released (commitUnlockSync), so writers of other records do not queue behind an fsync.
+// not rewritten. The batch is committed synced under the stripes (commitUnlockSync).
 func (s *Store) PutInstallation(ctx context.Context, appID string, buckets int, inst push.Installation) error {
 	if err := s.enter(); err != nil {
 		return err

@@ -14,8 +14,7 @@ import (
 )
 
 // CreateNotification implements store.Store; a record with the same objectId → store.ErrExists.
-// It returns once the record is durable; the fsync is waited for after the record's stripe is
-// released (commitUnlockSync).
+// It returns once the record is durable (commitUnlockSync).
 func (s *Store) CreateNotification(ctx context.Context, n push.Notification) error {
 	return s.createNotification(&n, true)
 }
