@@ -390,20 +390,6 @@ func routeOf(objectID string, doc map[string]any, updatedAt time.Time) push.Rout
 
 // deviceIDs lists the unique device ids of a document: (kind, id) pairs in lookup priority
 // order (installationId wins, as in Parse).
-func deviceIDs(r *push.Route) [][2]string {
-	var out [][2]string
-	if r.InstallationID != "" {
-		out = append(out, [2]string{string(push.KindIID), r.InstallationID})
-	}
-	if r.DeviceToken != "" {
-		out = append(out, [2]string{string(push.KindToken), r.DeviceToken})
-	}
-	if r.RegistrationID != "" {
-		out = append(out, [2]string{string(push.KindRegID), r.RegistrationID})
-	}
-	return out
-}
-
 // buildInstallation stamps the read-only fields into doc and encodes it.
 func buildInstallation(objectID string, doc map[string]any, createdAt, updatedAt time.Time) (push.Installation, error) {
 	doc[fObjectID] = objectID

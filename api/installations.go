@@ -53,15 +53,15 @@ func clipID(id string) string {
 }
 
 // lookupAll resolves device ids to objectIds, in ids order, without duplicates.
-func (s *Server) lookupAll(ctx context.Context, appID string, ids [][2]string) ([]string, error) {
+func (s *Server) lookupAll(ctx context.Context, appID string, ids []push.DeviceRef) ([]string, error) {
 	var out []string
 	for _, id := range ids {
-		oid, err := s.deps.Installations.LookupDevice(ctx, appID, push.IDKind(id[0]), id[1])
+		oid, err := s.deps.Installations.LookupDevice(ctx, appID, id.Kind, id.ID)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("cannot look up a %s of app %s: %w", id[0], appID, err)
+			return nil, fmt.Errorf("cannot look up a %s of app %s: %w", id.Kind, appID, err)
 		}
 		dup := false
 		for _, o := range out {
@@ -108,7 +108,7 @@ func (s *Server) createInstallation(ctx *fasthttp.RequestCtx, c *Call) error {
 		return perr
 	}
 	r := routeOf("", probe, c.Now)
-	ids := deviceIDs(&r)
+	ids := r.DeviceIDs()
 	app := c.App
 	bg := context.Background()
 
@@ -117,7 +117,7 @@ func (s *Server) createInstallation(ctx *fasthttp.RequestCtx, c *Call) error {
 	// still point there (another writer may have moved them in between).
 	devKeys := make([]string, 0, len(ids))
 	for _, id := range ids {
-		devKeys = append(devKeys, deviceKey(app.ID, id[0], id[1]))
+		devKeys = append(devKeys, deviceKey(app.ID, string(id.Kind), id.ID))
 	}
 	h := s.locks.lock(devKeys...)
 	matches, err := s.lookupAll(bg, app.ID, ids)
@@ -301,20 +301,20 @@ func (s *Server) updateInstallation(ctx *fasthttp.RequestCtx, c *Call) error {
 	case existing.DeviceToken != "" && r.DeviceToken != existing.DeviceToken:
 		return push.Errorf(push.CodeReadOnlyKey, "deviceToken may not be changed; create a new installation for a new token")
 	}
-	old := map[[2]string]bool{}
-	for _, id := range deviceIDs(&existing.Route) {
+	old := map[push.DeviceRef]bool{}
+	for _, id := range existing.Route.DeviceIDs() {
 		old[id] = true
 	}
-	for _, id := range deviceIDs(&r) {
+	for _, id := range r.DeviceIDs() {
 		if old[id] {
 			continue
 		}
-		other, err := s.deps.Installations.LookupDevice(bg, app.ID, push.IDKind(id[0]), id[1])
+		other, err := s.deps.Installations.LookupDevice(bg, app.ID, id.Kind, id.ID)
 		if err == nil && other != oid {
-			return push.Errorf(push.CodeDuplicateValue, "this %s belongs to another installation", idFieldName(id[0]))
+			return push.Errorf(push.CodeDuplicateValue, "this %s belongs to another installation", idFieldName(string(id.Kind)))
 		}
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("cannot look up a %s of app %s: %w", id[0], app.ID, err)
+			return fmt.Errorf("cannot look up a %s of app %s: %w", id.Kind, app.ID, err)
 		}
 	}
 	inst, err := buildInstallation(oid, doc, timeFromMillis(existing.CreatedAt), c.Now)

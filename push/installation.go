@@ -118,3 +118,25 @@ func Bucket(objectID string, n int) int {
 	_, _ = h.Write([]byte(objectID))
 	return int(h.Sum32() & uint32(n-1))
 }
+
+// DeviceRef is one device id of an installation with the index it is unique in.
+type DeviceRef struct {
+	Kind IDKind
+	ID   string
+}
+
+// DeviceIDs lists the installation's device ids in the order an upsert matches them
+// (installationId, deviceToken, registrationId, as Parse does).
+func (r *Route) DeviceIDs() []DeviceRef {
+	out := make([]DeviceRef, 0, 3)
+	if r.InstallationID != "" {
+		out = append(out, DeviceRef{KindIID, r.InstallationID})
+	}
+	if r.DeviceToken != "" {
+		out = append(out, DeviceRef{KindToken, r.DeviceToken})
+	}
+	if r.RegistrationID != "" {
+		out = append(out, DeviceRef{KindRegID, r.RegistrationID})
+	}
+	return out
+}

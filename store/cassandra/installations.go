@@ -85,25 +85,6 @@ func (s *Store) LookupDevice(ctx context.Context, appID string, kind push.IDKind
 	return oid, nil
 }
 
-type deviceID struct {
-	kind push.IDKind
-	id   string
-}
-
-func deviceIDs(r *push.Route) []deviceID {
-	var out []deviceID
-	if r.DeviceToken != "" {
-		out = append(out, deviceID{push.KindToken, r.DeviceToken})
-	}
-	if r.InstallationID != "" {
-		out = append(out, deviceID{push.KindIID, r.InstallationID})
-	}
-	if r.RegistrationID != "" {
-		out = append(out, deviceID{push.KindRegID, r.RegistrationID})
-	}
-	return out
-}
-
 // PutInstallation implements store.Store: the old version's index rows that change are deleted
 // and the new rows inserted in one logged batch. The uniqueness check of device ids is a read
 // before the batch: two nodes racing for one new token can both win (the later write owns the
@@ -116,10 +97,10 @@ func (s *Store) PutInstallation(ctx context.Context, appID string, buckets int, 
 		return fmt.Errorf("cannot use %d buckets: want a power of two", buckets)
 	}
 	oid := inst.ObjectID
-	for _, d := range deviceIDs(&inst.Route) {
-		owner, err := s.LookupDevice(ctx, appID, d.kind, d.id)
+	for _, d := range inst.Route.DeviceIDs() {
+		owner, err := s.LookupDevice(ctx, appID, d.Kind, d.ID)
 		if err == nil && owner != oid {
-			return fmt.Errorf("cannot put installation %s of app %s: %s: %w", oid, appID, d.kind, store.ErrDuplicate)
+			return fmt.Errorf("cannot put installation %s of app %s: %s: %w", oid, appID, d.Kind, store.ErrDuplicate)
 		}
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("cannot put installation %s of app %s: %w", oid, appID, err)
@@ -145,10 +126,10 @@ func (s *Store) PutInstallation(ctx context.Context, appID string, buckets int, 
 				b.Query(cqlChannelDelete, appID, ch, old.bucket, o.DeviceType, oid)
 			}
 		}
-		newIDs := deviceIDs(&inst.Route)
-		for _, d := range deviceIDs(&o.Route) {
+		newIDs := inst.Route.DeviceIDs()
+		for _, d := range o.Route.DeviceIDs() {
 			if !containsID(newIDs, d) {
-				b.Query(cqlDeviceDelete, appID, string(d.kind), d.id)
+				b.Query(cqlDeviceDelete, appID, string(d.Kind), d.ID)
 			}
 		}
 	}
@@ -158,8 +139,8 @@ func (s *Store) PutInstallation(ctx context.Context, appID string, buckets int, 
 	for _, ch := range inst.Channels {
 		b.Query(cqlChannelInsert, appID, ch, bucket, inst.DeviceType, oid, route, inst.Doc)
 	}
-	for _, d := range deviceIDs(&inst.Route) {
-		b.Query(cqlDeviceInsert, appID, string(d.kind), d.id, oid)
+	for _, d := range inst.Route.DeviceIDs() {
+		b.Query(cqlDeviceInsert, appID, string(d.Kind), d.ID, oid)
 	}
 	if err := s.s.ExecuteBatch(b); err != nil {
 		return fmt.Errorf("cannot put installation %s of app %s: %w", oid, appID, err)
@@ -176,7 +157,7 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-func containsID(xs []deviceID, x deviceID) bool {
+func containsID(xs []push.DeviceRef, x push.DeviceRef) bool {
 	for _, v := range xs {
 		if v == x {
 			return true
@@ -193,8 +174,8 @@ func (s *Store) deleteStored(ctx context.Context, appID string, st *stored) erro
 	for _, ch := range o.Channels {
 		b.Query(cqlChannelDelete, appID, ch, st.bucket, o.DeviceType, oid)
 	}
-	for _, d := range deviceIDs(&o.Route) {
-		b.Query(cqlDeviceDelete, appID, string(d.kind), d.id)
+	for _, d := range o.Route.DeviceIDs() {
+		b.Query(cqlDeviceDelete, appID, string(d.Kind), d.ID)
 	}
 	return s.s.ExecuteBatch(b)
 }

@@ -25,26 +25,6 @@ func checkBuckets(n int) error {
 	return nil
 }
 
-// deviceID is one entry of installations_by_device.
-type deviceID struct {
-	kind push.IDKind
-	id   string
-}
-
-func deviceIDs(r *push.Route) []deviceID {
-	out := make([]deviceID, 0, 3)
-	if r.DeviceToken != "" {
-		out = append(out, deviceID{push.KindToken, r.DeviceToken})
-	}
-	if r.InstallationID != "" {
-		out = append(out, deviceID{push.KindIID, r.InstallationID})
-	}
-	if r.RegistrationID != "" {
-		out = append(out, deviceID{push.KindRegID, r.RegistrationID})
-	}
-	return out
-}
-
 // stored is an installation as its primary row keeps it.
 type stored struct {
 	bucket int
@@ -167,11 +147,11 @@ func (s *Store) PutInstallation(ctx context.Context, appID string, buckets int, 
 	if err := checkBuckets(buckets); err != nil {
 		return err
 	}
-	ids := deviceIDs(&inst.Route)
+	ids := inst.Route.DeviceIDs()
 	var stripeBuf [4]int
 	stripeIdx := append(stripeBuf[:0], stripeOf("i", appID, inst.ObjectID))
 	for _, d := range ids {
-		stripeIdx = append(stripeIdx, stripeOf("d", appID, string(d.kind), d.id))
+		stripeIdx = append(stripeIdx, stripeOf("d", appID, string(d.Kind), d.ID))
 	}
 	unlock := s.locks.lockAll(stripeIdx)
 	b, err := s.putInstBatch(appID, buckets, &inst, ids)
@@ -188,13 +168,13 @@ func (s *Store) PutInstallation(ctx context.Context, appID string, buckets int, 
 
 // putInstBatch checks inst's device ids and builds the batch that replaces the stored version
 // of inst (if any). The caller holds the stripes of inst and of its device ids.
-func (s *Store) putInstBatch(appID string, buckets int, inst *push.Installation, ids []deviceID) (*pebble.Batch, error) {
+func (s *Store) putInstBatch(appID string, buckets int, inst *push.Installation, ids []push.DeviceRef) (*pebble.Batch, error) {
 	// owned[i]: the device row of ids[i] already points at inst, so it need not be rewritten.
 	var ownedBuf [3]bool
 	owned := ownedBuf[:len(ids)]
 	var key, v []byte
 	for i, d := range ids {
-		key = deviceKey(key[:0], appID, string(d.kind), d.id)
+		key = deviceKey(key[:0], appID, string(d.Kind), d.ID)
 		var ok bool
 		var err error
 		v, ok, err = s.getInto(v[:0], key)
@@ -202,7 +182,7 @@ func (s *Store) putInstBatch(appID string, buckets int, inst *push.Installation,
 			return nil, err
 		}
 		if ok && string(v) != inst.ObjectID {
-			return nil, fmt.Errorf("%s: %w", d.kind, store.ErrDuplicate)
+			return nil, fmt.Errorf("%s: %w", d.Kind, store.ErrDuplicate)
 		}
 		owned[i] = ok
 	}
@@ -224,7 +204,7 @@ func (s *Store) putInstBatch(appID string, buckets int, inst *push.Installation,
 // device rows already pointing at inst (owned[i] for ids[i]) and the updatedAt row when
 // updatedAt did not change. by_bucket and by_channel rows carry the document, so they are
 // always rewritten.
-func putInstRows(b *pebble.Batch, appID string, bucket int, inst *push.Installation, ids []deviceID, owned []bool, old stored, found bool) error {
+func putInstRows(b *pebble.Batch, appID string, bucket int, inst *push.Installation, ids []push.DeviceRef, owned []bool, old stored, found bool) error {
 	oid, dt := inst.ObjectID, inst.DeviceType
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
@@ -255,11 +235,11 @@ func putInstRows(b *pebble.Batch, appID string, bucket int, inst *push.Installat
 				return err
 			}
 		}
-		for _, d := range deviceIDs(&old.inst.Route) {
+		for _, d := range old.inst.Route.DeviceIDs() {
 			if slices.Contains(ids, d) {
 				continue // kept (and owned) or set below
 			}
-			key = deviceKey(key[:0], appID, string(d.kind), d.id)
+			key = deviceKey(key[:0], appID, string(d.Kind), d.ID)
 			if err := b.Delete(key, nil); err != nil {
 				return err
 			}
@@ -286,7 +266,7 @@ func putInstRows(b *pebble.Batch, appID string, bucket int, inst *push.Installat
 		if owned[i] {
 			continue
 		}
-		key = deviceKey(key[:0], appID, string(d.kind), d.id)
+		key = deviceKey(key[:0], appID, string(d.Kind), d.ID)
 		if err := b.Set(key, []byte(oid), nil); err != nil {
 			return err
 		}
@@ -305,7 +285,7 @@ var scratchPool = sync.Pool{New: func() any { return &scratch{key: make([]byte, 
 
 // setInstRows adds the primary row and every index row of inst to b.
 func setInstRows(b *pebble.Batch, appID string, bucket int, inst *push.Installation) error {
-	ids := deviceIDs(&inst.Route)
+	ids := inst.Route.DeviceIDs()
 	return putInstRows(b, appID, bucket, inst, ids, make([]bool, len(ids)), stored{}, false)
 }
 
@@ -325,8 +305,8 @@ func deleteInstRows(b *pebble.Batch, appID string, st *stored) error {
 			return err
 		}
 	}
-	for _, d := range deviceIDs(&st.inst.Route) {
-		key = deviceKey(key[:0], appID, string(d.kind), d.id)
+	for _, d := range st.inst.Route.DeviceIDs() {
+		key = deviceKey(key[:0], appID, string(d.Kind), d.ID)
 		if err := b.Delete(key, nil); err != nil {
 			return err
 		}
