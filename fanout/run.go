@@ -16,6 +16,17 @@ import (
 // batchDrain bounds how long a stopping worker waits for the batch it is sending.
 const batchDrain = 5 * time.Second
 
+// drainAfter returns a context that outlives ctx's cancellation by grace: it ends grace after
+// ctx ends, or when the returned cancel is called.
+func drainAfter(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
+	out, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(grace, cancel) })
+	return out, func() {
+		stop()
+		cancel()
+	}
+}
+
 // ReasonDailyVolume is the Stopped reason (and the failure reason of the targets not sent)
 // once an app's daily volume is used up.
 const ReasonDailyVolume = "daily volume reached"
@@ -190,8 +201,9 @@ func (r *run) deliver(ctx context.Context, b *batch) error {
 	clear(res)
 	// A batch handed to the sender is finished even when ctx ends (SIGTERM, a rebalance):
 	// the gateway may already have accepted part of it, and a batch given up is sent again
-	// after the restart. batchDrain bounds how long a stop waits for it.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), batchDrain)
+	// after the restart. batchDrain bounds how long a stop waits for it; while ctx lives, the
+	// sender's own retry budget is the only bound.
+	sctx, cancel := drainAfter(ctx, batchDrain)
 	err = w.snd.Send(sctx, ds, res)
 	cancel()
 	if err != nil {
