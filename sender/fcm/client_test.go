@@ -317,8 +317,8 @@ func TestFCMClientConcurrentSendsBeyondStreamLimit(t *testing.T) {
 			// The request timeout is far beyond the test's deadline: a stalled connection shows
 			// up as sends cut off by ctx, never as a retryable timeout that hides it.
 			cl, err := creds.NewClient(route, Config{
-				Endpoint: s.URL(), TLS: s.ClientTLS(), MaxConns: c.maxConns, StreamsPerConn: c.streamsPerConn,
-				RequestTimeout: 10 * time.Minute,
+				Endpoint: s.URL(), TLS: s.ClientTLS(),
+				ConnConfig: gateway.ConnConfig{MaxConns: c.maxConns, StreamsPerConn: c.streamsPerConn, RequestTimeout: 10 * time.Minute},
 			})
 			if err != nil {
 				t.Fatal(err)

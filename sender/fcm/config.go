@@ -2,8 +2,8 @@ package fcm
 
 import (
 	"crypto/tls"
-	"errors"
-	"time"
+
+	"github.com/pushd/pushd/sender/gateway"
 )
 
 // DefaultEndpoint is Google's FCM host.
@@ -20,20 +20,11 @@ type Config struct {
 	Endpoint string
 	// TokenURL overrides the service account's token_uri for every app (simulators, tests).
 	TokenURL string
-	// MaxConns is the most HTTP/2 connections one pool opens (default 4).
-	MaxConns int
-	// StreamsPerConn is the most requests one connection carries (default 100, what Google's
-	// front ends advertise). The pool opens another connection when every open one carries
-	// this many; with MaxConns open, further sends wait for a free stream. A server advertising
-	// fewer streams gets an extra connection per transport rather than a queue on it.
-	StreamsPerConn int
-	// RequestTimeout bounds one send or token request (default 30s).
-	RequestTimeout time.Duration
-	// ReadIdleTimeout / PingTimeout: HTTP/2 health check of a silent connection (default 15s each).
-	ReadIdleTimeout time.Duration
-	PingTimeout     time.Duration
-	// DialTimeout bounds TCP+TLS connection setup (default 20s).
-	DialTimeout time.Duration
+	// ConnConfig: connections and timeouts. StreamsPerConn defaults to 100 (what Google's
+	// front ends advertise) and is the most requests one connection carries: with MaxConns
+	// open, further sends wait for a free stream. A server advertising fewer streams gets an
+	// extra connection per transport rather than a queue on it.
+	gateway.ConnConfig
 	// TLS is the base client TLS configuration (nil: system roots); tests set the simulator's.
 	TLS *tls.Config
 }
@@ -43,34 +34,9 @@ func (c Config) WithDefaults() Config {
 	if c.Endpoint == "" {
 		c.Endpoint = DefaultEndpoint
 	}
-	if c.MaxConns == 0 {
-		c.MaxConns = 4
-	}
-	if c.StreamsPerConn == 0 {
-		c.StreamsPerConn = 100
-	}
-	if c.RequestTimeout == 0 {
-		c.RequestTimeout = 30 * time.Second
-	}
-	if c.ReadIdleTimeout == 0 {
-		c.ReadIdleTimeout = 15 * time.Second
-	}
-	if c.PingTimeout == 0 {
-		c.PingTimeout = 15 * time.Second
-	}
-	if c.DialTimeout == 0 {
-		c.DialTimeout = 20 * time.Second
-	}
+	c.ConnConfig = c.ConnConfig.WithDefaults(100)
 	return c
 }
 
 // Validate reports a configuration that cannot work.
-func (c Config) Validate() error {
-	if c.MaxConns < 0 || c.StreamsPerConn < 0 {
-		return errors.New("fcm: MaxConns and StreamsPerConn must not be negative")
-	}
-	if c.RequestTimeout < 0 || c.ReadIdleTimeout < 0 || c.PingTimeout < 0 || c.DialTimeout < 0 {
-		return errors.New("fcm: timeouts must not be negative")
-	}
-	return nil
-}
+func (c Config) Validate() error { return c.ConnConfig.Validate("fcm") }
