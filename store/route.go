@@ -119,7 +119,9 @@ func (d *routeDecoder) uvarint() uint64 {
 		return 0
 	}
 	v, n := binary.Uvarint(d.src[d.off:])
-	if n <= 0 {
+	// A varint longer than its minimal encoding (e.g. 0x80 0x00 for 0) is never written by
+	// AppendRoute: refuse it, so one value has one encoding.
+	if n <= 0 || n != uvarintLen(v) {
 		d.err = true
 		return 0
 	}
@@ -127,12 +129,26 @@ func (d *routeDecoder) uvarint() uint64 {
 	return v
 }
 
+// uvarintLen is the length of v's minimal varint encoding.
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
+
 func (d *routeDecoder) varint() int64 {
 	if d.err {
 		return 0
 	}
 	v, n := binary.Varint(d.src[d.off:])
-	if n <= 0 {
+	ux := uint64(v) << 1 // binary.Varint's zig-zag form of v
+	if v < 0 {
+		ux = ^ux
+	}
+	if n <= 0 || n != uvarintLen(ux) {
 		d.err = true
 		return 0
 	}
