@@ -146,5 +146,8 @@ func BenchmarkPushAcceptLatencyAt5k(b *testing.B) {
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	b.ReportMetric(float64(lat[n/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[n*99/100].Microseconds())/1000, "p99-ms")
+	b.ReportMetric(float64(lat[n*90/100].Microseconds())/1000, "p90-ms")
+	b.ReportMetric(float64(lat[n*95/100].Microseconds())/1000, "p95-ms")
+	b.ReportMetric(float64(lat[n-1].Microseconds())/1000, "max-ms")
 	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "pushes/s")
 }
