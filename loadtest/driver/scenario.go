@@ -134,33 +134,34 @@ func BuildScenario(name string, p *Population, devicesPerType int) (Scenario, er
 	return s, nil
 }
 
-// Limits of one push call (spec): at most maxDeviceIDs device_ids, and a body below maxBody
-// bytes. The body limit binds first: about 55 iOS tokens fit in one call.
+// Limits of one push call: at most maxDeviceIDs device_ids of at most maxIDLen characters,
+// and the body without its device_ids below maxBody bytes (docs/decisions.md, "Body size of
+// /1.1/push/devices").
 const (
 	maxDeviceIDs = 500
+	maxIDLen     = 200
 	maxBody      = 4096
 	// reqIDRoom is what the driver's req_id adds to a body: `,"req_id":"` + 13 characters + `"`.
 	reqIDRoom = 32
 )
 
-// chunks splits ids into device_ids lists of at most maxDeviceIDs ids each, such that body
-// with one of them (and a req_id) stays below maxBody bytes.
+// chunks splits ids into device_ids lists of at most maxDeviceIDs ids each.
 func chunks(body map[string]any, ids []string) ([][]string, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return nil, fmt.Errorf("BUG: cannot encode a push body: %w", err)
 	}
-	base := len(b) + len(`,"device_ids":[]`) + reqIDRoom
+	if base := len(b) + len(`,"device_ids":`) + reqIDRoom; base >= maxBody {
+		return nil, fmt.Errorf("a push body without its device_ids is %d bytes, not below %d", base, maxBody)
+	}
+	for _, id := range ids {
+		if len(id) > maxIDLen {
+			return nil, fmt.Errorf("device id %q is longer than %d characters", id[:min(12, len(id))], maxIDLen)
+		}
+	}
 	var out [][]string
 	for len(ids) > 0 {
-		size, k := base, 0
-		for k < len(ids) && k < maxDeviceIDs && size+len(ids[k])+3 < maxBody {
-			size += len(ids[k]) + 3 // quotes and comma; ids are plain ASCII
-			k++
-		}
-		if k == 0 {
-			return nil, fmt.Errorf("cannot fit device id %q in a push body below %d bytes", ids[0][:min(12, len(ids[0]))], maxBody)
-		}
+		k := min(len(ids), maxDeviceIDs)
 		out = append(out, ids[:k])
 		ids = ids[k:]
 	}

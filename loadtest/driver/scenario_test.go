@@ -27,8 +27,8 @@ func TestDriverScenarioTargets(t *testing.T) {
 	}{
 		{name: ScenarioChannel, calls: 1, alive: 250, aliveIf: func(d *Device) bool { return d.Index%4 == 0 }},
 		{name: ScenarioWhere, calls: 1, alive: 300, aliveIf: func(d *Device) bool { return d.Index%10 < 3 }},
-		// devicesPerType 800: 300 iOS tokens (67 bytes each in JSON) in 6 calls; 700 FCM tokens (46) in 9.
-		{name: ScenarioDevices, calls: 6 + 9, alive: 300 + 700},
+		// devicesPerType 800: 300 iOS tokens in 1 call; 700 FCM tokens in 2 (500 ids a call).
+		{name: ScenarioDevices, calls: 1 + 2, alive: 300 + 700},
 		{name: ScenarioInvalid, calls: 1, alive: 150, dead: 50, gone: 50},
 		{name: ScenarioInvalidAgain, calls: 1, alive: 150},
 	}
@@ -87,16 +87,19 @@ func TestDriverScenarioInvalidNeedsCohort(t *testing.T) {
 func TestDriverScenarioChunks(t *testing.T) {
 	ids := make([]string, 1200)
 	for i := range ids {
-		ids[i] = "x"
+		ids[i] = fmt.Sprintf("%064x", i) // iOS tokens: 500 of them fit one call
 	}
-	cs, err := chunks(map[string]any{"device_type": "android"}, ids)
+	cs, err := chunks(map[string]any{"device_type": "ios"}, ids)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(cs) != 3 || len(cs[0]) != 500 || len(cs[2]) != 200 {
-		t.Fatalf("short ids: got %d chunks, want 500+500+200", len(cs))
+		t.Fatalf("tokens: got %d chunks, want 500+500+200", len(cs))
 	}
-	if _, err := chunks(map[string]any{}, []string{strings.Repeat("a", 5000)}); err == nil {
-		t.Fatal("an id longer than a body was chunked")
+	if _, err := chunks(map[string]any{}, []string{strings.Repeat("a", 201)}); err == nil {
+		t.Fatal("an id longer than 200 characters was chunked")
+	}
+	if _, err := chunks(map[string]any{"data": strings.Repeat("x", 4096)}, ids); err == nil {
+		t.Fatal("a body of 4096 bytes without its ids was chunked")
 	}
 }
