@@ -56,8 +56,9 @@ func TestDriverScenarioTargets(t *testing.T) {
 				}
 				withReq := maps.Clone(r.Body)
 				withReq["req_id"] = fmt.Sprintf("%s%02d%03d", "0123abcd", 99, i)
+				delete(withReq, "device_ids") // outside the 4096-byte rule of /1.1/push/devices
 				if b, _ := json.Marshal(withReq); len(b) >= 4096 {
-					t.Fatalf("call %d has a body of %d bytes, want below 4096", i, len(b))
+					t.Fatalf("call %d has a body of %d bytes without its device_ids, want below 4096", i, len(b))
 				}
 			}
 			for tok, gw := range s.Expect.Alive {
