@@ -3,11 +3,9 @@ package apns
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -164,7 +162,7 @@ func (cl *Client) Send(ctx context.Context, d *push.Delivery) gateway.Reply {
 	var retryAfter time.Duration
 	res, err := conn.C.PushWithContext(context.WithValue(ctx, retryAfterKey{}, &retryAfter), n)
 	if err != nil {
-		return transportReply(err)
+		return gateway.TransportReply(err, "apns", "unreadable apns reply")
 	}
 	r := classify(res.StatusCode, res.Reason)
 	if r.Kind == gateway.KindRetry {
@@ -191,21 +189,4 @@ func (cl *Client) expireToken() {
 	if time.Since(time.Unix(cl.tok.IssuedAt, 0)) >= tokenRefreshFloor {
 		cl.tok.IssuedAt = 0
 	}
-}
-
-// transportReply classifies a request that got no APNs reply. The text never holds the URL
-// (it contains the device token).
-func transportReply(err error) gateway.Reply {
-	var ne net.Error
-	switch {
-	case errors.Is(err, context.Canceled):
-		return gateway.Reply{Kind: gateway.KindRetry, Reason: "canceled"}
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return gateway.Reply{Kind: gateway.KindRetry, Reason: "apns request timed out"}
-	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return gateway.Reply{Kind: gateway.KindRetry, Reason: "cannot reach apns: " + ue.Err.Error()}
-	}
-	return gateway.Reply{Kind: gateway.KindRetry, Reason: "unreadable apns reply"}
 }

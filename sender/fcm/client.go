@@ -149,7 +149,7 @@ func (cl *Client) Send(ctx context.Context, d *push.Delivery) gateway.Reply {
 	conn, err := cl.conns.AcquireContext(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
-			return transportReply(ctx.Err())
+			return gateway.TransportReply(ctx.Err(), "fcm", "cannot reach fcm")
 		}
 		return gateway.Reply{Kind: gateway.KindRetry, Reason: "fcm client closed"}
 	}
@@ -157,7 +157,7 @@ func (cl *Client) Send(ctx context.Context, d *push.Delivery) gateway.Reply {
 	req.Body = pl.body()
 	res, err := conn.C.Do(req) // closes req.Body on every path
 	if err != nil {
-		return transportReply(err)
+		return gateway.TransportReply(err, "fcm", "cannot reach fcm")
 	}
 	// Every path reads the body to its end (bounded) and closes it, so the stream ends
 	// cleanly and its unread bytes go back to the connection's flow-control window.
@@ -188,20 +188,4 @@ const maxDrain = 256 << 10
 func drainClose(rc io.ReadCloser) {
 	_, _ = io.Copy(io.Discard, io.LimitReader(rc, maxDrain))
 	_ = rc.Close()
-}
-
-// transportReply classifies a request that got no FCM reply.
-func transportReply(err error) gateway.Reply {
-	var ne net.Error
-	switch {
-	case errors.Is(err, context.Canceled):
-		return gateway.Reply{Kind: gateway.KindRetry, Reason: "canceled"}
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return gateway.Reply{Kind: gateway.KindRetry, Reason: "fcm request timed out"}
-	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return gateway.Reply{Kind: gateway.KindRetry, Reason: "cannot reach fcm: " + ue.Err.Error()}
-	}
-	return gateway.Reply{Kind: gateway.KindRetry, Reason: "cannot reach fcm"}
 }

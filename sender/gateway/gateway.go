@@ -7,7 +7,11 @@
 package gateway
 
 import (
+	"context"
+	"errors"
+	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 )
@@ -74,4 +78,22 @@ func ParseRetryAfter(v string, now time.Time) time.Duration {
 		}
 	}
 	return 0
+}
+
+// TransportReply classifies a request that got no gateway reply: retry, with a reason that
+// names the gateway and never holds the request URL (which contains the device token).
+// otherReason is the reason when err is neither a cancel, a timeout nor a url.Error.
+func TransportReply(err error, gateway, otherReason string) Reply {
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.Canceled):
+		return Reply{Kind: KindRetry, Reason: "canceled"}
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return Reply{Kind: KindRetry, Reason: gateway + " request timed out"}
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return Reply{Kind: KindRetry, Reason: "cannot reach " + gateway + ": " + ue.Err.Error()}
+	}
+	return Reply{Kind: KindRetry, Reason: otherReason}
 }

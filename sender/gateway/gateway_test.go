@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -147,5 +148,24 @@ func TestGatewayConnsBoundedConcurrent(t *testing.T) {
 	}
 	if len(c.slots) != 0 {
 		t.Fatalf("%d slots still held after every release", len(c.slots))
+	}
+}
+
+func TestGatewayTransportReplyNamesTheGatewayNotTheURL(t *testing.T) {
+	withURL := &url.Error{Op: "Post", URL: "https://gw/3/device/SECRET-TOKEN", Err: errors.New("connection refused")}
+	cases := []struct {
+		err  error
+		want string
+	}{
+		{context.Canceled, "canceled"},
+		{context.DeadlineExceeded, "apns request timed out"},
+		{withURL, "cannot reach apns: connection refused"},
+		{errors.New("bad json"), "unreadable apns reply"},
+	}
+	for _, c := range cases {
+		r := TransportReply(c.err, "apns", "unreadable apns reply")
+		if r.Kind != KindRetry || r.Reason != c.want {
+			t.Errorf("TransportReply(%v) = %v %q, want retry %q", c.err, r.Kind, r.Reason, c.want)
+		}
 	}
 }
