@@ -13,8 +13,8 @@ import (
 func TestAdminDisabledWithoutToken(t *testing.T) {
 	e := newEnv(t, func(c *Config, _ *Deps) { c.AdminToken = "" })
 	r := e.do("GET", "/admin/apps", "", "Authorization", "Bearer ")
-	if r.status != 403 || r.code(t) != 403 || !strings.Contains(string(r.body), "PUSHD_ADMIN_TOKEN") {
-		t.Fatalf("disabled admin: %d %s", r.status, r.body)
+	if r.Status != 403 || r.Code(t) != 403 || !strings.Contains(string(r.Body), "PUSHD_ADMIN_TOKEN") {
+		t.Fatalf("disabled admin: %d %s", r.Status, r.Body)
 	}
 }
 
@@ -29,39 +29,39 @@ func TestAdminApps(t *testing.T) {
 			},
 		}
 	})
-	if r := e.do("GET", "/admin/apps", ""); r.status != 401 || r.code(t) != 401 {
-		t.Fatalf("no token: %d %s", r.status, r.body)
+	if r := e.do("GET", "/admin/apps", ""); r.Status != 401 || r.Code(t) != 401 {
+		t.Fatalf("no token: %d %s", r.Status, r.Body)
 	}
-	if r := e.do("GET", "/admin/apps", "", "Authorization", "Bearer wrong"); r.status != 401 {
-		t.Fatalf("wrong token: %d", r.status)
+	if r := e.do("GET", "/admin/apps", "", "Authorization", "Bearer wrong"); r.Status != 401 {
+		t.Fatalf("wrong token: %d", r.Status)
 	}
 	h := e.adminHeaders()
 	r := e.do("POST", "/admin/apps", `{"name":"shop","settings":{"edition":"international","callsPerMinute":1200}}`, h...)
-	if r.status != 201 {
-		t.Fatalf("create: %d %s", r.status, r.body)
+	if r.Status != 201 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
 	}
-	m := r.json(t)
+	m := r.JSON(t)
 	id, key, mk := m["appId"].(string), m["appKey"].(string), m["masterKey"].(string)
 	if len(id) != 24 || len(key) != 32 || len(mk) != 32 || key == mk {
-		t.Fatalf("created %s", r.body)
+		t.Fatalf("created %s", r.Body)
 	}
 	set := m["settings"].(map[string]any)
 	if set["edition"] != "international" || set["callsPerMinute"] != float64(1200) || set["buckets"] != float64(256) || set["clientPush"] != false || set["dailyVolume"] != float64(1_000_000) {
 		t.Fatalf("settings %v", set)
 	}
 	// The keys work at once.
-	if r := e.do("GET", "/1.1/installations", "", HeaderAppID, id, HeaderKey, mk+",master"); r.status != 200 {
-		t.Fatalf("new master key: %d %s", r.status, r.body)
+	if r := e.do("GET", "/1.1/installations", "", HeaderAppID, id, HeaderKey, mk+",master"); r.Status != 200 {
+		t.Fatalf("new master key: %d %s", r.Status, r.Body)
 	}
 	for _, path := range []string{"/admin/apps/" + id, "/admin/apps"} {
 		r := e.do("GET", path, "", h...)
-		if r.status != 200 || strings.Contains(string(r.body), key) || strings.Contains(string(r.body), mk) || !strings.Contains(string(r.body), id) {
-			t.Fatalf("GET %s: %d %s (secrets must not be echoed)", path, r.status, r.body)
+		if r.Status != 200 || strings.Contains(string(r.Body), key) || strings.Contains(string(r.Body), mk) || !strings.Contains(string(r.Body), id) {
+			t.Fatalf("GET %s: %d %s (secrets must not be echoed)", path, r.Status, r.Body)
 		}
 	}
 	r = e.do("PUT", "/admin/apps/"+id, `{"name":"shop2","settings":{"clientPush":true,"dailyVolume":5}}`, h...)
-	if r.status != 200 || strings.Contains(string(r.body), key) {
-		t.Fatalf("update: %d %s", r.status, r.body)
+	if r.Status != 200 || strings.Contains(string(r.Body), key) {
+		t.Fatalf("update: %d %s", r.Status, r.Body)
 	}
 	got, err := e.st.GetApp(context.Background(), id)
 	if err != nil || got.Name != "shop2" || !got.Settings.ClientPush || got.Settings.DailyVolume != 5 || got.Settings.CallsPerMinute != 1200 || got.AppKey != key {
@@ -88,17 +88,17 @@ func TestAdminApps(t *testing.T) {
 	}
 	for _, c := range bad {
 		r := e.do(c.method, c.path, c.body, h...)
-		if r.status != c.status || r.code(t) != c.code {
-			t.Errorf("%s %s %s: got %d %s, want %d code %d", c.method, c.path, c.body, r.status, r.body, c.status, c.code)
+		if r.Status != c.status || r.Code(t) != c.code {
+			t.Errorf("%s %s %s: got %d %s, want %d code %d", c.method, c.path, c.body, r.Status, r.Body, c.status, c.code)
 		}
 	}
 	r = e.do("PUT", "/admin/apps/"+id+"/credentials/apns", `{"keyId":"K","secret":"s3cr3t"}`, h...)
-	if r.status != 200 || strings.Contains(string(r.body), "s3cr3t") {
-		t.Fatalf("credential: %d %s", r.status, r.body)
+	if r.Status != 200 || strings.Contains(string(r.Body), "s3cr3t") {
+		t.Fatalf("credential: %d %s", r.Status, r.Body)
 	}
 	r = e.do("GET", "/admin/apps/"+id, "", h...)
-	if strings.Contains(string(r.body), "s3cr3t") || !strings.Contains(string(r.body), `"credentials":["apns"]`) {
-		t.Fatalf("app view leaks or lacks credential kinds: %s", r.body)
+	if strings.Contains(string(r.Body), "s3cr3t") || !strings.Contains(string(r.Body), `"credentials":["apns"]`) {
+		t.Fatalf("app view leaks or lacks credential kinds: %s", r.Body)
 	}
 	got, _ = e.st.GetApp(context.Background(), id)
 	if !strings.Contains(string(got.Credentials["apns"]), "s3cr3t") {
@@ -114,8 +114,8 @@ func TestAdminSettingsInvalidateAuthCache(t *testing.T) {
 	if app.Settings.ClientPush {
 		t.Fatal("clientPush on by default")
 	}
-	if r := e.do("PUT", "/admin/apps/"+e.app.ID, `{"settings":{"clientPush":true}}`, e.adminHeaders()...); r.status != 200 {
-		t.Fatalf("update: %d %s", r.status, r.body)
+	if r := e.do("PUT", "/admin/apps/"+e.app.ID, `{"settings":{"clientPush":true}}`, e.adminHeaders()...); r.Status != 200 {
+		t.Fatalf("update: %d %s", r.Status, r.Body)
 	}
 	app, _ = e.srv.apps.get(context.Background(), e.app.ID)
 	if !app.Settings.ClientPush {

@@ -70,18 +70,18 @@ func TestAuthHeaders(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := e.do("GET", "/1.1/installations", "", c.headers...)
-			if r.status != c.status {
-				t.Fatalf("status %d, want %d: %s", r.status, c.status, r.body)
+			if r.Status != c.status {
+				t.Fatalf("status %d, want %d: %s", r.Status, c.status, r.Body)
 			}
-			if c.code != 0 && r.code(t) != c.code {
-				t.Fatalf("code %d, want %d", r.code(t), c.code)
+			if c.code != 0 && r.Code(t) != c.code {
+				t.Fatalf("code %d, want %d", r.Code(t), c.code)
 			}
 		})
 	}
 	// An app key works on app routes, by key and by signature.
 	r := e.do("GET", "/1.1/installations/none", "", HeaderAppID, id, HeaderSign, Sign(ts, key)+","+ts)
-	if r.status != 404 || r.code(t) != 101 {
-		t.Fatalf("signed app-key GET: %d %s", r.status, r.body)
+	if r.Status != 404 || r.Code(t) != 101 {
+		t.Fatalf("signed app-key GET: %d %s", r.Status, r.Body)
 	}
 }
 

@@ -34,33 +34,33 @@ func (e *testEnv) count(appID string, buckets int) int {
 func (e *testEnv) create(body string) (string, resp) {
 	e.t.Helper()
 	r := e.do("POST", "/1.1/installations", body, e.appHeaders()...)
-	if r.status != 201 && r.status != 200 {
-		e.t.Fatalf("create %s: %d %s", body, r.status, r.body)
+	if r.Status != 201 && r.Status != 200 {
+		e.t.Fatalf("create %s: %d %s", body, r.Status, r.Body)
 	}
-	return r.json(e.t)["objectId"].(string), r
+	return r.JSON(e.t)["objectId"].(string), r
 }
 
 func (e *testEnv) get(oid string) map[string]any {
 	e.t.Helper()
 	r := e.do("GET", "/1.1/installations/"+oid, "", e.appHeaders()...)
-	if r.status != 200 {
-		e.t.Fatalf("get %s: %d %s", oid, r.status, r.body)
+	if r.Status != 200 {
+		e.t.Fatalf("get %s: %d %s", oid, r.Status, r.Body)
 	}
-	return r.json(e.t)
+	return r.JSON(e.t)
 }
 
 func TestInstallationsCreateGetUpsert(t *testing.T) {
 	e := newEnv(t)
 	oid, r := e.create(`{"deviceType":"android","installationId":"IID-1","channels":["news","体育"],"age":3}`)
-	if r.status != 201 {
-		t.Fatalf("status %d", r.status)
+	if r.Status != 201 {
+		t.Fatalf("status %d", r.Status)
 	}
-	if loc := string(r.header.Peek("Location")); loc != "http://pushd.test/1.1/installations/"+oid {
+	if loc := string(r.Header.Peek("Location")); loc != "http://pushd.test/1.1/installations/"+oid {
 		t.Fatalf("Location %q", loc)
 	}
-	m := r.json(t)
+	m := r.JSON(t)
 	if len(oid) != 24 || !isoRe.MatchString(m["createdAt"].(string)) || len(m) != 2 {
-		t.Fatalf("create body %s", r.body)
+		t.Fatalf("create body %s", r.Body)
 	}
 	if m["createdAt"] != "2026-03-04T05:06:07.891Z" {
 		t.Fatalf("createdAt %v", m["createdAt"])
@@ -74,12 +74,12 @@ func TestInstallationsCreateGetUpsert(t *testing.T) {
 	// The app is opened again: same installationId ⇒ update, 200, refreshed updatedAt.
 	e.now = e.now.Add(time.Hour)
 	oid2, r := e.create(`{"deviceType":"android","installationId":"iid-1","timeZone":"Asia/Shanghai"}`)
-	if r.status != 200 || oid2 != oid {
-		t.Fatalf("upsert %d %s", r.status, r.body)
+	if r.Status != 200 || oid2 != oid {
+		t.Fatalf("upsert %d %s", r.Status, r.Body)
 	}
-	m = r.json(t)
+	m = r.JSON(t)
 	if m["updatedAt"] != "2026-03-04T06:06:07.891Z" || len(m) != 2 {
-		t.Fatalf("upsert body %s", r.body)
+		t.Fatalf("upsert body %s", r.Body)
 	}
 	doc = e.get(oid)
 	if doc["timeZone"] != "Asia/Shanghai" || doc["age"] != float64(3) || doc["updatedAt"] != m["updatedAt"] || doc["createdAt"] != "2026-03-04T05:06:07.891Z" {
@@ -95,8 +95,8 @@ func TestInstallationsCreateGetUpsert(t *testing.T) {
 		t.Fatalf("token %v", got)
 	}
 	again, r := e.create(`{"deviceType":"ios","deviceToken":"` + strings.ToLower(tokA) + `","badge":2}`)
-	if again != ios || r.status != 200 {
-		t.Fatalf("ios upsert %d %s", r.status, r.body)
+	if again != ios || r.Status != 200 {
+		t.Fatalf("ios upsert %d %s", r.Status, r.Body)
 	}
 }
 
@@ -104,11 +104,11 @@ func TestInstallationsStaleDeviceIDsReplaced(t *testing.T) {
 	e := newEnv(t)
 	a, _ := e.create(`{"deviceType":"android","installationId":"old","registrationId":"reg-1","vendor":"mi"}`)
 	b, r := e.create(`{"deviceType":"android","installationId":"new","registrationId":"reg-1","vendor":"mi"}`)
-	if r.status != 201 || a == b {
-		t.Fatalf("reinstall: %d %s", r.status, r.body)
+	if r.Status != 201 || a == b {
+		t.Fatalf("reinstall: %d %s", r.Status, r.Body)
 	}
-	if r := e.do("GET", "/1.1/installations/"+a, "", e.appHeaders()...); r.status != 404 || r.code(t) != 101 {
-		t.Fatalf("stale record still there: %d %s", r.status, r.body)
+	if r := e.do("GET", "/1.1/installations/"+a, "", e.appHeaders()...); r.Status != 404 || r.Code(t) != 101 {
+		t.Fatalf("stale record still there: %d %s", r.Status, r.Body)
 	}
 	if n := e.count(e.app.ID, 16); n != 1 {
 		t.Fatalf("%d installations", n)
@@ -157,8 +157,8 @@ func TestInstallationsBadInput(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := e.do("POST", "/1.1/installations", c.body, e.appHeaders()...)
-			if r.status != 400 || r.code(t) != c.code {
-				t.Fatalf("got %d %s, want 400 code %d", r.status, r.body, c.code)
+			if r.Status != 400 || r.Code(t) != c.code {
+				t.Fatalf("got %d %s, want 400 code %d", r.Status, r.Body, c.code)
 			}
 		})
 	}
@@ -178,12 +178,12 @@ func TestInstallationsUpdateOps(t *testing.T) {
 		return e.do("PUT", "/1.1/installations/"+oid, body, e.appHeaders()...)
 	}
 	r := put(`{"channels":{"__op":"AddUnique","objects":["a","b"]},"n":{"__op":"Increment","amount":2},"gone":{"__op":"Delete"},"color":"red","tags":{"__op":"Add","objects":["x","x"]}}`)
-	if r.status != 200 {
-		t.Fatalf("put %d %s", r.status, r.body)
+	if r.Status != 200 {
+		t.Fatalf("put %d %s", r.Status, r.Body)
 	}
-	m := r.json(t)
+	m := r.JSON(t)
 	if m["objectId"] != oid || m["updatedAt"] != "2026-03-04T05:07:07.891Z" || len(m) != 2 {
-		t.Fatalf("put body %s", r.body)
+		t.Fatalf("put body %s", r.Body)
 	}
 	doc := e.get(oid)
 	if fmt.Sprint(doc["channels"]) != "[a b]" || doc["n"] != float64(3) || doc["color"] != "red" || fmt.Sprint(doc["tags"]) != "[x x]" {
@@ -192,16 +192,16 @@ func TestInstallationsUpdateOps(t *testing.T) {
 	if _, ok := doc["gone"]; ok {
 		t.Fatalf("Delete kept the field: %v", doc)
 	}
-	if r := put(`{"channels":{"__op":"Remove","objects":["a"]},"fresh":{"__op":"Increment","amount":5}}`); r.status != 200 {
-		t.Fatalf("put %d %s", r.status, r.body)
+	if r := put(`{"channels":{"__op":"Remove","objects":["a"]},"fresh":{"__op":"Increment","amount":5}}`); r.Status != 200 {
+		t.Fatalf("put %d %s", r.Status, r.Body)
 	}
 	doc = e.get(oid)
 	if fmt.Sprint(doc["channels"]) != "[b]" || doc["fresh"] != float64(5) {
 		t.Fatalf("doc %v", doc)
 	}
 	// A client key may update; deviceProfile and registrationId may change.
-	if r := put(`{"registrationId":"r1","vendor":"mi","deviceProfile":"p_1"}`); r.status != 200 {
-		t.Fatalf("put %d %s", r.status, r.body)
+	if r := put(`{"registrationId":"r1","vendor":"mi","deviceProfile":"p_1"}`); r.Status != 200 {
+		t.Fatalf("put %d %s", r.Status, r.Body)
 	}
 	other, _ := e.create(`{"deviceType":"android","installationId":"b","registrationId":"r2"}`)
 	bad := []struct {
@@ -225,16 +225,16 @@ func TestInstallationsUpdateOps(t *testing.T) {
 	for _, c := range bad {
 		t.Run(c.name, func(t *testing.T) {
 			r := put(c.body)
-			if r.status != c.status || r.code(t) != c.code {
-				t.Fatalf("got %d %s, want %d code %d", r.status, r.body, c.status, c.code)
+			if r.Status != c.status || r.Code(t) != c.code {
+				t.Fatalf("got %d %s, want %d code %d", r.Status, r.Body, c.status, c.code)
 			}
 		})
 	}
 	if after := e.get(oid); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatalf("bad updates changed the record")
 	}
-	if r := e.do("PUT", "/1.1/installations/nope", `{"a":1}`, e.appHeaders()...); r.status != 404 || r.code(t) != 101 {
-		t.Fatalf("put unknown: %d %s", r.status, r.body)
+	if r := e.do("PUT", "/1.1/installations/nope", `{"a":1}`, e.appHeaders()...); r.Status != 404 || r.Code(t) != 101 {
+		t.Fatalf("put unknown: %d %s", r.Status, r.Body)
 	}
 	_ = other
 }
@@ -249,26 +249,26 @@ func TestInstallationsDeleteAndCrossApp(t *testing.T) {
 	}
 	h2 := []string{HeaderAppID, app2.ID, HeaderKey, app2.MasterKey + ",master"}
 	for _, m := range []string{"GET", "DELETE"} {
-		if r := e.do(m, "/1.1/installations/"+oid, "", h2...); r.status != 404 || r.code(t) != 101 {
-			t.Fatalf("%s from another app: %d %s", m, r.status, r.body)
+		if r := e.do(m, "/1.1/installations/"+oid, "", h2...); r.Status != 404 || r.Code(t) != 101 {
+			t.Fatalf("%s from another app: %d %s", m, r.Status, r.Body)
 		}
 	}
-	if r := e.do("PUT", "/1.1/installations/"+oid, `{"a":1}`, h2...); r.status != 404 {
-		t.Fatalf("PUT from another app: %d", r.status)
+	if r := e.do("PUT", "/1.1/installations/"+oid, `{"a":1}`, h2...); r.Status != 404 {
+		t.Fatalf("PUT from another app: %d", r.Status)
 	}
-	if r := e.do("DELETE", "/1.1/installations/"+oid, "", e.appHeaders()...); r.status != 403 || r.code(t) != 119 {
-		t.Fatalf("delete with app key: %d %s", r.status, r.body)
+	if r := e.do("DELETE", "/1.1/installations/"+oid, "", e.appHeaders()...); r.Status != 403 || r.Code(t) != 119 {
+		t.Fatalf("delete with app key: %d %s", r.Status, r.Body)
 	}
 	r := e.do("DELETE", "/1.1/installations/"+oid, "", e.masterHeaders()...)
-	if r.status != 200 || string(r.body) != "{}" {
-		t.Fatalf("delete: %d %s", r.status, r.body)
+	if r.Status != 200 || string(r.Body) != "{}" {
+		t.Fatalf("delete: %d %s", r.Status, r.Body)
 	}
-	if r := e.do("DELETE", "/1.1/installations/"+oid, "", e.masterHeaders()...); r.status != 404 || r.code(t) != 101 {
-		t.Fatalf("delete again: %d %s", r.status, r.body)
+	if r := e.do("DELETE", "/1.1/installations/"+oid, "", e.masterHeaders()...); r.Status != 404 || r.Code(t) != 101 {
+		t.Fatalf("delete again: %d %s", r.Status, r.Body)
 	}
 	// The device id is free again.
-	if _, r := e.create(`{"deviceType":"android","installationId":"a"}`); r.status != 201 {
-		t.Fatalf("recreate: %d", r.status)
+	if _, r := e.create(`{"deviceType":"android","installationId":"a"}`); r.Status != 201 {
+		t.Fatalf("recreate: %d", r.Status)
 	}
 }
 
@@ -280,8 +280,8 @@ func TestInstallationsConcurrentUpsertsMakeOne(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			r := e.do("POST", "/1.1/installations", fmt.Sprintf(`{"deviceType":"android","installationId":"same","n%d":1}`, i), e.appHeaders()...)
-			if r.status != 200 && r.status != 201 {
-				t.Errorf("upsert: %d %s", r.status, r.body)
+			if r.Status != 200 && r.Status != 201 {
+				t.Errorf("upsert: %d %s", r.Status, r.Body)
 			}
 		}()
 	}
@@ -309,10 +309,10 @@ func TestInstallationsList(t *testing.T) {
 	}
 	list := func(q url.Values) (resp, []map[string]any) {
 		r := e.do("GET", "/1.1/installations?"+q.Encode(), "", e.masterHeaders()...)
-		if r.status != 200 {
+		if r.Status != 200 {
 			return r, nil
 		}
-		m := r.json(t)
+		m := r.JSON(t)
 		var out []map[string]any
 		for _, x := range m["results"].([]any) {
 			out = append(out, x.(map[string]any))
@@ -344,13 +344,13 @@ func TestInstallationsList(t *testing.T) {
 		t.Fatalf("skip/limit: %s", got)
 	}
 	r, rs := list(url.Values{"where": {`{"valid":false}`}, "count": {"1"}, "keys": {"rank"}})
-	m := r.json(t)
+	m := r.JSON(t)
 	if m["count"] != float64(1) || len(rs) != 1 || len(rs[0]) != 4 || rs[0]["rank"] != float64(3) {
-		t.Fatalf("count/keys: %s", r.body)
+		t.Fatalf("count/keys: %s", r.Body)
 	}
 	r, rs = list(url.Values{"count": {"1"}, "limit": {"0"}})
-	if m := r.json(t); m["count"] != float64(12) || len(rs) != 0 {
-		t.Fatalf("count only: %s", r.body)
+	if m := r.JSON(t); m["count"] != float64(12) || len(rs) != 0 {
+		t.Fatalf("count only: %s", r.Body)
 	}
 	_, rs = list(url.Values{"limit": {"5000"}, "order": {"-createdAt"}})
 	if len(rs) != 12 || rs[0]["objectId"] != ids[11] {
@@ -388,8 +388,8 @@ func TestInstallationsList(t *testing.T) {
 	}
 	for _, c := range bad {
 		r, _ := list(c.q)
-		if r.status != 400 || r.code(t) != c.code {
-			t.Errorf("%v: got %d %s, want code %d", c.q, r.status, r.body, c.code)
+		if r.Status != 400 || r.Code(t) != c.code {
+			t.Errorf("%v: got %d %s, want code %d", c.q, r.Status, r.Body, c.code)
 		}
 	}
 }

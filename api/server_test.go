@@ -3,8 +3,8 @@ package api
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
+	"github.com/pushd/pushd/api/apitest"
 	"net"
 	"strings"
 	"testing"
@@ -76,61 +76,12 @@ func newEnv(t *testing.T, opts ...envOpt) *testEnv {
 
 func ptr[T any](v T) *T { return &v }
 
-type resp struct {
-	status int
-	body   []byte
-	header *fasthttp.ResponseHeader
-}
-
-func (r resp) json(t *testing.T) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(r.body, &m); err != nil {
-		t.Fatalf("body %q is not a JSON object: %v", r.body, err)
-	}
-	return m
-}
-
-// code returns the {code} of an error body.
-func (r resp) code(t *testing.T) int {
-	t.Helper()
-	m := r.json(t)
-	c, ok := m["code"].(float64)
-	if !ok {
-		t.Fatalf("body %s has no code", r.body)
-	}
-	if _, ok := m["error"].(string); !ok {
-		t.Fatalf("body %s has no error text", r.body)
-	}
-	return int(c)
-}
+type resp = apitest.Resp
 
 // do sends a request; headers alternate name, value. A "" content type sends none.
 func (e *testEnv) do(method, path, body string, headers ...string) resp {
 	e.t.Helper()
-	req := fasthttp.AcquireRequest()
-	defer fasthttp.ReleaseRequest(req)
-	res := fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseResponse(res)
-	req.SetRequestURI("http://pushd.test" + path)
-	req.Header.SetMethod(method)
-	if body != "" {
-		req.SetBodyString(body)
-		req.Header.SetContentType("application/json")
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		if strings.EqualFold(headers[i], "Content-Type") {
-			req.Header.SetContentType(headers[i+1])
-			continue
-		}
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	if err := e.client.Do(req, res); err != nil {
-		e.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	h := &fasthttp.ResponseHeader{}
-	res.Header.CopyTo(h)
-	return resp{status: res.StatusCode(), body: append([]byte(nil), res.Body()...), header: h}
+	return apitest.Do(e.t, e.client, method, "http://pushd.test"+path, body, headers...)
 }
 
 func (e *testEnv) appHeaders() []string {
@@ -147,20 +98,20 @@ func (e *testEnv) adminHeaders() []string {
 
 func TestAPIOpsEndpoints(t *testing.T) {
 	e := newEnv(t)
-	if r := e.do("GET", "/healthz", ""); r.status != 200 {
-		t.Fatalf("healthz %d", r.status)
+	if r := e.do("GET", "/healthz", ""); r.Status != 200 {
+		t.Fatalf("healthz %d", r.Status)
 	}
-	if r := e.do("GET", "/readyz", ""); r.status != 200 {
-		t.Fatalf("readyz %d %s", r.status, r.body)
+	if r := e.do("GET", "/readyz", ""); r.Status != 200 {
+		t.Fatalf("readyz %d %s", r.Status, r.Body)
 	}
 	e.srv.SetReady(false)
-	if r := e.do("GET", "/readyz", ""); r.status != 503 || r.code(t) != 503 {
-		t.Fatalf("readyz when not ready: %d %s", r.status, r.body)
+	if r := e.do("GET", "/readyz", ""); r.Status != 503 || r.Code(t) != 503 {
+		t.Fatalf("readyz when not ready: %d %s", r.Status, r.Body)
 	}
 	e.do("GET", "/nope", "")
 	r := e.do("GET", "/metrics", "")
-	if r.status != 200 {
-		t.Fatalf("metrics %d", r.status)
+	if r.Status != 200 {
+		t.Fatalf("metrics %d", r.Status)
 	}
 	for _, want := range []string{
 		`pushd_api_requests_total{route="healthz",status="200"} 1`,
@@ -168,7 +119,7 @@ func TestAPIOpsEndpoints(t *testing.T) {
 		`pushd_api_requests_total{route="not_found",status="404"} 1`,
 		`pushd_api_request_duration_seconds_bucket{route="healthz"`,
 	} {
-		if !strings.Contains(string(r.body), want) {
+		if !strings.Contains(string(r.Body), want) {
 			t.Errorf("metrics lack %q", want)
 		}
 	}
@@ -177,16 +128,16 @@ func TestAPIOpsEndpoints(t *testing.T) {
 func TestAPIRouteErrors(t *testing.T) {
 	e := newEnv(t)
 	r := e.do("GET", "/1.1/nothing", "", e.appHeaders()...)
-	if r.status != 404 || r.code(t) != 404 {
-		t.Fatalf("unknown route: %d %s", r.status, r.body)
+	if r.Status != 404 || r.Code(t) != 404 {
+		t.Fatalf("unknown route: %d %s", r.Status, r.Body)
 	}
 	r = e.do("PATCH", "/1.1/installations", "", e.appHeaders()...)
-	if r.status != 405 || r.code(t) != 404 {
-		t.Fatalf("wrong method: %d %s", r.status, r.body)
+	if r.Status != 405 || r.Code(t) != 404 {
+		t.Fatalf("wrong method: %d %s", r.Status, r.Body)
 	}
 	r = e.do("GET", "/1.1/installations/a/b/c/d/e/f/g/h/i/j", "", e.appHeaders()...)
-	if r.status != 404 {
-		t.Fatalf("deep path: %d", r.status)
+	if r.Status != 404 {
+		t.Fatalf("deep path: %d", r.Status)
 	}
 }
 
@@ -212,8 +163,8 @@ func TestAPIBodyRules(t *testing.T) {
 			req := fasthttp.AcquireRequest()
 			defer fasthttp.ReleaseRequest(req)
 			r := e.do("POST", "/1.1/installations", c.body, hdr...)
-			if r.status != c.status || r.code(t) != c.code {
-				t.Fatalf("got %d %s, want %d code %d", r.status, r.body, c.status, c.code)
+			if r.Status != c.status || r.Code(t) != c.code {
+				t.Fatalf("got %d %s, want %d code %d", r.Status, r.Body, c.status, c.code)
 			}
 		})
 	}
@@ -230,9 +181,9 @@ func TestAPIBodyRules(t *testing.T) {
 	if err := res.Read(bufio.NewReader(conn)); err != nil {
 		t.Fatal(err)
 	}
-	r := resp{status: res.StatusCode(), body: res.Body()}
-	if r.status != 413 || r.code(t) != 413 {
-		t.Fatalf("over server cap: %d %s", r.status, r.body)
+	r := resp{Status: res.StatusCode(), Body: res.Body()}
+	if r.Status != 413 || r.Code(t) != 413 {
+		t.Fatalf("over server cap: %d %s", r.Status, r.Body)
 	}
 }
 

@@ -24,11 +24,11 @@ func TestSweeperDeletesInactive(t *testing.T) {
 	if n := <-w.swept; n != 1 {
 		t.Fatalf("first sweep deleted %d, want 1", n)
 	}
-	if r := e.do("GET", "/1.1/installations/"+old, "", e.appHeaders()...); r.status != 404 {
-		t.Fatalf("inactive installation still there: %d", r.status)
+	if r := e.do("GET", "/1.1/installations/"+old, "", e.appHeaders()...); r.Status != 404 {
+		t.Fatalf("inactive installation still there: %d", r.Status)
 	}
-	if r := e.do("GET", "/1.1/installations/"+fresh, "", e.appHeaders()...); r.status != 200 {
-		t.Fatalf("active installation gone: %d", r.status)
+	if r := e.do("GET", "/1.1/installations/"+fresh, "", e.appHeaders()...); r.Status != 200 {
+		t.Fatalf("active installation gone: %d", r.Status)
 	}
 	// Indexes went with it: the channel scan and the device id lookup no longer see it.
 	n := 0

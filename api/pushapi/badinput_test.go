@@ -53,11 +53,11 @@ func TestPushBadInputChangesNothing(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := e.do(app, master, "POST", c.path, c.body)
-			if r.status != c.status {
-				t.Fatalf("status %d (%s), want %d", r.status, r.body, c.status)
+			if r.Status != c.status {
+				t.Fatalf("status %d (%s), want %d", r.Status, r.Body, c.status)
 			}
-			if got := r.errCode(t); got != c.code {
-				t.Fatalf("code %d (%s), want %d", got, r.body, c.code)
+			if got := r.Code(t); got != c.code {
+				t.Fatalf("code %d (%s), want %d", got, r.Body, c.code)
 			}
 		})
 	}

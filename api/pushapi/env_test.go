@@ -3,6 +3,7 @@ package pushapi
 import (
 	"context"
 	"encoding/json"
+	"github.com/pushd/pushd/api/apitest"
 	"net"
 	"strings"
 	"sync"
@@ -116,31 +117,7 @@ func (e *env) newAppWith(change func(*push.App)) push.App {
 	return app
 }
 
-type resp struct {
-	status int
-	body   []byte
-	header map[string]string
-}
-
-func (r resp) obj(t *testing.T) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(r.body, &m); err != nil {
-		t.Fatalf("body %q is not a JSON object: %v", r.body, err)
-	}
-	return m
-}
-
-// errCode checks the body is {code, error} and returns the code.
-func (r resp) errCode(t *testing.T) int {
-	t.Helper()
-	m := r.obj(t)
-	c, ok := m["code"].(float64)
-	if _, hasText := m["error"].(string); !ok || !hasText {
-		t.Fatalf("body %s is not {code, error}", r.body)
-	}
-	return int(c)
-}
+type resp = apitest.Resp
 
 type who int
 
@@ -151,31 +128,12 @@ const (
 
 func (e *env) do(app push.App, k who, method, path, body string, hdr ...string) resp {
 	e.t.Helper()
-	req := fasthttp.AcquireRequest()
-	defer fasthttp.ReleaseRequest(req)
-	res := fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseResponse(res)
-	req.SetRequestURI("http://pushd.test" + path)
-	req.Header.SetMethod(method)
-	req.Header.Set(api.HeaderAppID, app.ID)
+	key := app.AppKey
 	if k == master {
-		req.Header.Set(api.HeaderKey, app.MasterKey+",master")
-	} else {
-		req.Header.Set(api.HeaderKey, app.AppKey)
+		key = app.MasterKey + ",master"
 	}
-	if body != "" {
-		req.SetBodyString(body)
-		req.Header.SetContentType("application/json")
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	if err := e.client.Do(req, res); err != nil {
-		e.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	h := map[string]string{}
-	res.Header.VisitAll(func(k, v []byte) { h[string(k)] = string(v) })
-	return resp{status: res.StatusCode(), body: append([]byte(nil), res.Body()...), header: h}
+	return apitest.Do(e.t, e.client, method, "http://pushd.test"+path, body,
+		append([]string{api.HeaderAppID, app.ID, api.HeaderKey, key}, hdr...)...)
 }
 
 // jobs reads every job appended to push.jobs so far, through a fresh consumer group. Jobs are

@@ -17,13 +17,13 @@ func TestPushAcceptedIsDurableJobAndRecord(t *testing.T) {
 	e := newEnv(t)
 	app := e.newApp(nil)
 	r := e.do(app, master, "POST", "/1.1/push", `{"data":{"alert":"hi","badge":"Increment"},"where":{"deviceType":"ios"},"channels":"news","expiration_interval":60,"notification_id":"n1","prod":"dev","topic":"com.x","flow_control":10}`)
-	if r.status != 200 {
-		t.Fatalf("push: %d %s", r.status, r.body)
+	if r.Status != 200 {
+		t.Fatalf("push: %d %s", r.Status, r.Body)
 	}
-	m := r.obj(t)
+	m := r.JSON(t)
 	oid, _ := m["objectId"].(string)
 	if oid == "" || m["createdAt"] != "2026-03-04T05:06:07.000Z" {
-		t.Fatalf("response %s, want objectId and createdAt", r.body)
+		t.Fatalf("response %s, want objectId and createdAt", r.Body)
 	}
 	jobs := e.jobs()
 	if len(jobs) != 1 {
@@ -39,7 +39,7 @@ func TestPushAcceptedIsDurableJobAndRecord(t *testing.T) {
 	if !strings.Contains(string(j.Where), `"channels"`) || !strings.Contains(string(j.Where), `"deviceType":"ios"`) {
 		t.Fatalf("job where %s lacks the merged channels condition", j.Where)
 	}
-	rec := e.do(app, master, "GET", "/1.1/tables/Notifications/"+oid, "").obj(t)
+	rec := e.do(app, master, "GET", "/1.1/tables/Notifications/"+oid, "").JSON(t)
 	if rec["status"] != push.StatusInQueue || rec["notificationId"] != "n1" || rec["prod"] != "dev" {
 		t.Fatalf("record %v", rec)
 	}
@@ -49,15 +49,15 @@ func TestPushNeedsMasterKeyUnlessClientPushAllowed(t *testing.T) {
 	e := newEnv(t)
 	closed := e.newApp(nil)
 	r := e.do(closed, client, "POST", "/1.1/push", okPush)
-	if r.status != 403 || r.errCode(t) != 119 {
-		t.Fatalf("client push on a default app: %d %s, want 403 code 119", r.status, r.body)
+	if r.Status != 403 || r.Code(t) != 119 {
+		t.Fatalf("client push on a default app: %d %s, want 403 code 119", r.Status, r.Body)
 	}
 	open := e.newApp(func(s *push.AppSettings) { s.ClientPush = true })
-	if r := e.do(open, client, "POST", "/1.1/push", okPush); r.status != 200 {
-		t.Fatalf("client push allowed: %d %s", r.status, r.body)
+	if r := e.do(open, client, "POST", "/1.1/push", okPush); r.Status != 200 {
+		t.Fatalf("client push allowed: %d %s", r.Status, r.Body)
 	}
-	if r := e.do(open, client, "GET", "/1.1/scheduledPushMessages", ""); r.status != 403 || r.errCode(t) != 119 {
-		t.Fatalf("listing scheduled pushes with the app key: %d %s, want 403 code 119", r.status, r.body)
+	if r := e.do(open, client, "GET", "/1.1/scheduledPushMessages", ""); r.Status != 403 || r.Code(t) != 119 {
+		t.Fatalf("listing scheduled pushes with the app key: %d %s, want 403 code 119", r.Status, r.Body)
 	}
 	if n := len(e.jobs()); n != 1 {
 		t.Fatalf("%d jobs, want only the allowed one", n)
@@ -68,22 +68,22 @@ func TestPushReqIDDeduplicatesForFiveMinutes(t *testing.T) {
 	e := newEnv(t)
 	app := e.newApp(nil)
 	body := `{"data":{"alert":"x"},"req_id":"abc123"}`
-	first := e.do(app, master, "POST", "/1.1/push", body).obj(t)
+	first := e.do(app, master, "POST", "/1.1/push", body).JSON(t)
 	e.advance(4 * time.Minute)
 	again := e.do(app, master, "POST", "/1.1/push", body)
-	if again.status != 200 {
-		t.Fatalf("duplicate: %d %s, want 200", again.status, again.body)
+	if again.Status != 200 {
+		t.Fatalf("duplicate: %d %s, want 200", again.Status, again.Body)
 	}
-	if m := again.obj(t); m["objectId"] != first["objectId"] || m["createdAt"] != first["createdAt"] {
+	if m := again.JSON(t); m["objectId"] != first["objectId"] || m["createdAt"] != first["createdAt"] {
 		t.Fatalf("duplicate answered %v, want the first push's %v", m, first)
 	}
 	// Another app's req_id is its own.
 	other := e.newApp(nil)
-	if m := e.do(other, master, "POST", "/1.1/push", body).obj(t); m["objectId"] == first["objectId"] {
+	if m := e.do(other, master, "POST", "/1.1/push", body).JSON(t); m["objectId"] == first["objectId"] {
 		t.Fatal("req_id shared across apps")
 	}
 	e.advance(time.Minute + time.Second)
-	later := e.do(app, master, "POST", "/1.1/push", body).obj(t)
+	later := e.do(app, master, "POST", "/1.1/push", body).JSON(t)
 	if later["objectId"] == first["objectId"] {
 		t.Fatal("req_id after 5 minutes was still a duplicate")
 	}
@@ -96,21 +96,21 @@ func TestPushRateLimit429ForAMinute(t *testing.T) {
 	e := newEnv(t)
 	app := e.newApp(func(s *push.AppSettings) { s.CallsPerMinute = 2 })
 	for i := 0; i < 2; i++ {
-		if r := e.do(app, master, "POST", "/1.1/push", okPush); r.status != 200 {
-			t.Fatalf("call %d: %d %s", i, r.status, r.body)
+		if r := e.do(app, master, "POST", "/1.1/push", okPush); r.Status != 200 {
+			t.Fatalf("call %d: %d %s", i, r.Status, r.Body)
 		}
 	}
 	r := e.do(app, master, "POST", "/1.1/push/devices", `{"device_type":"ios","device_ids":["aa"],"data":{"alert":"x"}}`)
-	if r.status != 429 || r.errCode(t) != 429 || r.header["Retry-After"] != "60" {
-		t.Fatalf("over the limit: %d %v %s, want 429 with Retry-After 60", r.status, r.header, r.body)
+	if r.Status != 429 || r.Code(t) != 429 || string(r.Header.Peek("Retry-After")) != "60" {
+		t.Fatalf("over the limit: %d %v %s, want 429 with Retry-After 60", r.Status, r.Header, r.Body)
 	}
 	e.advance(59 * time.Second)
-	if r := e.do(app, master, "POST", "/1.1/push", okPush); r.status != 429 {
-		t.Fatalf("within the minute: %d, want 429", r.status)
+	if r := e.do(app, master, "POST", "/1.1/push", okPush); r.Status != 429 {
+		t.Fatalf("within the minute: %d, want 429", r.Status)
 	}
 	e.advance(time.Second)
-	if r := e.do(app, master, "POST", "/1.1/push", okPush); r.status != 200 {
-		t.Fatalf("after the minute: %d %s, want 200", r.status, r.body)
+	if r := e.do(app, master, "POST", "/1.1/push", okPush); r.Status != 200 {
+		t.Fatalf("after the minute: %d %s, want 200", r.Status, r.Body)
 	}
 	if n := len(e.jobs()); n != 3 {
 		t.Fatalf("%d jobs, want 3", n)
@@ -124,12 +124,12 @@ func TestPushDailyVolumeReachedRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := e.do(app, master, "POST", "/1.1/push", okPush)
-	if r.status != 429 || r.errCode(t) != 154 {
-		t.Fatalf("daily volume reached: %d %s, want 429 code 154", r.status, r.body)
+	if r.Status != 429 || r.Code(t) != 154 {
+		t.Fatalf("daily volume reached: %d %s, want 429 code 154", r.Status, r.Body)
 	}
 	e.advance(24 * time.Hour)
-	if r := e.do(app, master, "POST", "/1.1/push", okPush); r.status != 200 {
-		t.Fatalf("next day: %d %s", r.status, r.body)
+	if r := e.do(app, master, "POST", "/1.1/push", okPush); r.Status != 200 {
+		t.Fatalf("next day: %d %s", r.Status, r.Body)
 	}
 }
 
@@ -138,18 +138,18 @@ func TestPushDevicesHybridNeedsDefaultProfile(t *testing.T) {
 	app := e.newApp(nil)
 	body := `{"device_type":"android","vendor":"mi","device_ids":["r1","r2"],"data":{"alert":"x"}}`
 	r := e.do(app, master, "POST", "/1.1/push/devices", body)
-	if r.status != 400 || r.errCode(t) != 142 || !strings.Contains(string(r.body), "_default") {
-		t.Fatalf("no _default config: %d %s, want 400 code 142 naming _default", r.status, r.body)
+	if r.Status != 400 || r.Code(t) != 142 || !strings.Contains(string(r.Body), "_default") {
+		t.Fatalf("no _default config: %d %s, want 400 code 142 naming _default", r.Status, r.Body)
 	}
 	configured := e.newAppWith(func(a *push.App) {
 		a.Credentials = map[string]json.RawMessage{"mi": json.RawMessage(`{"_default":{"appSecret":"s"}}`)}
 	})
-	if r := e.do(configured, master, "POST", "/1.1/push/devices", body); r.status != 200 {
-		t.Fatalf("with _default configured: %d %s", r.status, r.body)
+	if r := e.do(configured, master, "POST", "/1.1/push/devices", body); r.Status != 200 {
+		t.Fatalf("with _default configured: %d %s", r.Status, r.Body)
 	}
 	named := `{"device_type":"android","vendor":"mi","device_profile":"other","device_ids":["r1"],"data":{"alert":"x"}}`
-	if r := e.do(configured, master, "POST", "/1.1/push/devices", named); r.status != 400 || !strings.Contains(string(r.body), "other") {
-		t.Fatalf("unknown named profile: %d %s, want refused", r.status, r.body)
+	if r := e.do(configured, master, "POST", "/1.1/push/devices", named); r.Status != 400 || !strings.Contains(string(r.Body), "other") {
+		t.Fatalf("unknown named profile: %d %s, want refused", r.Status, r.Body)
 	}
 	// FCM's one configuration is its service account.
 	intl := e.newAppWith(func(a *push.App) {
@@ -157,12 +157,12 @@ func TestPushDevicesHybridNeedsDefaultProfile(t *testing.T) {
 		a.Credentials = map[string]json.RawMessage{"fcm": json.RawMessage(`{"type":"service_account"}`)}
 	})
 	fcmBody := `{"device_type":"android","vendor":"fcm","device_ids":["r1"],"data":{"alert":"x"}}`
-	if r := e.do(intl, master, "POST", "/1.1/push/devices", fcmBody); r.status != 200 {
-		t.Fatalf("fcm with a service account: %d %s", r.status, r.body)
+	if r := e.do(intl, master, "POST", "/1.1/push/devices", fcmBody); r.Status != 200 {
+		t.Fatalf("fcm with a service account: %d %s", r.Status, r.Body)
 	}
 	bare := e.newApp(func(s *push.AppSettings) { s.Edition = push.EditionInternational })
-	if r := e.do(bare, master, "POST", "/1.1/push/devices", fcmBody); r.status != 400 || r.errCode(t) != 142 {
-		t.Fatalf("fcm without credentials: %d %s, want 400 code 142", r.status, r.body)
+	if r := e.do(bare, master, "POST", "/1.1/push/devices", fcmBody); r.Status != 400 || r.Code(t) != 142 {
+		t.Fatalf("fcm without credentials: %d %s, want 400 code 142", r.Status, r.Body)
 	}
 	jobs := e.jobs()
 	if len(jobs) != 2 {
@@ -185,22 +185,22 @@ func TestPushScheduledListedCancelledAndImmediateWindow(t *testing.T) {
 	app := e.newApp(nil)
 	soon := e.clock().Add(59 * time.Second).Format(time.RFC3339)
 	r := e.do(app, master, "POST", "/1.1/push", fmt.Sprintf(`{"data":{"alert":"x"},"push_time":%q}`, soon))
-	if r.status != 200 {
-		t.Fatalf("push_time under a minute: %d %s", r.status, r.body)
+	if r.Status != 200 {
+		t.Fatalf("push_time under a minute: %d %s", r.Status, r.Body)
 	}
 	if n := len(e.jobs()); n != 1 {
 		t.Fatalf("push_time under a minute: %d jobs, want it sent at once", n)
 	}
 	at := e.clock().Add(2 * time.Hour)
 	r = e.do(app, master, "POST", "/1.1/push", fmt.Sprintf(`{"data":{"alert":"later"},"push_time":%q,"notification_id":"sched1"}`, at.Format(time.RFC3339)))
-	if r.status != 200 {
-		t.Fatalf("scheduled push: %d %s", r.status, r.body)
+	if r.Status != 200 {
+		t.Fatalf("scheduled push: %d %s", r.Status, r.Body)
 	}
-	oid := r.obj(t)["objectId"].(string)
+	oid := r.JSON(t)["objectId"].(string)
 	if n := len(e.jobs()); n != 1 {
 		t.Fatalf("scheduled push went to the log at once (%d jobs)", n)
 	}
-	list := e.do(app, master, "GET", "/1.1/scheduledPushMessages", "").obj(t)
+	list := e.do(app, master, "GET", "/1.1/scheduledPushMessages", "").JSON(t)
 	results, _ := list["results"].([]any)
 	if len(results) != 1 {
 		t.Fatalf("scheduled list %v, want one", list)
@@ -215,27 +215,27 @@ func TestPushScheduledListedCancelledAndImmediateWindow(t *testing.T) {
 	if _, ok := msg["through"]; !ok {
 		t.Fatalf("push_msg lacks through: %v", msg)
 	}
-	rec := e.do(app, master, "GET", "/1.1/tables/Notifications/"+oid, "").obj(t)
+	rec := e.do(app, master, "GET", "/1.1/tables/Notifications/"+oid, "").JSON(t)
 	if rec["status"] != push.StatusScheduled || rec["push-time"] != at.UTC().Format("2006-01-02T15:04:05.000Z") {
 		t.Fatalf("scheduled record %v", rec)
 	}
 	id := fmt.Sprint(int64(sp["id"].(float64)))
-	if r := e.do(app, client, "DELETE", "/1.1/scheduledPushMessages/"+id, ""); r.status != 403 {
-		t.Fatalf("cancel with the app key: %d", r.status)
+	if r := e.do(app, client, "DELETE", "/1.1/scheduledPushMessages/"+id, ""); r.Status != 403 {
+		t.Fatalf("cancel with the app key: %d", r.Status)
 	}
-	if r := e.do(app, master, "DELETE", "/1.1/scheduledPushMessages/"+id, ""); r.status != 200 {
-		t.Fatalf("cancel: %d %s", r.status, r.body)
+	if r := e.do(app, master, "DELETE", "/1.1/scheduledPushMessages/"+id, ""); r.Status != 200 {
+		t.Fatalf("cancel: %d %s", r.Status, r.Body)
 	}
-	if r := e.do(app, master, "DELETE", "/1.1/scheduledPushMessages/"+id, ""); r.status != 404 || r.errCode(t) != 101 {
-		t.Fatalf("second cancel: %d %s, want 404 code 101", r.status, r.body)
+	if r := e.do(app, master, "DELETE", "/1.1/scheduledPushMessages/"+id, ""); r.Status != 404 || r.Code(t) != 101 {
+		t.Fatalf("second cancel: %d %s, want 404 code 101", r.Status, r.Body)
 	}
-	if r := e.do(app, master, "DELETE", "/1.1/scheduledPushMessages/abc", ""); r.status != 400 {
-		t.Fatalf("cancel of a non-integer id: %d %s, want 400", r.status, r.body)
+	if r := e.do(app, master, "DELETE", "/1.1/scheduledPushMessages/abc", ""); r.Status != 400 {
+		t.Fatalf("cancel of a non-integer id: %d %s, want 400", r.Status, r.Body)
 	}
-	if list := e.do(app, master, "GET", "/1.1/scheduledPushMessages", "").obj(t); len(list["results"].([]any)) != 0 {
+	if list := e.do(app, master, "GET", "/1.1/scheduledPushMessages", "").JSON(t); len(list["results"].([]any)) != 0 {
 		t.Fatalf("cancelled push still listed: %v", list)
 	}
-	if r := e.do(app, master, "GET", "/1.1/tables/Notifications/"+oid, ""); r.status != 404 {
-		t.Fatalf("cancelled push's record: %d, want removed", r.status)
+	if r := e.do(app, master, "GET", "/1.1/tables/Notifications/"+oid, ""); r.Status != 404 {
+		t.Fatalf("cancelled push's record: %d, want removed", r.Status)
 	}
 }

@@ -20,10 +20,10 @@ func TestPushRecordsQueryAggregateAndDelete(t *testing.T) {
 	} {
 		e.advance(time.Second)
 		r := e.do(app, master, "POST", "/1.1/push", body)
-		if r.status != 200 {
-			t.Fatalf("push %d: %d %s", i, r.status, r.body)
+		if r.Status != 200 {
+			t.Fatalf("push %d: %d %s", i, r.Status, r.Body)
 		}
-		oids = append(oids, r.obj(t)["objectId"].(string))
+		oids = append(oids, r.JSON(t)["objectId"].(string))
 	}
 	// Fan-out's progress, as it would record it.
 	ctx := context.Background()
@@ -41,7 +41,7 @@ func TestPushRecordsQueryAggregateAndDelete(t *testing.T) {
 		}
 	}
 
-	agg := e.do(app, master, "GET", "/1.1/notifications/shared", "").obj(t)
+	agg := e.do(app, master, "GET", "/1.1/notifications/shared", "").JSON(t)
 	if agg["pushes"] != float64(2) || agg["successes"] != float64(3+2+4+2) || agg["iosSuccesses"] != float64(7) ||
 		agg["lcSuccesses"] != float64(4) || agg["devices"] != float64(4+5+4) || agg["status"] != push.StatusInProcess {
 		t.Fatalf("aggregate of a shared notification_id: %v", agg)
@@ -50,44 +50,44 @@ func TestPushRecordsQueryAggregateAndDelete(t *testing.T) {
 	if byType["ios"].(map[string]any)["failed"] != float64(2) {
 		t.Fatalf("per-device-type counts: %v", byType)
 	}
-	if r := e.do(app, client, "GET", "/1.1/notifications/shared", ""); r.status != 403 {
-		t.Fatalf("records with the app key: %d, want 403", r.status)
+	if r := e.do(app, client, "GET", "/1.1/notifications/shared", ""); r.Status != 403 {
+		t.Fatalf("records with the app key: %d, want 403", r.Status)
 	}
-	if r := e.do(app, master, "GET", "/1.1/notifications/nope", ""); r.status != 404 || r.errCode(t) != 101 {
-		t.Fatalf("unknown notification: %d %s", r.status, r.body)
+	if r := e.do(app, master, "GET", "/1.1/notifications/nope", ""); r.Status != 404 || r.Code(t) != 101 {
+		t.Fatalf("unknown notification: %d %s", r.Status, r.Body)
 	}
 
-	list := e.do(app, master, "GET", "/1.1/notifications?count=1&limit=1&where="+url.QueryEscape(`{"prod":"prod"}`), "").obj(t)
+	list := e.do(app, master, "GET", "/1.1/notifications?count=1&limit=1&where="+url.QueryEscape(`{"prod":"prod"}`), "").JSON(t)
 	res := list["results"].([]any)
 	if list["count"] != float64(2) || len(res) != 1 || res[0].(map[string]any)["objectId"] != oids[1] {
 		t.Fatalf("list where prod, newest first, limit 1: %v", list)
 	}
-	asc := e.do(app, master, "GET", "/1.1/notifications?order=createdAt&skip=1", "").obj(t)["results"].([]any)
+	asc := e.do(app, master, "GET", "/1.1/notifications?order=createdAt&skip=1", "").JSON(t)["results"].([]any)
 	if len(asc) != 2 || asc[0].(map[string]any)["objectId"] != oids[1] {
 		t.Fatalf("order=createdAt skip=1: %v", asc)
 	}
-	if r := e.do(app, master, "GET", "/1.1/notifications?limit=1001", ""); r.status != 400 {
-		t.Fatalf("limit 1001: %d", r.status)
+	if r := e.do(app, master, "GET", "/1.1/notifications?limit=1001", ""); r.Status != 400 {
+		t.Fatalf("limit 1001: %d", r.Status)
 	}
-	if r := e.do(app, master, "GET", "/1.1/notifications?where=%7B", ""); r.status != 400 {
-		t.Fatalf("bad where: %d", r.status)
+	if r := e.do(app, master, "GET", "/1.1/notifications?where=%7B", ""); r.Status != 400 {
+		t.Fatalf("bad where: %d", r.Status)
 	}
 
 	// Delete: the in-process push is cancelled and both records go.
-	if r := e.do(app, master, "DELETE", "/1.1/notifications/shared", ""); r.status != 200 || string(r.body) != "{}" {
-		t.Fatalf("delete: %d %s", r.status, r.body)
+	if r := e.do(app, master, "DELETE", "/1.1/notifications/shared", ""); r.Status != 200 || string(r.Body) != "{}" {
+		t.Fatalf("delete: %d %s", r.Status, r.Body)
 	}
 	for _, oid := range oids[:2] {
-		if r := e.do(app, master, "GET", "/1.1/tables/Notifications/"+oid, ""); r.status != 404 {
-			t.Fatalf("record %s after delete: %d", oid, r.status)
+		if r := e.do(app, master, "GET", "/1.1/tables/Notifications/"+oid, ""); r.Status != 404 {
+			t.Fatalf("record %s after delete: %d", oid, r.Status)
 		}
 	}
-	if r := e.do(app, master, "GET", "/1.1/tables/Notifications/"+oids[2], ""); r.status != 200 {
-		t.Fatalf("other record after delete: %d", r.status)
+	if r := e.do(app, master, "GET", "/1.1/tables/Notifications/"+oids[2], ""); r.Status != 200 {
+		t.Fatalf("other record after delete: %d", r.Status)
 	}
 	// Another app cannot see this app's records.
 	other := e.newApp(nil)
-	if r := e.do(other, master, "GET", "/1.1/tables/Notifications/"+oids[2], ""); r.status != 404 {
-		t.Fatalf("cross-app record read: %d", r.status)
+	if r := e.do(other, master, "GET", "/1.1/tables/Notifications/"+oids[2], ""); r.Status != 404 {
+		t.Fatalf("cross-app record read: %d", r.Status)
 	}
 }

@@ -18,10 +18,10 @@ func TestPushAcknowledgedJobsSurviveRestart(t *testing.T) {
 	acked := map[string]bool{}
 	for i := 0; i < 50; i++ {
 		r := e.do(app, master, "POST", "/1.1/push", okPush)
-		if r.status != 200 {
-			t.Fatalf("push %d: %d %s", i, r.status, r.body)
+		if r.Status != 200 {
+			t.Fatalf("push %d: %d %s", i, r.Status, r.Body)
 		}
-		acked[r.obj(t)["objectId"].(string)] = true
+		acked[r.JSON(t)["objectId"].(string)] = true
 	}
 	e.close()
 
