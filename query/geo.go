@@ -34,16 +34,27 @@ type nearPred struct {
 	max    float64 // radians
 }
 
-func (p *nearPred) test(v any, ok bool) bool {
+func (p *nearPred) in(lat, lng float64) bool {
+	return radiansBetween(p.center.lat, p.center.lng, lat, lng) <= p.max
+}
+
+func (p *nearPred) test(v any, ok bool) bool { return geoTest(p, v, ok) }
+
+// region is a geo predicate's area.
+type region interface{ in(lat, lng float64) bool }
+
+// geoTest is every geo predicate's test: the value, or any element of an array value, is a
+// point inside r.
+func geoTest(r region, v any, ok bool) bool {
 	if !ok {
 		return false
 	}
 	if lat, lng, isGeo := docGeo(v); isGeo {
-		return radiansBetween(p.center.lat, p.center.lng, lat, lng) <= p.max
+		return r.in(lat, lng)
 	}
 	if a, isArr := v.([]any); isArr {
 		for _, e := range a {
-			if lat, lng, isGeo := docGeo(e); isGeo && radiansBetween(p.center.lat, p.center.lng, lat, lng) <= p.max {
+			if lat, lng, isGeo := docGeo(e); isGeo && r.in(lat, lng) {
 				return true
 			}
 		}
@@ -58,22 +69,7 @@ func (p *boxPred) in(lat, lng float64) bool {
 	return lat >= p.sw.lat && lat <= p.ne.lat && lng >= p.sw.lng && lng <= p.ne.lng
 }
 
-func (p *boxPred) test(v any, ok bool) bool {
-	if !ok {
-		return false
-	}
-	if lat, lng, isGeo := docGeo(v); isGeo {
-		return p.in(lat, lng)
-	}
-	if a, isArr := v.([]any); isArr {
-		for _, e := range a {
-			if lat, lng, isGeo := docGeo(e); isGeo && p.in(lat, lng) {
-				return true
-			}
-		}
-	}
-	return false
-}
+func (p *boxPred) test(v any, ok bool) bool { return geoTest(p, v, ok) }
 
 // polygonPred is $geoWithin $polygon, evaluated by ray casting in the (longitude, latitude)
 // plane as the original's in-memory matcher does.
@@ -92,19 +88,4 @@ func (p *polygonPred) in(lat, lng float64) bool {
 	return inside
 }
 
-func (p *polygonPred) test(v any, ok bool) bool {
-	if !ok {
-		return false
-	}
-	if lat, lng, isGeo := docGeo(v); isGeo {
-		return p.in(lat, lng)
-	}
-	if a, isArr := v.([]any); isArr {
-		for _, e := range a {
-			if lat, lng, isGeo := docGeo(e); isGeo && p.in(lat, lng) {
-				return true
-			}
-		}
-	}
-	return false
-}
+func (p *polygonPred) test(v any, ok bool) bool { return geoTest(p, v, ok) }
