@@ -113,17 +113,6 @@ func ValidChannel(c string) bool {
 	return true
 }
 
-// validProfile: empty, or a letter followed by letters, digits and underscores.
-func validProfile(p string) bool {
-	for i, r := range p {
-		letter := (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z')
-		if !(letter || (i > 0 && ((r >= '0' && r <= '9') || r == '_'))) {
-			return false
-		}
-	}
-	return true
-}
-
 // CanonicalToken lower-cases an APNs token and reports whether it is hex of 64 to 200 digits
 // (even length). Lookups by deviceToken must use the canonical form.
 func CanonicalToken(t string) (string, bool) {
@@ -325,7 +314,7 @@ func validateDoc(doc map[string]any) *push.Error {
 	if rid, ok := doc[fRegistrationID].(string); ok && (rid == "" || len(rid) > 4096) {
 		return push.Errorf(push.CodeValidation, "invalid registrationId: want 1 to 4096 characters")
 	}
-	if p, ok := doc[fDeviceProfile].(string); ok && !validProfile(p) {
+	if p, ok := doc[fDeviceProfile].(string); ok && !push.ValidProfile(p) {
 		return push.Errorf(push.CodeValidation, "invalid deviceProfile %q: empty, or a letter followed by letters, digits and '_'", p)
 	}
 	if v, ok := doc[fChannels]; ok && v != nil {

@@ -140,3 +140,16 @@ func (r *Route) DeviceIDs() []DeviceRef {
 	}
 	return out
 }
+
+// ValidProfile says whether p is a valid deviceProfile: empty, or a letter followed by
+// letters, digits and underscores (the spec's rule).
+func ValidProfile(p string) bool {
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		letter := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+		if !letter && (i == 0 || !('0' <= c && c <= '9') && c != '_') {
+			return false
+		}
+	}
+	return true
+}

@@ -45,7 +45,7 @@ func (f fields) devices(r *DevicesRequest, ed push.Edition) *push.Error {
 	if r.DeviceProfile, _, perr = f.str("device_profile"); perr != nil {
 		return perr
 	}
-	if !validProfile(r.DeviceProfile) {
+	if r.DeviceProfile != push.DefaultProfile && !push.ValidProfile(r.DeviceProfile) {
 		return push.Errorf(push.CodeValidation,
 			"device_profile must start with a letter and hold only letters, digits and underscores")
 	}
@@ -74,22 +74,6 @@ func (f fields) devices(r *DevicesRequest, ed push.Edition) *push.Error {
 		r.Vendor = ch
 	}
 	return nil
-}
-
-// validProfile: "" (absent), push.DefaultProfile, or a letter followed by letters, digits
-// and underscores (spec, Installation deviceProfile).
-func validProfile(p string) bool {
-	if p == "" || p == push.DefaultProfile {
-		return true
-	}
-	for i := 0; i < len(p); i++ {
-		c := p[i]
-		letter := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
-		if i == 0 && !letter || !letter && !('0' <= c && c <= '9') && c != '_' {
-			return false
-		}
-	}
-	return true
 }
 
 func vendorList(ed push.Edition) string {
