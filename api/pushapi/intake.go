@@ -62,10 +62,6 @@ func (s *Service) push(ctx *fasthttp.RequestCtx, c *api.Call) error {
 	if req.NeedsIOSOnly && q.Hints().DeviceType != push.DeviceIOS {
 		return wire.IOSOnlyError()
 	}
-	if q.NeedsResolve() {
-		// Sub-queries run at fan-out; here only their class is checked by Parse.
-		s.zl.Debug("push with sub-queries accepted", zap.String("app_id", app.ID))
-	}
 	n := newRecord(app.ID, &req.Common, c.Now)
 	n.Kind = push.JobQuery
 	n.Where = req.Where
@@ -308,21 +304,9 @@ func ParseHybridCredentials(raw []byte) error {
 		if json.Unmarshal(cfg, &obj) != nil || len(obj) == 0 {
 			return fmt.Errorf("hybrid push configuration %q must be a non-empty JSON object", name)
 		}
-		if name != push.DefaultProfile && !validProfileName(name) {
+		if name != push.DefaultProfile && (name == "" || !push.ValidProfile(name)) {
 			return fmt.Errorf("hybrid push configuration name %q must start with a letter and hold only letters, digits and underscores", name)
 		}
 	}
 	return nil
-}
-
-func validProfileName(s string) bool {
-	for i, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
-		case i > 0 && (r >= '0' && r <= '9' || r == '_'):
-		default:
-			return false
-		}
-	}
-	return s != ""
 }
