@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.uber.org/zap"
 
@@ -26,7 +27,8 @@ import (
 
 // Options configure Open. The zero value is valid.
 type Options struct {
-	// CacheSize is the block cache size in bytes (default 64 MiB).
+	// CacheSize is the block cache size in bytes (default 64 MiB), on top of the memory
+	// Pebble reserves in the cache for its memtables.
 	CacheSize int64
 	// MemTableSize is the size of one memtable in bytes (default 64 MiB).
 	MemTableSize uint64
@@ -108,16 +110,25 @@ func Open(dir string, opts Options) (*Store, error) {
 	if memSize == 0 {
 		memSize = defaultMemTableSize
 	}
-	cache := pebble.NewCache(cacheSize)
+	// Pebble reserves every memtable's size inside the block cache (DB.newMemTable calls
+	// Cache.Reserve), so a cache no larger than the memtables holds no blocks at all: with
+	// 64 MiB of each, every Get read and decompressed its blocks from the file. The cache is
+	// sized for the memtables Pebble may hold before it stops writes, plus CacheSize.
+	const memTables = 2 // pebble.Options.MemTableStopWritesThreshold, set below
+	cache := pebble.NewCache(cacheSize + int64(memTables+1)*int64(memSize))
 	defer cache.Unref()
 	po := &pebble.Options{
-		Cache:              cache,
-		MemTableSize:       memSize,
-		Lock:               lock,
-		FS:                 fs,
-		FormatMajorVersion: pebble.FormatNewest,
-		Logger:             pebbleLogger{opts.Logger},
+		Cache:                       cache,
+		MemTableSize:                memSize,
+		MemTableStopWritesThreshold: memTables,
+		Lock:                        lock,
+		FS:                          fs,
+		FormatMajorVersion:          pebble.FormatNewest,
+		Logger:                      pebbleLogger{opts.Logger},
 	}
+	// Bloom filters let a Get of an absent key (a new installation, a free device id) skip
+	// every table whose filter rules the key out, instead of reading an index and a data block.
+	po.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
 	db, err := pebble.Open(dir, po)
 	if err != nil {
 		_ = lock.Close()

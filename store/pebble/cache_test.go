@@ -1,0 +1,58 @@
+package pebble
+
+import (
+	"context"
+	"fmt"
+	"testing"
+)
+
+// TestStoreBlockCacheHoldsBlocks guards the cache sizing in Open: Pebble reserves its
+// memtables inside the block cache, and a cache sized like the memtables once held nothing,
+// so every Get read its blocks from the file. With the default options, repeated reads of
+// flushed installations must be served from the cache, and Gets of absent ids must be
+// answered by the tables' Bloom filters. The sizes are the test stores' (openTest); enough
+// installations are written for the memtables to grow to their full size.
+func TestStoreBlockCacheHoldsBlocks(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{CacheSize: 8 << 20, MemTableSize: 4 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	const written, n = 8000, 1000
+	for i := range written {
+		if err := s.PutInstallation(ctx, benchApp, benchBuckets, benchInst(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	read := func() {
+		for i := range n {
+			if _, err := s.GetInstallation(ctx, benchApp, fmt.Sprintf("obj%08d", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	read()
+	before := s.db.Metrics().BlockCache
+	read()
+	after := s.db.Metrics().BlockCache
+	if after.Count == 0 {
+		t.Fatalf("block cache holds no blocks after two passes over %d installations", n)
+	}
+	if misses := after.Misses - before.Misses; misses != 0 {
+		t.Errorf("second pass over %d flushed installations missed the block cache %d times (hits %d)", n, misses, after.Hits-before.Hits)
+	}
+
+	filterBefore := s.db.Metrics().Filter
+	for i := written; i < written+n; i++ {
+		if _, err := s.GetInstallation(ctx, benchApp, fmt.Sprintf("obj%08d", i)); err == nil {
+			t.Fatalf("installation obj%08d found, never written", i)
+		}
+	}
+	if hits := s.db.Metrics().Filter.Hits - filterBefore.Hits; hits < n*9/10 {
+		t.Errorf("Bloom filters ruled out %d of %d absent ids, want at least 90%%", hits, n)
+	}
+}
