@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +22,7 @@ import (
 // upsert of one of 10,000 devices (the first pass creates, later passes update), from 128
 // concurrent clients, so Pebble group-commits concurrent synced batches.
 func BenchmarkAPIInstallationUpsert(b *testing.B) {
+	useStoreProcs(b)
 	st, err := pebble.Open(b.TempDir(), pebble.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -48,35 +51,44 @@ func BenchmarkAPIInstallationUpsert(b *testing.B) {
 	}
 	var seq atomic.Int64
 	b.ReportAllocs()
-	b.SetParallelism(clients / 2) // × GOMAXPROCS (2 here) goroutines
 	b.ResetTimer()
 	start := time.Now()
-	b.RunParallel(func(pb *testing.PB) {
-		req := fasthttp.AcquireRequest()
-		res := fasthttp.AcquireResponse()
-		defer fasthttp.ReleaseRequest(req)
-		defer fasthttp.ReleaseResponse(res)
-		req.SetRequestURI("http://" + addr + "/1.1/installations")
-		req.Header.SetMethod("POST")
-		req.Header.SetContentType("application/json")
-		req.Header.Set(HeaderAppID, app.ID)
-		req.Header.Set(HeaderKey, app.AppKey)
-		var body []byte
-		for pb.Next() {
-			n := seq.Add(1)
-			body = fmt.Appendf(body[:0], `{"deviceType":"android","installationId":"dev-%d","channels":["news","c%d"],"appVersion":"1.%d"}`, n%10000, n%7, n)
-			req.SetBody(body)
-			if err := client.Do(req, res); err != nil {
-				b.Error(err)
-				return
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := fasthttp.AcquireRequest()
+			res := fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(req)
+			defer fasthttp.ReleaseResponse(res)
+			req.SetRequestURI("http://" + addr + "/1.1/installations")
+			req.Header.SetMethod("POST")
+			req.Header.SetContentType("application/json")
+			req.Header.Set(HeaderAppID, app.ID)
+			req.Header.Set(HeaderKey, app.AppKey)
+			var body []byte
+			for {
+				n := seq.Add(1)
+				if n > int64(b.N) {
+					return
+				}
+				body = fmt.Appendf(body[:0], `{"deviceType":"android","installationId":"dev-%d","channels":["news","c%d"],"appVersion":"1.%d"}`, n%10000, n%7, n)
+				req.SetBody(body)
+				if err := client.Do(req, res); err != nil {
+					b.Error(err)
+					return
+				}
+				if c := res.StatusCode(); c != 200 && c != 201 {
+					b.Errorf("status %d: %s", c, res.Body())
+					return
+				}
 			}
-			if c := res.StatusCode(); c != 200 && c != 201 {
-				b.Errorf("status %d: %s", c, res.Body())
-				return
-			}
-		}
-	})
+		}()
+	}
+	wg.Wait()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "upserts/s")
+	b.ReportMetric(float64(runtime.GOMAXPROCS(0)), "gomaxprocs")
 }
 
 // benchClients is the client concurrency: PUSHD_BENCH_CLIENTS or 128.
@@ -85,4 +97,12 @@ func benchClients() int {
 		return n
 	}
 	return 128
+}
+
+// useStoreProcs runs the benchmark with the Ps pushd serve gives the embedded store
+// (pebble.Procs of the -cpu value) and restores GOMAXPROCS after.
+func useStoreProcs(b *testing.B) {
+	procs := pebble.Procs(runtime.GOMAXPROCS(0))
+	prev := runtime.GOMAXPROCS(procs)
+	b.Cleanup(func() { runtime.GOMAXPROCS(prev) })
 }

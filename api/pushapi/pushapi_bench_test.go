@@ -3,6 +3,7 @@ package pushapi
 import (
 	"context"
 	"net"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,10 @@ import (
 // log, and returns a master-key request template and the server address.
 func benchServer(b *testing.B) (push.App, string) {
 	b.Helper()
+	// The Ps pushd serve gives the embedded store (pebble.Procs of the -cpu value).
+	procs := pebble.Procs(runtime.GOMAXPROCS(0))
+	prev := runtime.GOMAXPROCS(procs)
+	b.Cleanup(func() { runtime.GOMAXPROCS(prev) })
 	st, err := pebble.Open(b.TempDir(), pebble.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -104,6 +109,7 @@ func BenchmarkPushAccept(b *testing.B) {
 		b.Fatalf("%d pushes failed", f)
 	}
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "pushes/s")
+	b.ReportMetric(float64(runtime.GOMAXPROCS(0)), "gomaxprocs")
 }
 
 // BenchmarkPushAcceptLatencyAt5k sends pushes at a fixed 5,000/s (open loop: each request
@@ -150,4 +156,5 @@ func BenchmarkPushAcceptLatencyAt5k(b *testing.B) {
 	b.ReportMetric(float64(lat[n*95/100].Microseconds())/1000, "p95-ms")
 	b.ReportMetric(float64(lat[n-1].Microseconds())/1000, "max-ms")
 	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "pushes/s")
+	b.ReportMetric(float64(runtime.GOMAXPROCS(0)), "gomaxprocs")
 }

@@ -117,6 +117,7 @@ func openStore(ctx context.Context, p *parts, g *service.Group) error {
 			return fmt.Errorf("cannot open store: %w", err)
 		}
 		p.store, p.pebble = st, st
+		spareProc(p.log)
 	case "cassandra":
 		if err := openCassandra(ctx, p); err != nil {
 			return err
