@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,40 +12,56 @@ import (
 	"github.com/pushd/pushd/push"
 )
 
-// InactiveStore is what the sweeper needs of the store.
-type InactiveStore interface {
+// SweepStore is what the sweeper needs of the store.
+type SweepStore interface {
 	ListApps(ctx context.Context) ([]push.App, error)
 	DeleteInactive(ctx context.Context, appID string, buckets int, cutoff time.Time, limit int) (int, error)
+	// SweepNotifications removes up to limit push records of the app whose push finished
+	// (done or cancelled) and that were created and last updated before cutoff, and says
+	// how many; records of unfinished pushes stay however old.
+	SweepNotifications(ctx context.Context, appID string, cutoff time.Time, limit int) (int, error)
 }
 
-// SweeperConfig configures the inactivity sweeper.
+// SweeperConfig configures the sweeper.
 type SweeperConfig struct {
-	Interval      time.Duration // between sweeps, default 1h
-	InactiveAfter time.Duration // default push.InactiveAfter (90 days)
-	Batch         int           // installations deleted per store call, default 1000
+	Interval       time.Duration // between sweeps, default 1h
+	InactiveAfter  time.Duration // default push.InactiveAfter (90 days)
+	RecordsKeptFor time.Duration // after a push finished, default push.RecordRetention (7 days)
+	Batch          int           // installations or records deleted per store call, default 1000
 	// Now and After are the clock (defaults time.Now and time.After); tests inject both.
 	Now   func() time.Time
 	After func(time.Duration) <-chan time.Time
 }
 
-// Sweeper deletes installations not refreshed for InactiveAfter, app by app, in batches.
-// It is a service (Run); one sweep never overlaps another.
+// Swept counts what one sweep deleted.
+type Swept struct {
+	Installations int // not refreshed for InactiveAfter
+	Records       int // push records RecordsKeptFor after their push finished
+}
+
+// Sweeper deletes, app by app and in batches, installations not refreshed for InactiveAfter
+// and push records RecordsKeptFor after their push finished. It is a service (Run); one sweep
+// never overlaps another.
 type Sweeper struct {
 	cfg     SweeperConfig
-	st      InactiveStore
+	st      SweepStore
 	log     *zap.Logger
 	deleted *metrics.Counter
+	records *metrics.Counter
 	errors  *metrics.Counter
-	swept   chan int // test hook: receives each sweep's deletions when non-nil
+	swept   chan Swept // test hook: receives each sweep's deletions when non-nil
 }
 
 // NewSweeper builds a sweeper.
-func NewSweeper(cfg SweeperConfig, st InactiveStore, log *zap.Logger, set *metrics.Set) *Sweeper {
+func NewSweeper(cfg SweeperConfig, st SweepStore, log *zap.Logger, set *metrics.Set) *Sweeper {
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Hour
 	}
 	if cfg.InactiveAfter <= 0 {
 		cfg.InactiveAfter = push.InactiveAfter
+	}
+	if cfg.RecordsKeptFor <= 0 {
+		cfg.RecordsKeptFor = push.RecordRetention
 	}
 	if cfg.Batch <= 0 {
 		cfg.Batch = 1000
@@ -66,48 +83,78 @@ func NewSweeper(cfg SweeperConfig, st InactiveStore, log *zap.Logger, set *metri
 		st:      st,
 		log:     log.Named("sweeper"),
 		deleted: set.GetOrCreateCounter(`pushd_sweeper_deleted_total`),
+		records: set.GetOrCreateCounter(`pushd_sweeper_records_deleted_total`),
 		errors:  set.GetOrCreateCounter(`pushd_sweeper_errors_total`),
 	}
 }
 
-// SweepOnce deletes every installation of every app last updated before now-InactiveAfter
-// and says how many it deleted.
-func (w *Sweeper) SweepOnce(ctx context.Context) (int, error) {
+// SweepOnce deletes every installation of every app last updated before now-InactiveAfter,
+// and every push record that finished before now-RecordsKeptFor, and says how many of each
+// it deleted. An app that fails does not stop the others: their errors come back joined.
+func (w *Sweeper) SweepOnce(ctx context.Context) (Swept, error) {
+	var s Swept
 	apps, err := w.st.ListApps(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("cannot list apps to sweep: %w", err)
+		return s, fmt.Errorf("cannot list apps to sweep: %w", err)
 	}
-	cutoff := w.cfg.Now().Add(-w.cfg.InactiveAfter)
-	total := 0
+	now := w.cfg.Now()
+	inactive, finished := now.Add(-w.cfg.InactiveAfter), now.Add(-w.cfg.RecordsKeptFor)
+	var errs []error
 	for _, app := range apps {
-		for {
-			n, err := w.st.DeleteInactive(ctx, app.ID, app.Settings.Buckets, cutoff, w.cfg.Batch)
-			total += n
-			w.deleted.Add(n)
-			if err != nil {
-				return total, fmt.Errorf("cannot sweep inactive installations of app %s: %w", app.ID, err)
-			}
-			if n < w.cfg.Batch {
-				break
-			}
+		n, err := w.batches(ctx, w.deleted, func(limit int) (int, error) {
+			return w.st.DeleteInactive(ctx, app.ID, app.Settings.Buckets, inactive, limit)
+		})
+		s.Installations += n
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cannot sweep inactive installations of app %s: %w", app.ID, err))
+		}
+		n, err = w.batches(ctx, w.records, func(limit int) (int, error) {
+			return w.st.SweepNotifications(ctx, app.ID, finished, limit)
+		})
+		s.Records += n
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cannot sweep old push records of app %s: %w", app.ID, err))
+		}
+		if err := ctx.Err(); err != nil {
+			return s, errors.Join(append(errs, err)...)
 		}
 	}
-	return total, nil
+	return s, errors.Join(errs...)
+}
+
+// batches calls del with the batch size until it deletes less than a batch, counting into c.
+func (w *Sweeper) batches(ctx context.Context, c *metrics.Counter, del func(limit int) (int, error)) (int, error) {
+	total := 0
+	for {
+		n, err := del(w.cfg.Batch)
+		total += n
+		c.Add(n)
+		if err != nil || n < w.cfg.Batch {
+			return total, err
+		}
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+	}
 }
 
 // Run sweeps at once, then every Interval, until ctx is cancelled.
 func (w *Sweeper) Run(ctx context.Context) error {
 	for {
-		n, err := w.SweepOnce(ctx)
+		s, err := w.SweepOnce(ctx)
 		if err != nil && ctx.Err() == nil {
 			w.errors.Inc()
 			w.log.Warn("sweep failed", zap.Error(err))
-		} else if n > 0 {
-			w.log.Info("inactive installations deleted", zap.Int("deleted", n))
+		}
+		if s.Installations > 0 {
+			w.log.Info("inactive installations deleted", zap.Int("deleted", s.Installations))
+		}
+		if s.Records > 0 {
+			w.log.Info("old push records deleted", zap.Int("deleted", s.Records))
 		}
 		if w.swept != nil {
 			select {
-			case w.swept <- n:
+			case w.swept <- s:
 			case <-ctx.Done():
 			}
 		}

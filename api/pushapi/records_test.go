@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pushd/pushd/api"
 	"github.com/pushd/pushd/push"
 )
 
@@ -89,5 +90,43 @@ func TestPushRecordsQueryAggregateAndDelete(t *testing.T) {
 	other := e.newApp(nil)
 	if r := e.do(other, master, "GET", "/1.1/tables/Notifications/"+oids[2], ""); r.Status != 404 {
 		t.Fatalf("cross-app record read: %d", r.Status)
+	}
+}
+
+// The sweeper's 7-day retention, seen through the API: a finished push's record leaves the
+// listing 7 days after it finished; a scheduled push's record stays.
+func TestPushRecordsSweptSevenDaysAfterFinishing(t *testing.T) {
+	e := newEnv(t)
+	app := e.newApp(nil)
+	ctx := context.Background()
+	sent := e.do(app, master, "POST", "/1.1/push", `{"data":{"alert":"a"}}`).JSON(t)["objectId"].(string)
+	later := e.clock().Add(10 * 24 * time.Hour).Format(time.RFC3339)
+	sched := e.do(app, master, "POST", "/1.1/push", `{"data":{"alert":"b"},"push_time":"`+later+`"}`).JSON(t)["objectId"].(string)
+	if _, err := e.st.UpdateNotification(ctx, app.ID, sent, func(n *push.Notification) error {
+		n.Status, n.UpdatedAt = push.StatusDone, e.clock()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	listed := func() []string {
+		var ids []string
+		for _, r := range e.do(app, master, "GET", "/1.1/notifications", "").JSON(t)["results"].([]any) {
+			ids = append(ids, r.(map[string]any)["objectId"].(string))
+		}
+		return ids
+	}
+	if got := listed(); len(got) != 2 {
+		t.Fatalf("before the sweep: %v", got)
+	}
+	now := e.clock().Add(push.RecordRetention + time.Minute)
+	w := api.NewSweeper(api.SweeperConfig{Now: func() time.Time { return now }}, e.st, nil, nil)
+	if s, err := w.SweepOnce(ctx); err != nil || s.Records != 1 {
+		t.Fatalf("sweep: %+v, %v", s, err)
+	}
+	if got := listed(); len(got) != 1 || got[0] != sched {
+		t.Fatalf("after the sweep: %v, want only the scheduled push %s", got, sched)
+	}
+	if r := e.do(app, master, "GET", "/1.1/tables/Notifications/"+sent, ""); r.Status != 404 {
+		t.Fatalf("swept record by objectId: %d", r.Status)
 	}
 }

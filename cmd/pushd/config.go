@@ -96,7 +96,7 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	fs.StringVar(&c.LogLevel, "log-level", envOr("PUSHD_LOG_LEVEL", ""), "debug|info|warn|error; default info, debug with --dev (PUSHD_LOG_LEVEL)")
 	fs.StringVar(&c.PublicURL, "public-url", envOr("PUSHD_PUBLIC_URL", ""), "base URL of Location headers, e.g. https://push.example.com; default http://<Host> (PUSHD_PUBLIC_URL)")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", envDuration("PUSHD_DRAIN_DELAY", 0), "on stop, keep serving this long with readiness false before closing the listener (PUSHD_DRAIN_DELAY)")
-	fs.DurationVar(&c.SweepEvery, "sweep-every", envDuration("PUSHD_SWEEP_EVERY", time.Hour), "interval of the inactive-installation sweeper (PUSHD_SWEEP_EVERY)")
+	fs.DurationVar(&c.SweepEvery, "sweep-every", envDuration("PUSHD_SWEEP_EVERY", time.Hour), "interval of the sweeper of inactive installations and old push records (PUSHD_SWEEP_EVERY)")
 	var brokers string
 	fs.StringVar(&brokers, "kafka-brokers", envOr("PUSHD_KAFKA_BROKERS", ""), "Kafka seed brokers host:port, comma separated, for --log kafka (PUSHD_KAFKA_BROKERS)")
 	c.Cassandra.RegisterFlags(fs, "cassandra-")

@@ -107,8 +107,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks *
 }
 
 // openStore opens the configured store and adds a service that closes it on stop (added
-// first, so it stops last) and, for the embedded store, the inactivity sweeper (Cassandra
-// expires installations by TTL instead).
+// first, so it stops last) and, for the embedded store, the sweeper of inactive installations
+// and old push records (Cassandra expires both by TTL instead).
 func openStore(ctx context.Context, p *parts, g *service.Group) error {
 	switch p.cfg.Store {
 	case "pebble":

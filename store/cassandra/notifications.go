@@ -15,22 +15,39 @@ import (
 )
 
 const (
-	cqlNotifClaimID  = `INSERT INTO notifications_by_id (app_id, object_id, day, created_at) VALUES (?, ?, ?, ?) IF NOT EXISTS`
+	cqlNotifClaimID  = `INSERT INTO notifications_by_id (app_id, object_id, day, created_at) VALUES (?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
+	cqlNotifPutID    = `INSERT INTO notifications_by_id (app_id, object_id, day, created_at) VALUES (?, ?, ?, ?) USING TTL ?`
 	cqlNotifGetID    = `SELECT day, created_at FROM notifications_by_id WHERE app_id = ? AND object_id = ?`
 	cqlNotifDeleteID = `DELETE FROM notifications_by_id WHERE app_id = ? AND object_id = ? IF EXISTS`
-	cqlNotifInsert   = `INSERT INTO notifications (app_id, day, created_at, object_id, doc, status, version) VALUES (?, ?, ?, ?, ?, ?, 1)`
-	cqlNotifGet      = `SELECT doc, version FROM notifications WHERE app_id = ? AND day = ? AND created_at = ? AND object_id = ?`
-	cqlNotifCAS      = `UPDATE notifications SET doc = ?, status = ?, version = ? WHERE app_id = ? AND day = ? AND created_at = ? AND object_id = ? IF version = ?`
-	cqlNotifDelete   = `DELETE FROM notifications WHERE app_id = ? AND day = ? AND created_at = ? AND object_id = ?`
-	cqlNotifListDay  = `SELECT doc FROM notifications WHERE app_id = ? AND day = ?`
-	cqlNIDInsert     = `INSERT INTO notifications_by_nid (app_id, notification_id, object_id) VALUES (?, ?, ?)`
-	cqlNIDDelete     = `DELETE FROM notifications_by_nid WHERE app_id = ? AND notification_id = ? AND object_id = ?`
-	cqlNIDList       = `SELECT object_id FROM notifications_by_nid WHERE app_id = ? AND notification_id = ?`
+	// An UPDATE, not an INSERT: it writes no row marker, so the row is gone once its cells
+	// expire (an INSERT's marker written with TTL 0 would outlive them as an empty row).
+	cqlNotifInsert  = `UPDATE notifications USING TTL ? SET doc = ?, status = ?, version = 1 WHERE app_id = ? AND day = ? AND created_at = ? AND object_id = ?`
+	cqlNotifGet     = `SELECT doc, version FROM notifications WHERE app_id = ? AND day = ? AND created_at = ? AND object_id = ?`
+	cqlNotifCAS     = `UPDATE notifications USING TTL ? SET doc = ?, status = ?, version = ? WHERE app_id = ? AND day = ? AND created_at = ? AND object_id = ? IF version = ?`
+	cqlNotifDelete  = `DELETE FROM notifications WHERE app_id = ? AND day = ? AND created_at = ? AND object_id = ?`
+	cqlNotifListDay = `SELECT doc FROM notifications WHERE app_id = ? AND day = ?`
+	cqlNIDInsert    = `INSERT INTO notifications_by_nid (app_id, notification_id, object_id) VALUES (?, ?, ?) USING TTL ?`
+	cqlNIDDelete    = `DELETE FROM notifications_by_nid WHERE app_id = ? AND notification_id = ? AND object_id = ?`
+	cqlNIDList      = `SELECT object_id FROM notifications_by_nid WHERE app_id = ? AND notification_id = ?`
 )
 
 // recordDays is how many day partitions a listing reads: the 7-day retention plus today and
-// one day of clock skew.
+// one day of clock skew. A record created earlier whose push finished within 7 days (a push
+// scheduled far ahead) is still readable by id and notification_id but no longer listed.
 const recordDays = 9
+
+// recordTTL is the TTL in seconds every row of a record is written with. Records expire by
+// TTL, push.RecordRetention after their last write once their push is finished (done or
+// cancelled); until then they are written with TTL 0 (no expiry, overriding the tables'
+// default_time_to_live), so a push scheduled far ahead or still sending keeps its record.
+// Every update of a finished record rewrites all its rows with the full TTL, as the Pebble
+// sweep judges by the record's last update.
+func recordTTL(n *push.Notification) int {
+	if !n.Finished() {
+		return 0
+	}
+	return int(push.RecordRetention / time.Second)
+}
 
 func dayOf(t time.Time) string { return t.UTC().Format("2006-01-02") }
 
@@ -38,7 +55,8 @@ func dayOf(t time.Time) string { return t.UTC().Format("2006-01-02") }
 // create of the objectId fails with store.ErrExists.
 func (s *Store) CreateNotification(ctx context.Context, n push.Notification) error {
 	day := dayOf(n.CreatedAt)
-	applied, err := s.q(ctx, cqlNotifClaimID, n.AppID, n.ObjectID, day, n.CreatedAt).MapScanCAS(map[string]any{})
+	ttl := recordTTL(&n)
+	applied, err := s.q(ctx, cqlNotifClaimID, n.AppID, n.ObjectID, day, n.CreatedAt, ttl).MapScanCAS(map[string]any{})
 	if err != nil {
 		return fmt.Errorf("cannot create push record %s of app %s: %w", n.ObjectID, n.AppID, err)
 	}
@@ -50,8 +68,8 @@ func (s *Store) CreateNotification(ctx context.Context, n push.Notification) err
 		return fmt.Errorf("cannot encode push record %s: %w", n.ObjectID, err)
 	}
 	b := s.s.NewBatch(gocql.LoggedBatch).WithContext(ctx)
-	b.Query(cqlNotifInsert, n.AppID, day, n.CreatedAt, n.ObjectID, doc, n.Status)
-	b.Query(cqlNIDInsert, n.AppID, n.NotificationID, n.ObjectID)
+	b.Query(cqlNotifInsert, ttl, doc, n.Status, n.AppID, day, n.CreatedAt, n.ObjectID)
+	b.Query(cqlNIDInsert, n.AppID, n.NotificationID, n.ObjectID, ttl)
 	if err := s.s.ExecuteBatch(b); err != nil {
 		return fmt.Errorf("cannot create push record %s of app %s: %w", n.ObjectID, n.AppID, err)
 	}
@@ -112,7 +130,8 @@ func (s *Store) UpdateNotification(ctx context.Context, appID, objectID string, 
 		if err != nil {
 			return push.Notification{}, fmt.Errorf("cannot encode push record %s: %w", objectID, err)
 		}
-		applied, err := s.q(ctx, cqlNotifCAS, doc, n.Status, version+1, appID, ref.day, ref.created, objectID, version).
+		ttl := recordTTL(&n)
+		applied, err := s.q(ctx, cqlNotifCAS, ttl, doc, n.Status, version+1, appID, ref.day, ref.created, objectID, version).
 			MapScanCAS(map[string]any{})
 		if err != nil {
 			return push.Notification{}, fmt.Errorf("cannot update push record %s of app %s: %w", objectID, appID, err)
@@ -120,10 +139,17 @@ func (s *Store) UpdateNotification(ctx context.Context, appID, objectID string, 
 		if !applied {
 			continue
 		}
-		if oldNID != n.NotificationID {
+		// A finished record's index rows get the TTL its row just got (they were written
+		// without expiry while the push ran); a new notification_id is re-indexed.
+		if oldNID != n.NotificationID || ttl != 0 {
 			b := s.s.NewBatch(gocql.LoggedBatch).WithContext(ctx)
-			b.Query(cqlNIDDelete, appID, oldNID, objectID)
-			b.Query(cqlNIDInsert, appID, n.NotificationID, objectID)
+			if oldNID != n.NotificationID {
+				b.Query(cqlNIDDelete, appID, oldNID, objectID)
+			}
+			b.Query(cqlNIDInsert, appID, n.NotificationID, objectID, ttl)
+			if ttl != 0 {
+				b.Query(cqlNotifPutID, appID, objectID, ref.day, ref.created, ttl)
+			}
 			if err := s.s.ExecuteBatch(b); err != nil {
 				return n, fmt.Errorf("cannot re-index push record %s of app %s: %w", objectID, appID, err)
 			}

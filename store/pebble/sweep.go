@@ -14,8 +14,13 @@ import (
 // What Cassandra expires by TTL, the embedded store removes by sweeps: a background service
 // calls these periodically (installations go through store.Store.DeleteInactive).
 
-// SweepNotifications removes up to limit push records of the app created before cutoff (the
-// 7-day retention of CLUSTER.md), oldest first, with their indexes, and says how many.
+// SweepNotifications removes up to limit push records of the app that expired before cutoff
+// (push.Notification.Expired: the push is finished, done or cancelled, and the record was
+// created and last updated before cutoff; the sweeper passes now minus push.RecordRetention),
+// oldest first, with their indexes, and says how many. Records of unfinished pushes (scheduled,
+// in-queue, in-process) are skipped however old: fan-out still writes their counts and a
+// DELETE cancels through them. Each record is checked again under its lock before it goes, so
+// one updated during the sweep stays.
 func (s *Store) SweepNotifications(ctx context.Context, appID string, cutoff time.Time, limit int) (int, error) {
 	if err := s.enter(); err != nil {
 		return 0, err
@@ -24,38 +29,22 @@ func (s *Store) SweepNotifications(ctx context.Context, appID string, cutoff tim
 	if limit <= 0 {
 		return 0, nil
 	}
-	// Keys hold ^createdAt: records created before cutoff sort after ^cutoff.
-	prefix := notifTimePrefix(nil, appID)
-	lower := appendInt64(append([]byte(nil), prefix...), ^(cutoff.UnixNano() - 1))
-	var oids []string
-	err := s.iterate(lower, prefixEnd(prefix), func(k, _ []byte) error {
-		if len(k) < len(prefix)+8 {
-			return store.ErrBadKey
-		}
-		oid, _, err := store.DecodeKeyString(k[len(prefix)+8:])
-		if err != nil {
-			return err
-		}
-		oids = append(oids, oid)
-		return nil
-	})
+	oids, err := s.expiredNotifications(ctx, appID, cutoff, limit)
 	if err != nil {
 		return 0, fmt.Errorf("cannot list old push records of app %s: %w", appID, err)
 	}
-	// Oldest first: the iteration ran newest first within the range.
 	n := 0
-	for i := len(oids) - 1; i >= 0 && n < limit; i-- {
+	for _, oid := range oids {
 		if err := ctx.Err(); err != nil {
 			return n, err
 		}
-		err := s.deleteNotification(appID, oids[i], pebble.NoSync)
-		if errors.Is(err, store.ErrNotFound) {
-			continue
-		}
+		deleted, err := s.deleteExpiredNotification(appID, oid, cutoff)
 		if err != nil {
-			return n, fmt.Errorf("cannot delete old push record %s of app %s: %w", oids[i], appID, err)
+			return n, fmt.Errorf("cannot delete old push record %s of app %s: %w", oid, appID, err)
 		}
-		n++
+		if deleted {
+			n++
+		}
 	}
 	if n > 0 {
 		if err := s.db.LogData(nil, pebble.Sync); err != nil {
@@ -63,6 +52,79 @@ func (s *Store) SweepNotifications(ctx context.Context, appID string, cutoff tim
 		}
 	}
 	return n, nil
+}
+
+// expiredNotifications lists up to limit ids of the app's records that expired before cutoff,
+// oldest first. It walks the time index backwards (keys hold ^createdAt, so the oldest record
+// sorts last) over the records created before cutoff, and reads each to judge it.
+func (s *Store) expiredNotifications(ctx context.Context, appID string, cutoff time.Time, limit int) (oids []string, err error) {
+	prefix := notifTimePrefix(nil, appID)
+	// Records created before cutoff sort at or after ^(cutoff-1).
+	lower := appendInt64(append([]byte(nil), prefix...), ^(cutoff.UnixNano() - 1))
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := it.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	for valid := it.Last(); valid && len(oids) < limit; valid = it.Prev() {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		k := it.Key()
+		if len(k) < len(prefix)+8 {
+			return nil, store.ErrBadKey
+		}
+		oid, _, err := store.DecodeKeyString(k[len(prefix)+8:])
+		if err != nil {
+			return nil, err
+		}
+		rec, err := s.readNotification(appID, oid)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // deleted after the iterator opened
+		}
+		if err != nil {
+			return nil, err
+		}
+		if rec.Expired(cutoff) {
+			oids = append(oids, oid)
+		}
+	}
+	return oids, it.Error()
+}
+
+// deleteExpiredNotification removes a record and its index rows if, read again under the
+// record's stripe, it is still expired at cutoff; it says whether it did.
+func (s *Store) deleteExpiredNotification(appID, objectID string, cutoff time.Time) (bool, error) {
+	defer s.locks.lock(stripeOf("n", appID, objectID))()
+	n, err := s.readNotification(appID, objectID)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if !n.Expired(cutoff) {
+		return false, nil
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	for _, k := range [][]byte{
+		notifKey(nil, appID, objectID),
+		notifTimeKey(nil, appID, n.CreatedAt.UnixNano(), objectID),
+		appendStr(notifNIDPrefix(nil, appID, n.NotificationID), objectID),
+	} {
+		if err := b.Delete(k, nil); err != nil {
+			return false, err
+		}
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // SweepReqIDs removes up to limit req_id claims (of every app) expired at now, and says how
