@@ -31,22 +31,52 @@ const (
 
 var errStopScan = errors.New("stop scan")
 
-type orderKey struct {
-	field string
-	desc  bool
+// OrderKey is one field of an `order` parameter; "-field" sorts descending.
+type OrderKey struct {
+	Field string
+	Desc  bool
 }
 
-type listParams struct {
-	q     *query.Query
-	limit int
-	skip  int
-	order []orderKey
-	keys  map[string]bool
-	count bool
+// Compare compares two values of the key's field in the key's direction, with query.Compare.
+func (k OrderKey) Compare(a, b any) int {
+	c := query.Compare(a, b)
+	if k.Desc {
+		return -c
+	}
+	return c
 }
 
-func parseListParams(args *fasthttp.Args) (*listParams, *push.Error) {
-	p := &listParams{limit: defaultLimit}
+// CompareDocs compares two documents by order: the first key that differs decides; 0 when
+// every key is equal (callers break ties).
+func CompareDocs(order []OrderKey, a, b map[string]any) int {
+	for _, k := range order {
+		if c := k.Compare(a[k.Field], b[k.Field]); c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+// ListParams are the query parameters of a listing (GET /1.1/installations,
+// GET /1.1/notifications), parsed with LeanCloud's rules by ParseListParams.
+type ListParams struct {
+	Where *query.Query
+	Limit int             // 0..1000, default 100
+	Skip  int             // 0..10,000
+	Order []OrderKey      // nil: the listing's own default order
+	Keys  map[string]bool // nil: every field; else the named ones plus objectId, createdAt, updatedAt
+	Count bool            // count=1 or count=true: add the number of matches
+}
+
+// ParseListParams parses where, limit, skip, order, keys and count. limit: an integer outside
+// 0..1000 falls back to the default 100 (the original service's behaviour), a non-integer is 300;
+// skip outside 0..10,000 or not an integer is 300; where errors are 107/111/300. checkField
+// validates the field names of order and keys (nil: the installation field-name rule).
+func ParseListParams(args *fasthttp.Args, checkField func(name string) *push.Error) (*ListParams, *push.Error) {
+	if checkField == nil {
+		checkField = checkFieldName
+	}
+	p := &ListParams{Limit: defaultLimit}
 	where := append([]byte(nil), args.Peek("where")...)
 	q, err := query.Parse(where)
 	if err != nil {
@@ -55,14 +85,14 @@ func parseListParams(args *fasthttp.Args) (*listParams, *push.Error) {
 		}
 		return nil, push.Errorf(push.CodeInvalidQuery, "invalid where: %v", err)
 	}
-	p.q = q
+	p.Where = q
 	if v := args.Peek("limit"); len(v) > 0 {
 		n, err := strconv.Atoi(string(v))
 		if err != nil {
 			return nil, push.Errorf(push.CodeInvalidQuery, "limit must be an integer")
 		}
 		if n >= 0 && n <= maxLimit {
-			p.limit = n
+			p.Limit = n
 		} // out of range ⇒ the default, as the original service does
 	}
 	if v := args.Peek("skip"); len(v) > 0 {
@@ -73,48 +103,48 @@ func parseListParams(args *fasthttp.Args) (*listParams, *push.Error) {
 		if n > maxSkip {
 			return nil, push.Errorf(push.CodeInvalidQuery, "skip may be at most %d; page with a where condition instead", maxSkip)
 		}
-		p.skip = n
+		p.Skip = n
 	}
 	if v := args.Peek("order"); len(v) > 0 {
 		for _, f := range strings.Split(string(v), ",") {
 			f = strings.TrimSpace(f)
-			k := orderKey{field: f}
+			k := OrderKey{Field: f}
 			if strings.HasPrefix(f, "-") {
-				k = orderKey{field: f[1:], desc: true}
+				k = OrderKey{Field: f[1:], Desc: true}
 			}
-			if perr := checkFieldName(k.field); perr != nil {
+			if perr := checkField(k.Field); perr != nil {
 				return nil, perr
 			}
-			p.order = append(p.order, k)
+			p.Order = append(p.Order, k)
 		}
 	}
 	if v := args.Peek("keys"); len(v) > 0 {
-		p.keys = map[string]bool{fObjectID: true, fCreatedAt: true, fUpdatedAt: true}
+		p.Keys = map[string]bool{fObjectID: true, fCreatedAt: true, fUpdatedAt: true}
 		for _, f := range strings.Split(string(v), ",") {
 			f = strings.TrimSpace(f)
-			if perr := checkFieldName(f); perr != nil {
+			if perr := checkField(f); perr != nil {
 				return nil, perr
 			}
-			p.keys[f] = true
+			p.Keys[f] = true
 		}
 	}
 	if v := args.Peek("count"); len(v) > 0 {
-		p.count = string(v) == "1" || string(v) == "true"
+		p.Count = string(v) == "1" || string(v) == "true"
 	}
 	return p, nil
 }
 
 // listInstallations is GET /1.1/installations (master key): the generic object query.
 func (s *Server) listInstallations(ctx *fasthttp.RequestCtx, c *Call) error {
-	p, perr := parseListParams(ctx.QueryArgs())
+	p, perr := ParseListParams(ctx.QueryArgs(), nil)
 	if perr != nil {
 		return perr
 	}
 	app := c.App
 	qctx, cancel := context.WithTimeout(context.Background(), listTimeout)
 	defer cancel()
-	if p.q.NeedsResolve() {
-		err := p.q.Resolve(qctx, func(ctx context.Context, sub *query.Query, visit func(query.Doc) error) error {
+	if p.Where.NeedsResolve() {
+		err := p.Where.Resolve(qctx, func(ctx context.Context, sub *query.Query, visit func(query.Doc) error) error {
 			return s.scanMatching(ctx, app, sub, true, func(doc map[string]any, _ []byte) error {
 				return visit(query.MapDoc(doc))
 			})
@@ -124,22 +154,22 @@ func (s *Server) listInstallations(ctx *fasthttp.RequestCtx, c *Call) error {
 		}
 	}
 
-	needDoc := len(p.order) > 0 || p.keys != nil
+	needDoc := len(p.Order) > 0 || p.Keys != nil
 	total := 0
 	var page [][]byte
 	var h *docHeap
-	if len(p.order) > 0 {
-		h = &docHeap{order: p.order, max: p.skip + p.limit}
+	if len(p.Order) > 0 {
+		h = &docHeap{order: p.Order, max: p.Skip + p.Limit}
 	}
-	err := s.scanMatching(qctx, app, p.q, needDoc, func(doc map[string]any, raw []byte) error {
+	err := s.scanMatching(qctx, app, p.Where, needDoc, func(doc map[string]any, raw []byte) error {
 		total++
 		if h != nil {
 			if h.max == 0 {
 				return nil
 			}
-			e := sortEntry{raw: raw, doc: doc, vals: make([]any, len(p.order))}
-			for i, k := range p.order {
-				e.vals[i] = doc[k.field]
+			e := sortEntry{raw: raw, doc: doc, vals: make([]any, len(p.Order))}
+			for i, k := range p.Order {
+				e.vals[i] = doc[k.Field]
 			}
 			e.oid, _ = doc[fObjectID].(string)
 			if h.Len() < h.max {
@@ -152,14 +182,14 @@ func (s *Server) listInstallations(ctx *fasthttp.RequestCtx, c *Call) error {
 			}
 			return nil
 		}
-		if total <= p.skip {
+		if total <= p.Skip {
 			return nil
 		}
-		if len(page) < p.limit {
-			page = append(page, project(doc, raw, p.keys))
+		if len(page) < p.Limit {
+			page = append(page, project(doc, raw, p.Keys))
 			return nil
 		}
-		if !p.count {
+		if !p.Count {
 			total-- // not counted: we stop here
 			return errStopScan
 		}
@@ -179,9 +209,9 @@ func (s *Server) listInstallations(ctx *fasthttp.RequestCtx, c *Call) error {
 			}
 			return 0
 		})
-		if p.skip < len(sorted) {
-			for _, e := range sorted[p.skip:] {
-				page = append(page, project(e.doc, e.raw, p.keys))
+		if p.Skip < len(sorted) {
+			for _, e := range sorted[p.Skip:] {
+				page = append(page, project(e.doc, e.raw, p.Keys))
 			}
 		}
 	}
@@ -194,7 +224,7 @@ func (s *Server) listInstallations(ctx *fasthttp.RequestCtx, c *Call) error {
 		out = append(out, d...)
 	}
 	out = append(out, ']')
-	if p.count {
+	if p.Count {
 		out = append(out, `,"count":`...)
 		out = strconv.AppendInt(out, int64(total), 10)
 	}
@@ -331,7 +361,7 @@ type sortEntry struct {
 
 // docHeap keeps the best max entries of an ordered query; its root is the worst kept.
 type docHeap struct {
-	order []orderKey
+	order []OrderKey
 	max   int
 	items []sortEntry
 }
@@ -339,11 +369,7 @@ type docHeap struct {
 // less reports whether a sorts before b: by the order keys, then by objectId.
 func (h *docHeap) less(a, b sortEntry) bool {
 	for i, k := range h.order {
-		c := query.Compare(a.vals[i], b.vals[i])
-		if k.desc {
-			c = -c
-		}
-		if c != 0 {
+		if c := k.Compare(a.vals[i], b.vals[i]); c != 0 {
 			return c < 0
 		}
 	}

@@ -4,9 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/valyala/fasthttp"
 
@@ -219,46 +218,43 @@ func (s *Service) cancel(ctx *fasthttp.RequestCtx, app string, n *push.Notificat
 	return nil
 }
 
-// Record listing limits, as the installation query's.
-const (
-	defaultLimit = 100
-	maxLimit     = 1000
-	maxSkip      = 10000
-)
+// newestFirst is the records' default order (the installation listing's is storage order).
+var newestFirst = []api.OrderKey{{Field: "createdAt", Desc: true}}
 
-// GET /1.1/notifications?where=&limit=&skip=&order=&count=1 — records newest first unless
-// order says otherwise; where is evaluated on the record as this API shows it.
-func (s *Service) listRecords(ctx *fasthttp.RequestCtx, c *api.Call) error {
-	args := ctx.QueryArgs()
-	q, err := query.Parse(args.Peek("where"))
-	if err != nil {
-		return err
+// recordField is the field-name rule of order and keys on records: any non-empty name, since
+// record fields are not installation fields (`push-time`, `from-service`).
+func recordField(name string) *push.Error {
+	if name == "" {
+		return push.Errorf(push.CodeInvalidKeyName, "empty field name in order or keys")
 	}
-	if q.NeedsResolve() {
+	return nil
+}
+
+// GET /1.1/notifications?where=&limit=&skip=&order=&keys=&count=1 — limit, skip, order, keys and
+// count follow the installation query's rules (api.ParseListParams); records come newest first
+// unless order says otherwise (ties keep that order); where is evaluated on the record as this
+// API shows it.
+func (s *Service) listRecords(ctx *fasthttp.RequestCtx, c *api.Call) error {
+	p, perr := api.ParseListParams(ctx.QueryArgs(), recordField)
+	if perr != nil {
+		return perr
+	}
+	if p.Where.NeedsResolve() {
 		return push.Errorf(push.CodeInvalidQuery, "sub-queries are not supported on push records")
 	}
-	limit, perr := intArg(args, "limit", defaultLimit, 0, maxLimit)
-	if perr != nil {
-		return perr
+	order := p.Order
+	if len(order) == 0 {
+		order = newestFirst
 	}
-	skip, perr := intArg(args, "skip", 0, 0, maxSkip)
-	if perr != nil {
-		return perr
-	}
-	order, perr := parseOrder(string(args.Peek("order")))
-	if perr != nil {
-		return perr
-	}
-	wantCount := string(args.Peek("count")) == "1"
 
 	var matched []map[string]any
-	err = s.st.ListNotifications(ctx, c.App.ID, func(n *push.Notification) error {
+	err := s.st.ListNotifications(ctx, c.App.ID, func(n *push.Notification) error {
 		m := recordJSON(n)
 		doc, derr := asDoc(m)
 		if derr != nil {
 			return derr
 		}
-		if q.Match(doc) {
+		if p.Where.Match(doc) {
 			matched = append(matched, doc)
 		}
 		return nil
@@ -266,19 +262,24 @@ func (s *Service) listRecords(ctx *fasthttp.RequestCtx, c *api.Call) error {
 	if err != nil {
 		return fmt.Errorf("cannot list push records of app %s: %w", c.App.ID, err)
 	}
-	if len(order) > 0 {
-		sort.SliceStable(matched, func(i, j int) bool { return less(matched[i], matched[j], order) })
-	}
+	// The store lists newest first: stable sorting keeps that order among equal keys.
+	slices.SortStableFunc(matched, func(a, b map[string]any) int { return api.CompareDocs(order, a, b) })
 	out := map[string]any{}
-	if wantCount {
+	if p.Count {
 		out["count"] = len(matched)
 	}
-	if skip > len(matched) {
-		skip = len(matched)
-	}
-	page := matched[skip:]
-	if len(page) > limit {
-		page = page[:limit]
+	page := matched[min(p.Skip, len(matched)):]
+	page = page[:min(p.Limit, len(page))]
+	if p.Keys != nil {
+		for i, doc := range page {
+			kept := make(map[string]any, len(p.Keys))
+			for k := range p.Keys {
+				if v, ok := doc[k]; ok {
+					kept[k] = v
+				}
+			}
+			page[i] = kept
+		}
 	}
 	if page == nil {
 		page = []map[string]any{}
@@ -298,54 +299,4 @@ func asDoc(m map[string]any) (query.MapDoc, error) {
 		return nil, fmt.Errorf("cannot decode push record: %w", err)
 	}
 	return doc, nil
-}
-
-type orderKey struct {
-	field string
-	desc  bool
-}
-
-func parseOrder(s string) ([]orderKey, *push.Error) {
-	if s == "" {
-		return nil, nil
-	}
-	var keys []orderKey
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		k := orderKey{field: f}
-		if strings.HasPrefix(f, "-") {
-			k = orderKey{field: f[1:], desc: true}
-		}
-		if k.field == "" {
-			return nil, push.Errorf(push.CodeInvalidKeyName, "order has an empty field name")
-		}
-		keys = append(keys, k)
-	}
-	return keys, nil
-}
-
-func less(a, b map[string]any, order []orderKey) bool {
-	for _, k := range order {
-		c := query.Compare(a[k.field], b[k.field])
-		if c == 0 {
-			continue
-		}
-		if k.desc {
-			return c > 0
-		}
-		return c < 0
-	}
-	return false
-}
-
-func intArg(args *fasthttp.Args, name string, def, lo, hi int) (int, *push.Error) {
-	raw := args.Peek(name)
-	if len(raw) == 0 {
-		return def, nil
-	}
-	v, err := strconv.Atoi(string(raw))
-	if err != nil || v < lo || v > hi {
-		return 0, push.Errorf(push.CodeValidation, "%s must be an integer from %d to %d", name, lo, hi)
-	}
-	return v, nil
 }

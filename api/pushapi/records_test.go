@@ -2,7 +2,10 @@ package pushapi
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,9 +70,6 @@ func TestPushRecordsQueryAggregateAndDelete(t *testing.T) {
 	if len(asc) != 2 || asc[0].(map[string]any)["objectId"] != oids[1] {
 		t.Fatalf("order=createdAt skip=1: %v", asc)
 	}
-	if r := e.do(app, master, "GET", "/1.1/notifications?limit=1001", ""); r.Status != 400 {
-		t.Fatalf("limit 1001: %d", r.Status)
-	}
 	if r := e.do(app, master, "GET", "/1.1/notifications?where=%7B", ""); r.Status != 400 {
 		t.Fatalf("bad where: %d", r.Status)
 	}
@@ -128,5 +128,86 @@ func TestPushRecordsSweptSevenDaysAfterFinishing(t *testing.T) {
 	}
 	if r := e.do(app, master, "GET", "/1.1/tables/Notifications/"+sent, ""); r.Status != 404 {
 		t.Fatalf("swept record by objectId: %d", r.Status)
+	}
+}
+
+// limit, skip, order, keys and count of GET /1.1/notifications follow the installation query's
+// rules (api.ParseListParams): a limit outside 0..1000 is the default 100, not an error.
+func TestPushRecordsListParamsLikeInstallationQuery(t *testing.T) {
+	e := newEnv(t)
+	app := e.newApp(nil)
+	ctx := context.Background()
+	t0 := e.clock()
+	const total = 101
+	for i := range total {
+		n := push.Notification{ObjectID: fmt.Sprintf("rec%03d", i), AppID: app.ID, NotificationID: fmt.Sprintf("n%d", i),
+			Status: push.StatusDone, CreatedAt: t0.Add(time.Duration(i) * time.Second), Data: json.RawMessage(`{}`),
+			PushTime: t0.Add(time.Duration(total-i) * time.Minute)}
+		if err := e.st.CreateNotificationNoSync(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := func(params string) (ids []string, count any) {
+		t.Helper()
+		r := e.do(app, master, "GET", "/1.1/notifications?"+params, "")
+		if r.Status != 200 {
+			t.Fatalf("%s: %d %s", params, r.Status, r.Body)
+		}
+		m := r.JSON(t)
+		for _, x := range m["results"].([]any) {
+			ids = append(ids, x.(map[string]any)["objectId"].(string))
+		}
+		return ids, m["count"]
+	}
+	for _, c := range []struct {
+		params string
+		n      int
+	}{
+		{"", 100}, {"limit=-1", 100}, {"limit=1001", 100}, {"limit=99999999999999999999", 400},
+		{"limit=1000", total}, {"limit=5", 5}, {"limit=0", 0},
+	} {
+		if c.n == 400 { // not an int: the installation parser refuses it
+			if r := e.do(app, master, "GET", "/1.1/notifications?"+c.params, ""); r.Status != 400 || r.Code(t) != int(push.CodeInvalidQuery) {
+				t.Errorf("%s: %d %s, want 400 code 300", c.params, r.Status, r.Body)
+			}
+			continue
+		}
+		if ids, _ := list(c.params); len(ids) != c.n {
+			t.Errorf("%s: %d results, want %d", c.params, len(ids), c.n)
+		}
+	}
+	if ids, count := list("limit=0&count=1"); len(ids) != 0 || count != float64(total) {
+		t.Errorf("limit=0&count=1: %d results, count %v", len(ids), count)
+	}
+	if ids, count := list("limit=2&count=true"); len(ids) != 2 || count != float64(total) {
+		t.Errorf("count=true: %d results, count %v", len(ids), count)
+	}
+	// Newest first by default; skip pages through that order.
+	if ids, _ := list("limit=2&skip=1"); len(ids) != 2 || ids[0] != "rec099" || ids[1] != "rec098" {
+		t.Errorf("default order with skip: %v", ids)
+	}
+	if ids, _ := list("limit=1&order=createdAt"); len(ids) != 1 || ids[0] != "rec000" {
+		t.Errorf("order=createdAt: %v", ids)
+	}
+	// Record fields the installation name rule would refuse are fine in order and keys.
+	if ids, _ := list("limit=1&order=push-time"); len(ids) != 1 || ids[0] != "rec100" {
+		t.Errorf("order=push-time: %v", ids)
+	}
+	r := e.do(app, master, "GET", "/1.1/notifications?limit=1&keys=status,push-time", "")
+	if got := r.JSON(t)["results"].([]any)[0].(map[string]any); len(got) != 5 || got["status"] != push.StatusDone || got["push-time"] == nil {
+		t.Errorf("keys=status,push-time: %v", got)
+	}
+	for _, bad := range []string{"limit=abc", "limit=1.5", "skip=-1", "skip=10001", "skip=x", "order=,createdAt"} {
+		r := e.do(app, master, "GET", "/1.1/notifications?"+bad, "")
+		want := int(push.CodeInvalidQuery)
+		if strings.HasPrefix(bad, "order") {
+			want = int(push.CodeInvalidKeyName)
+		}
+		if r.Status != 400 || r.Code(t) != want {
+			t.Errorf("%s: %d %s, want 400 code %d", bad, r.Status, r.Body, want)
+		}
+		if m := r.JSON(t); m["error"] == "" || m["error"] == nil {
+			t.Errorf("%s: no error text: %s", bad, r.Body)
+		}
 	}
 }
