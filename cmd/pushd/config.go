@@ -12,6 +12,7 @@ import (
 
 	"github.com/pushd/pushd/fanout"
 	"github.com/pushd/pushd/store/cassandra"
+	"github.com/pushd/pushd/store/pebble"
 )
 
 // serveConfig is everything `pushd serve` reads. Each flag has a PUSHD_* environment
@@ -28,6 +29,9 @@ type serveConfig struct {
 	PublicURL  string
 	DrainDelay time.Duration
 	SweepEvery time.Duration
+
+	// Pebble sizes the embedded store's cache and memtables.
+	Pebble pebble.Options
 
 	// Cluster engines.
 	KafkaBrokers []string
@@ -100,6 +104,7 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	var brokers string
 	fs.StringVar(&brokers, "kafka-brokers", envOr("PUSHD_KAFKA_BROKERS", ""), "Kafka seed brokers host:port, comma separated, for --log kafka (PUSHD_KAFKA_BROKERS)")
 	c.Cassandra.RegisterFlags(fs, "cassandra-")
+	c.Pebble.RegisterFlags(fs, "pebble-")
 	c.Planner = fanout.DefaultPlannerConfig()
 	c.Planner.RegisterFlags(fs, "fanout-")
 	c.Worker = fanout.DefaultWorkerConfig()
@@ -158,6 +163,9 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 		if err := c.Cassandra.Validate(); err != nil {
 			return nil, fmt.Errorf("--store cassandra: %w (set --cassandra-hosts or PUSHD_CASSANDRA_HOSTS)", err)
 		}
+	}
+	if err := c.Pebble.Validate(); err != nil {
+		return nil, err
 	}
 	if err := c.Planner.Validate(); err != nil {
 		return nil, err

@@ -176,13 +176,18 @@ func TestAppCreateJSON(t *testing.T) {
 func TestServeFlagsFromEnvironment(t *testing.T) {
 	t.Setenv("PUSHD_FANOUT_BATCH_SIZE", "64")
 	t.Setenv("PUSHD_CASSANDRA_PASSWORD", "from-env")
+	t.Setenv("PUSHD_PEBBLE_CACHE_SIZE", "268435456")
 	fs := newFlagSet()
 	c, err := parseServeFlags([]string{"--fanout-checkpoint-every", "500"}, fs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Worker.BatchSize != 64 || c.Cassandra.Password != "from-env" || c.Worker.CheckpointEvery != 500 {
-		t.Fatalf("env not applied: batch %d password %q checkpoint %d", c.Worker.BatchSize, c.Cassandra.Password, c.Worker.CheckpointEvery)
+	if c.Worker.BatchSize != 64 || c.Cassandra.Password != "from-env" || c.Worker.CheckpointEvery != 500 || c.Pebble.CacheSize != 256<<20 {
+		t.Fatalf("env not applied: batch %d password %q checkpoint %d cache %d", c.Worker.BatchSize, c.Cassandra.Password, c.Worker.CheckpointEvery, c.Pebble.CacheSize)
+	}
+	// Store sizes that cannot work are refused at start.
+	if _, err := parseServeFlags([]string{"--pebble-memtable-size", "1000"}, newFlagSet()); err == nil || !strings.Contains(err.Error(), "memtable") {
+		t.Fatalf("tiny memtable: err %v, want a refusal naming the memtable", err)
 	}
 	// The command line wins over the environment.
 	t.Setenv("PUSHD_FANOUT_CHECKPOINT_EVERY", "9999")

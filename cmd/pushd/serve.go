@@ -112,7 +112,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks *
 func openStore(ctx context.Context, p *parts, g *service.Group) error {
 	switch p.cfg.Store {
 	case "pebble":
-		st, err := pebble.Open(storeDir(p.cfg.Data), pebble.Options{Logger: p.log.Named("pebble")})
+		opts := p.cfg.Pebble
+		opts.Logger = p.log.Named("pebble")
+		st, err := pebble.Open(storeDir(p.cfg.Data), opts)
 		if err != nil {
 			return fmt.Errorf("cannot open store: %w", err)
 		}

@@ -48,7 +48,7 @@ const (
 // RegisterFlags registers the options as flags named prefix+"cache-size" and
 // prefix+"memtable-size".
 func (o *Options) RegisterFlags(fs *flag.FlagSet, prefix string) {
-	fs.Int64Var(&o.CacheSize, prefix+"cache-size", defaultCacheSize, "Pebble block cache size in bytes")
+	fs.Int64Var(&o.CacheSize, prefix+"cache-size", defaultCacheSize, "Pebble block cache size in bytes, on top of the room Pebble reserves in it for the memtables")
 	fs.Uint64Var(&o.MemTableSize, prefix+"memtable-size", defaultMemTableSize, "Pebble memtable size in bytes")
 }
 
