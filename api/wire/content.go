@@ -51,8 +51,10 @@ const (
 	verdictBug
 )
 
-func renderVerdict(data json.RawMessage, channel string, now time.Time) (verdict, error) {
-	_, err := render.Render(data, channel, render.Options{Now: now})
+// renderVerdict renders data for channel. members are data's members when the caller has
+// decoded them (nil: decoded by render).
+func renderVerdict(data json.RawMessage, members map[string]json.RawMessage, channel string, now time.Time) (verdict, error) {
+	_, err := render.Render(data, channel, render.Options{Now: now, Members: members})
 	switch {
 	case err == nil:
 		return verdictOK, nil
@@ -103,6 +105,10 @@ func checkContentQueryTop(data json.RawMessage, top map[string]json.RawMessage, 
 	// same channel as rendering them all would. FuzzWireContentQueryMatchesRenderAll holds this
 	// against rendering every candidate.
 	topOK := top != nil || json.Unmarshal(data, &top) == nil
+	var members map[string]json.RawMessage // decoded once for every candidate's render
+	if topOK {
+		members = top
+	}
 	var shared struct {
 		done bool
 		v    verdict
@@ -114,12 +120,12 @@ func checkContentQueryTop(data json.RawMessage, top map[string]json.RawMessage, 
 		_, own := top[ch]
 		if topOK && !own && neutralVendor(ch) {
 			if !shared.done {
-				shared.v, shared.err = renderVerdict(data, ch, now)
+				shared.v, shared.err = renderVerdict(data, members, ch, now)
 				shared.done = true
 			}
 			v, err = shared.v, shared.err
 		} else {
-			v, err = renderVerdict(data, ch, now)
+			v, err = renderVerdict(data, members, ch, now)
 		}
 		switch v {
 		case verdictOK, verdictTargetsFail:
@@ -154,7 +160,7 @@ func neutralVendor(channel string) bool {
 // A silent push to a vendor without pass-through is accepted (ORIGINAL-NOTES §2.4: the
 // targets fail and the record says why); other render failures are refused here.
 func checkContentDevices(data json.RawMessage, channel string, now time.Time) *push.Error {
-	v, err := renderVerdict(data, channel, now)
+	v, err := renderVerdict(data, nil, channel, now)
 	switch v {
 	case verdictNoContent:
 		return noContentError(render.PlatformKey(channel))

@@ -177,7 +177,7 @@ func checkContentQueryRenderAll(data json.RawMessage, ed push.Edition, pinned st
 	}
 	anyOK, alertObject := false, false
 	for _, ch := range cands {
-		v, err := renderVerdict(data, ch, now)
+		v, err := renderVerdict(data, nil, ch, now)
 		switch v {
 		case verdictOK, verdictTargetsFail:
 			anyOK = true

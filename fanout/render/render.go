@@ -64,6 +64,10 @@ type Options struct {
 	// Now is the render time, from which relative TTLs (FCM android.ttl) are computed;
 	// zero means time.Now().
 	Now time.Time
+	// Members are data's members when the caller has already decoded data as a JSON object
+	// (intake checks several channels of one request); nil: Render decodes data. Render
+	// does not modify them.
+	Members map[string]json.RawMessage
 }
 
 // OptionsFor returns the options of a job.
@@ -130,7 +134,14 @@ func render(data json.RawMessage, channel string, opts Options) (*push.Message, 
 	if !opts.Expiry.IsZero() && !opts.Expiry.After(now) {
 		return nil, ErrExpired
 	}
-	m, vendorObj, err := view(data, key)
+	top := attrs(opts.Members)
+	if top == nil {
+		var err error
+		if top, err = decodeObject(data); err != nil {
+			return nil, err
+		}
+	}
+	m, vendorObj, err := view(top, key)
 	if err != nil {
 		return nil, err
 	}
@@ -151,11 +162,7 @@ type attrs map[string]json.RawMessage
 
 // view returns the attributes one platform sees: the top-level ones (platform objects left
 // out) with the platform's own object merged over them, and that object itself.
-func view(data json.RawMessage, key string) (attrs, attrs, error) {
-	top, err := decodeObject(data)
-	if err != nil {
-		return nil, nil, err
-	}
+func view(top attrs, key string) (attrs, attrs, error) {
 	m := make(attrs, len(top))
 	for k, v := range top {
 		if !IsPlatformKey(k) && !isNull(v) {
