@@ -156,13 +156,19 @@ type batch struct {
 	res       []push.Result
 	left      int
 	abandoned bool
+	unsettled bool // a delivery ended without a final result (its Send call's context ended)
 	done      chan struct{}
 }
 
-func (b *batch) finish(i int, r push.Result) {
+// finish records the result of delivery i; final is false when the delivery was cut short
+// (canceled, or the dispatcher closed) and r is no outcome to count.
+func (b *batch) finish(i int, r push.Result, final bool) {
 	b.mu.Lock()
 	if !b.abandoned {
 		b.res[i] = r
+	}
+	if !final {
+		b.unsettled = true
 	}
 	b.left--
 	if b.left == 0 {
@@ -208,7 +214,7 @@ func (d *Dispatcher) Send(ctx context.Context, ds []push.Delivery, res []push.Re
 			return err
 		}
 		if p == nil {
-			b.finish(i, r)
+			b.finish(i, r, true)
 			continue
 		}
 		select {
@@ -226,12 +232,14 @@ func (d *Dispatcher) Send(ctx context.Context, ds []push.Delivery, res []push.Re
 	}
 	select {
 	case <-b.done:
-		return nil
+		return d.settled(ctx, b)
 	default:
 	}
 	select {
 	case <-b.done:
-		return nil
+		// The workers finish the deliveries of a canceled call too, so b.done can be ready
+		// together with ctx.Done: only a batch of final results is a success.
+		return d.settled(ctx, b)
 	case <-ctx.Done():
 		b.abandon()
 		return ctx.Err()
@@ -239,6 +247,26 @@ func (d *Dispatcher) Send(ctx context.Context, ds []push.Delivery, res []push.Re
 		b.abandon()
 		return ErrClosed
 	}
+}
+
+// settled is Send's answer once every delivery of b finished: nil when all results are
+// final, otherwise the reason some were cut short (the caller must not count them).
+func (d *Dispatcher) settled(ctx context.Context, b *batch) error {
+	b.mu.Lock()
+	unsettled := b.unsettled
+	b.mu.Unlock()
+	if !unsettled {
+		return nil
+	}
+	select {
+	case <-d.closed:
+		return ErrClosed
+	default:
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return context.Canceled
 }
 
 // appMemo remembers the last app of a Send call: batches are usually of one app.

@@ -520,3 +520,35 @@ func TestSenderInvalidGuard(t *testing.T) {
 		t.Fatalf("after a success: %+v", res[0])
 	}
 }
+
+// TestSenderBatchCutShortIsNotSuccess pins Send's answer once every delivery of a batch has
+// finished: the workers finish the deliveries of a canceled call too (with results that are
+// not outcomes), so a finished batch is a success only when every result is final.
+func TestSenderBatchCutShortIsNotSuccess(t *testing.T) {
+	d := &Dispatcher{closed: make(chan struct{})}
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	newBatch := func() *batch { return &batch{res: make([]push.Result, 2), left: 2, done: make(chan struct{})} }
+
+	b := newBatch()
+	b.finish(0, push.Result{Outcome: push.OutcomeSent}, true)
+	b.finish(1, push.Result{Outcome: push.OutcomeFailed, Reason: "canceled"}, false)
+	if err := d.settled(canceled, b); !errors.Is(err, context.Canceled) {
+		t.Fatalf("batch with a canceled delivery: %v, want context.Canceled", err)
+	}
+
+	b = newBatch()
+	b.finish(0, push.Result{Outcome: push.OutcomeSent}, true)
+	b.finish(1, push.Result{Outcome: push.OutcomeFailed, Reason: "sender closed"}, false)
+	close(d.closed)
+	if err := d.settled(canceled, b); !errors.Is(err, ErrClosed) {
+		t.Fatalf("batch cut short by Close: %v, want ErrClosed", err)
+	}
+
+	b = newBatch()
+	b.finish(0, push.Result{Outcome: push.OutcomeSent}, true)
+	b.finish(1, push.Result{Outcome: push.OutcomeInvalidToken}, true)
+	if err := d.settled(canceled, b); err != nil {
+		t.Fatalf("batch of final results, context ended after: %v, want success", err)
+	}
+}

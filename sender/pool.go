@@ -98,7 +98,7 @@ func (p *pool) work() {
 			if final {
 				p.m.outcome(r.Outcome)
 			}
-			it.b.finish(it.i, r)
+			it.b.finish(it.i, r, final)
 			p.done()
 			p.idle.Add(1)
 		case <-p.ctx.Done():
@@ -121,7 +121,7 @@ func (p *pool) close() {
 	p.wg.Wait()
 	for len(p.queue) > 0 { // only when the dispatcher closes: their Send calls return ErrClosed
 		it := <-p.queue
-		it.b.finish(it.i, push.Result{Outcome: push.OutcomeFailed, Reason: "sender closed"})
+		it.b.finish(it.i, push.Result{Outcome: push.OutcomeFailed, Reason: "sender closed"}, false)
 		p.pending.Add(-1)
 		p.m.queued.Dec()
 	}
