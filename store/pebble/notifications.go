@@ -197,7 +197,7 @@ func (s *Store) DeleteNotification(ctx context.Context, appID, objectID string) 
 		return err
 	}
 	defer s.exit()
-	if err := s.deleteNotification(appID, objectID, pebble.Sync); err != nil {
+	if _, err := s.deleteNotification(appID, objectID, pebble.Sync, nil); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return err
 		}
@@ -206,12 +206,16 @@ func (s *Store) DeleteNotification(ctx context.Context, appID, objectID string) 
 	return nil
 }
 
-// deleteNotification removes a record and its index rows under the record's stripe.
-func (s *Store) deleteNotification(appID, objectID string, wo *pebble.WriteOptions) error {
+// deleteNotification removes a record and its index rows under the record's stripe, if the
+// record read there satisfies cond (nil: always); it says whether it did.
+func (s *Store) deleteNotification(appID, objectID string, wo *pebble.WriteOptions, cond func(*push.Notification) bool) (bool, error) {
 	defer s.locks.lock(stripeOf("n", appID, objectID))()
 	n, err := s.readNotification(appID, objectID)
 	if err != nil {
-		return err
+		return false, err
+	}
+	if cond != nil && !cond(&n) {
+		return false, nil
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
@@ -221,10 +225,13 @@ func (s *Store) deleteNotification(appID, objectID string, wo *pebble.WriteOptio
 		appendStr(notifNIDPrefix(nil, appID, n.NotificationID), objectID),
 	} {
 		if err := b.Delete(k, nil); err != nil {
-			return err
+			return false, err
 		}
 	}
-	return b.Commit(wo)
+	if err := b.Commit(wo); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // ListNotifications implements store.Store, newest first, over the time index.

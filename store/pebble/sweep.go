@@ -8,6 +8,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/store"
 )
 
@@ -99,32 +100,11 @@ func (s *Store) expiredNotifications(ctx context.Context, appID string, cutoff t
 // deleteExpiredNotification removes a record and its index rows if, read again under the
 // record's stripe, it is still expired at cutoff; it says whether it did.
 func (s *Store) deleteExpiredNotification(appID, objectID string, cutoff time.Time) (bool, error) {
-	defer s.locks.lock(stripeOf("n", appID, objectID))()
-	n, err := s.readNotification(appID, objectID)
+	deleted, err := s.deleteNotification(appID, objectID, pebble.NoSync, func(n *push.Notification) bool { return n.Expired(cutoff) })
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}
-	if err != nil {
-		return false, err
-	}
-	if !n.Expired(cutoff) {
-		return false, nil
-	}
-	b := s.db.NewBatch()
-	defer b.Close()
-	for _, k := range [][]byte{
-		notifKey(nil, appID, objectID),
-		notifTimeKey(nil, appID, n.CreatedAt.UnixNano(), objectID),
-		appendStr(notifNIDPrefix(nil, appID, n.NotificationID), objectID),
-	} {
-		if err := b.Delete(k, nil); err != nil {
-			return false, err
-		}
-	}
-	if err := b.Commit(pebble.NoSync); err != nil {
-		return false, err
-	}
-	return true, nil
+	return deleted, err
 }
 
 // SweepReqIDs removes up to limit req_id claims (of every app) expired at now, and says how
