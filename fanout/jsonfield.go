@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -131,8 +132,9 @@ func (d *rowDoc) decodeValue(v []byte) (any, bool) {
 		if end != len(v) {
 			return nil, false
 		}
-		if !esc {
-			s := v[1 : len(v)-1]
+		// Without escapes the bytes are the string, unless they are not UTF-8: encoding/json
+		// (and so the document's other readers) turns each bad byte into U+FFFD.
+		if s := v[1 : len(v)-1]; !esc && utf8.Valid(s) {
 			if len(s) == 0 {
 				return "", true
 			}
