@@ -56,7 +56,8 @@ type run struct {
 	volSpent bool  // the app's volume is exhausted: reserve no more
 }
 
-func (w *Worker) newRun(t *push.Task, js *jobState, prog *push.TaskProgress, rec *push.Notification) *run {
+// newRun starts a run of t; rec is the task's push record as read at recAt.
+func (w *Worker) newRun(t *push.Task, js *jobState, prog *push.TaskProgress, rec *push.Notification, recAt time.Time) *run {
 	now := w.clock.Now()
 	r := &run{
 		w:    w,
@@ -75,7 +76,7 @@ func (w *Worker) newRun(t *push.Task, js *jobState, prog *push.TaskProgress, rec
 		pace:    newPacer(w.clock, t.Rate),
 		stopped: rec.Stopped,
 		expires: t.Job.ExpiresAt,
-		recAt:   now,
+		recAt:   recAt,
 		day:     now.UTC().Format(time.DateOnly),
 	}
 	return r

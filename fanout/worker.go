@@ -133,6 +133,9 @@ func (w *Worker) RunTask(ctx context.Context, t *push.Task) error {
 		w.m.tasksSkipped.Inc()
 		return w.complete(ctx, t, prog.Counts, nil, "")
 	}
+	// The read's time is taken before it: a cancel that lands between the read and the run's
+	// start must not be trusted away for a whole RecordCheck.
+	recAt := w.clock.Now()
 	rec, err := w.st.GetNotification(ctx, job.AppID, job.NotificationObjectID)
 	switch {
 	case errors.Is(err, store.ErrNotFound) || err == nil && rec.Status == push.StatusCancelled:
@@ -145,7 +148,7 @@ func (w *Worker) RunTask(ctx context.Context, t *push.Task) error {
 	if err != nil {
 		return err
 	}
-	r := w.newRun(t, js, &prog, &rec)
+	r := w.newRun(t, js, &prog, &rec, recAt)
 	err = r.run(ctx)
 	if errors.Is(err, errCancelled) {
 		w.m.tasksCancelled.Inc()
