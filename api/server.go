@@ -486,14 +486,17 @@ func (s *Server) RunListener(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	sl := &signalListener{Listener: ln, accepting: make(chan struct{})}
+	// Ready before Serve: the first request Serve accepts may be a /readyz, and nothing can
+	// ask before Serve runs.
+	s.SetReady(true)
 	go func() { errc <- s.srv.Serve(sl) }()
 	// Shutdown only knows listeners Serve has registered: wait for the first Accept.
 	select {
 	case <-sl.accepting:
 	case err := <-errc:
+		s.SetReady(false)
 		return fmt.Errorf("cannot serve http: %w", err)
 	}
-	s.SetReady(true)
 	s.log.Info("api serving", zap.String(telemetry.KeyAddr, ln.Addr().String()))
 	select {
 	case err := <-errc:
