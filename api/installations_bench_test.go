@@ -14,6 +14,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/pushd/pushd/api/apitest"
 	"github.com/pushd/pushd/store/pebble"
 )
 
@@ -22,7 +23,7 @@ import (
 // upsert of one of 10,000 devices (the first pass creates, later passes update), from 128
 // concurrent clients, so Pebble group-commits concurrent synced batches.
 func BenchmarkAPIInstallationUpsert(b *testing.B) {
-	useStoreProcs(b)
+	apitest.UseStoreProcs(b)
 	st, err := pebble.Open(b.TempDir(), pebble.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -97,12 +98,4 @@ func benchClients() int {
 		return n
 	}
 	return 128
-}
-
-// useStoreProcs runs the benchmark with the Ps pushd serve gives the embedded store
-// (pebble.Procs of the -cpu value) and restores GOMAXPROCS after.
-func useStoreProcs(b *testing.B) {
-	procs := pebble.Procs(runtime.GOMAXPROCS(0))
-	prev := runtime.GOMAXPROCS(procs)
-	b.Cleanup(func() { runtime.GOMAXPROCS(prev) })
 }

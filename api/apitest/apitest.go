@@ -5,10 +5,13 @@ package apitest
 
 import (
 	"encoding/json"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/pushd/pushd/store/pebble"
 )
 
 // Resp is an answer, copied out of fasthttp's reused buffers.
@@ -69,4 +72,11 @@ func Do(t testing.TB, c *fasthttp.Client, method, url, body string, headers ...s
 	h := &fasthttp.ResponseHeader{}
 	res.Header.CopyTo(h)
 	return Resp{Status: res.StatusCode(), Body: append([]byte(nil), res.Body()...), Header: h}
+}
+
+// UseStoreProcs runs a benchmark with the GOMAXPROCS pushd serve gives the embedded store
+// (pebble.Procs of the -cpu value) and restores the previous value when it ends.
+func UseStoreProcs(b *testing.B) {
+	prev := runtime.GOMAXPROCS(pebble.Procs(runtime.GOMAXPROCS(0)))
+	b.Cleanup(func() { runtime.GOMAXPROCS(prev) })
 }

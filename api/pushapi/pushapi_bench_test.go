@@ -14,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/pushd/pushd/api"
+	"github.com/pushd/pushd/api/apitest"
 	"github.com/pushd/pushd/api/limit"
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/queue/embedded"
@@ -24,10 +25,7 @@ import (
 // log, and returns a master-key request template and the server address.
 func benchServer(b *testing.B) (push.App, string) {
 	b.Helper()
-	// The Ps pushd serve gives the embedded store (pebble.Procs of the -cpu value).
-	procs := pebble.Procs(runtime.GOMAXPROCS(0))
-	prev := runtime.GOMAXPROCS(procs)
-	b.Cleanup(func() { runtime.GOMAXPROCS(prev) })
+	apitest.UseStoreProcs(b)
 	st, err := pebble.Open(b.TempDir(), pebble.Options{})
 	if err != nil {
 		b.Fatal(err)
