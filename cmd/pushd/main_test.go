@@ -177,6 +177,7 @@ func TestServeFlagsFromEnvironment(t *testing.T) {
 	t.Setenv("PUSHD_FANOUT_BATCH_SIZE", "64")
 	t.Setenv("PUSHD_CASSANDRA_PASSWORD", "from-env")
 	t.Setenv("PUSHD_PEBBLE_CACHE_SIZE", "268435456")
+	t.Setenv("PUSHD_PEBBLE_WAL_MIN_SYNC_INTERVAL", "0")
 	fs := newFlagSet()
 	c, err := parseServeFlags([]string{"--fanout-checkpoint-every", "500"}, fs)
 	if err != nil {
@@ -184,6 +185,9 @@ func TestServeFlagsFromEnvironment(t *testing.T) {
 	}
 	if c.Worker.BatchSize != 64 || c.Cassandra.Password != "from-env" || c.Worker.CheckpointEvery != 500 || c.Pebble.CacheSize != 256<<20 {
 		t.Fatalf("env not applied: batch %d password %q checkpoint %d cache %d", c.Worker.BatchSize, c.Cassandra.Password, c.Worker.CheckpointEvery, c.Pebble.CacheSize)
+	}
+	if c.Pebble.WALMinSyncInterval >= 0 { // 0 from a user means none, the field's negative
+		t.Fatalf("PUSHD_PEBBLE_WAL_MIN_SYNC_INTERVAL=0 gave %v, want none", c.Pebble.WALMinSyncInterval)
 	}
 	// Store sizes that cannot work are refused at start.
 	if _, err := parseServeFlags([]string{"--pebble-memtable-size", "1000"}, newFlagSet()); err == nil || !strings.Contains(err.Error(), "memtable") {

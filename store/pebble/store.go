@@ -32,6 +32,12 @@ type Options struct {
 	CacheSize int64
 	// MemTableSize is the size of one memtable in bytes (default 64 MiB).
 	MemTableSize uint64
+	// WALMinSyncInterval is the least time between two fsyncs of the write-ahead log: a synced
+	// commit that arrives sooner waits for the next fsync, shared with every commit that
+	// arrives meanwhile. Zero means DefaultWALMinSyncInterval; negative means none (every
+	// fsync starts as soon as the previous one ends). No commit returns before it is durable
+	// either way; see docs/decisions.md, Store 9.
+	WALMinSyncInterval time.Duration
 	// Logger receives Pebble's own log lines (default: discarded).
 	Logger *zap.Logger
 	// Now is the clock used where a caller gives no time (default time.Now).
@@ -43,13 +49,46 @@ type Options struct {
 const (
 	defaultCacheSize    = 64 << 20
 	defaultMemTableSize = 64 << 20
+
+	// DefaultWALMinSyncInterval is the default Options.WALMinSyncInterval.
+	DefaultWALMinSyncInterval = 300 * time.Microsecond
+	// maxWALMinSyncInterval bounds what a synced write may wait for company.
+	maxWALMinSyncInterval = 10 * time.Millisecond
 )
 
-// RegisterFlags registers the options as flags named prefix+"cache-size" and
-// prefix+"memtable-size".
+// RegisterFlags registers the options as flags named prefix+"cache-size",
+// prefix+"memtable-size" and prefix+"wal-min-sync-interval".
 func (o *Options) RegisterFlags(fs *flag.FlagSet, prefix string) {
 	fs.Int64Var(&o.CacheSize, prefix+"cache-size", defaultCacheSize, "Pebble block cache size in bytes, on top of the room Pebble reserves in it for the memtables")
 	fs.Uint64Var(&o.MemTableSize, prefix+"memtable-size", defaultMemTableSize, "Pebble memtable size in bytes")
+	o.WALMinSyncInterval = DefaultWALMinSyncInterval
+	fs.Var(syncIntervalFlag{&o.WALMinSyncInterval}, prefix+"wal-min-sync-interval", "least time between two fsyncs of the Pebble WAL; synced writes arriving meanwhile share the next one (0: none, at most 10ms)")
+}
+
+// syncIntervalFlag is the flag of Options.WALMinSyncInterval, where the 0 a user writes
+// means none (the field's negative) rather than the field's zero value, the default.
+type syncIntervalFlag struct{ d *time.Duration }
+
+func (f syncIntervalFlag) String() string {
+	if f.d == nil {
+		return ""
+	}
+	return max(*f.d, 0).String()
+}
+
+func (f syncIntervalFlag) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	if d < 0 {
+		return fmt.Errorf("must not be negative")
+	}
+	if d == 0 {
+		d = -1
+	}
+	*f.d = d
+	return nil
 }
 
 // Validate reports options that cannot work.
@@ -60,7 +99,21 @@ func (o *Options) Validate() error {
 	if o.MemTableSize != 0 && o.MemTableSize < 1<<20 {
 		return fmt.Errorf("cannot use a Pebble memtable smaller than 1 MiB (got %d bytes)", o.MemTableSize)
 	}
+	if o.WALMinSyncInterval > maxWALMinSyncInterval {
+		return fmt.Errorf("cannot make synced writes wait up to %v for a WAL sync (at most %v)", o.WALMinSyncInterval, maxWALMinSyncInterval)
+	}
 	return nil
+}
+
+// walMinSyncInterval is the interval Open gives Pebble; 0 means none.
+func (o *Options) walMinSyncInterval() time.Duration {
+	switch {
+	case o.WALMinSyncInterval == 0:
+		return DefaultWALMinSyncInterval
+	case o.WALMinSyncInterval < 0:
+		return 0
+	}
+	return o.WALMinSyncInterval
 }
 
 // Store is the embedded implementation of store.Store.
@@ -129,6 +182,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	// Bloom filters let a Get of an absent key (a new installation, a free device id) skip
 	// every table whose filter rules the key out, instead of reading an index and a data block.
 	po.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
+	if d := opts.walMinSyncInterval(); d > 0 {
+		po.WALMinSyncInterval = func() time.Duration { return d }
+	}
 	db, err := pebble.Open(dir, po)
 	if err != nil {
 		_ = lock.Close()
