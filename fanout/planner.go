@@ -1,6 +1,7 @@
 package fanout
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -157,8 +158,12 @@ func (p *Planner) Plan(ctx context.Context, job *push.Job) error {
 
 	parts := p.log.Partitions(queue.TopicTasks)
 	recs := make([]queue.Record, len(tasks))
+	jobJSON, err := json.Marshal(job)
+	if err != nil {
+		return fmt.Errorf("cannot encode job %s: %w", job.ID, err)
+	}
 	for i := range tasks {
-		v, err := json.Marshal(&tasks[i])
+		v, err := encodeTask(&tasks[i], jobJSON)
 		if err != nil {
 			return fmt.Errorf("cannot encode task %s: %w", tasks[i].ID, err)
 		}
@@ -182,6 +187,46 @@ func (p *Planner) Plan(ctx context.Context, job *push.Job) error {
 }
 
 var errPlanned = errors.New("job already planned")
+
+// taskWire is push.Task as the tasks topic carries it, minus the job: every task of a job
+// carries the same job, and encoding it for each task (its data and where compacted again each
+// time) was 40% of the planner's CPU at 32 tasks per push. encodeTask splices the job, encoded
+// once, into each task's encoding. TestPlannerTaskWire keeps taskWire in step with push.Task.
+type taskWire struct {
+	ID       string      `json:"id"`
+	Job      *struct{}   `json:"job"` // always nil: the place encodeTask puts the job
+	Source   push.Source `json:"source"`
+	Channel  string      `json:"channel,omitempty"`
+	BucketLo int         `json:"lo"`
+	BucketHi int         `json:"hi"`
+	IDKind   push.IDKind `json:"idKind,omitempty"`
+	IDs      []string    `json:"ids,omitempty"`
+	Rate     float64     `json:"rate,omitempty"`
+	Of       int         `json:"of"`
+}
+
+// jobSlot is where taskWire's encoding holds the job. The id before it is a JSON string, in
+// which a quote is always escaped, so the first match is the field.
+var jobSlot = []byte(`,"job":null,`)
+
+// encodeTask encodes t as json.Marshal(t) would, given jobJSON, the encoding of t.Job.
+func encodeTask(t *push.Task, jobJSON []byte) ([]byte, error) {
+	head, err := json.Marshal(&taskWire{
+		ID: t.ID, Source: t.Source, Channel: t.Channel, BucketLo: t.BucketLo,
+		BucketHi: t.BucketHi, IDKind: t.IDKind, IDs: t.IDs, Rate: t.Rate, Of: t.Of,
+	})
+	if err != nil {
+		return nil, err
+	}
+	i := bytes.Index(head, jobSlot)
+	if i < 0 {
+		return nil, fmt.Errorf("BUG: no job field in %s", head)
+	}
+	out := make([]byte, 0, len(head)+len(jobJSON))
+	out = append(out, head[:i+len(`,"job":`)]...)
+	out = append(out, jobJSON...)
+	return append(out, head[i+len(jobSlot)-1:]...), nil
+}
 
 func sourceOf(ts []push.Task) push.Source {
 	if len(ts) == 0 {
