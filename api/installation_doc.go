@@ -3,7 +3,6 @@ package api
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"math"
 	"reflect"
@@ -11,6 +10,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/pushd/pushd/api/jsondoc"
 	"github.com/pushd/pushd/push"
 )
 
@@ -145,8 +145,8 @@ func CanonicalInstallationID(id string) (string, bool) {
 
 // decodeObject parses a request body that must be a JSON object.
 func decodeObject(body []byte) (map[string]any, *push.Error) {
-	var m map[string]any
-	if err := json.Unmarshal(body, &m); err != nil || m == nil {
+	m, err := jsondoc.DecodeObject(body)
+	if err != nil || m == nil {
 		return nil, errNotJSONObject
 	}
 	return m, nil
@@ -384,7 +384,7 @@ func buildInstallation(objectID string, doc map[string]any, createdAt, updatedAt
 	doc[fObjectID] = objectID
 	doc[fCreatedAt] = FormatTime(createdAt)
 	doc[fUpdatedAt] = FormatTime(updatedAt)
-	b, err := json.Marshal(doc)
+	b, err := jsondoc.AppendMarshal(nil, doc)
 	if err != nil {
 		return push.Installation{}, fmt.Errorf("cannot encode installation %s: %w", objectID, err)
 	}

@@ -3,7 +3,6 @@ package api
 import (
 	"container/heap"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/pushd/pushd/api/jsondoc"
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/query"
 	"github.com/pushd/pushd/store"
@@ -254,7 +254,7 @@ func project(doc map[string]any, raw []byte, keys map[string]bool) []byte {
 			out[k] = v
 		}
 	}
-	b, _ := json.Marshal(out) // values came from JSON
+	b, _ := jsondoc.AppendMarshal(nil, out) // values came from JSON
 	return b
 }
 
@@ -268,7 +268,8 @@ func (s *Server) scanMatching(ctx context.Context, app *push.App, q *query.Query
 	visit := func(raw []byte) error {
 		var doc map[string]any
 		if decode {
-			if err := json.Unmarshal(raw, &doc); err != nil {
+			var err error
+			if doc, err = jsondoc.DecodeObject(raw); err != nil {
 				return fmt.Errorf("cannot decode a stored installation: %w", err)
 			}
 			if needMatch && !q.Match(query.MapDoc(doc)) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/pushd/pushd/api/jsondoc"
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/store"
 )
@@ -413,8 +414,8 @@ func appendJSONString(b []byte, s string) []byte {
 func timeFromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 
 func decodeStored(doc []byte) (map[string]any, error) {
-	var m map[string]any
-	if err := json.Unmarshal(doc, &m); err != nil {
+	m, err := jsondoc.DecodeObject(doc)
+	if err != nil {
 		return nil, err
 	}
 	if m == nil {
