@@ -65,7 +65,8 @@ type Store interface {
 	DeleteInstallation(ctx context.Context, appID string, buckets int, objectID string) error
 	Scan(ctx context.Context, r ScanRange, fn func(*Row) error) error
 	// DeleteInactive removes up to limit installations whose UpdatedAt is before cutoff,
-	// indexes included, and says how many it removed.
+	// indexes included, and says how many it removed. An implementation may leave those
+	// updated in cutoff's last hour to a later call (store/pebble keys its index by the hour).
 	DeleteInactive(ctx context.Context, appID string, buckets int, cutoff time.Time, limit int) (int, error)
 
 	// Push records.

@@ -201,8 +201,8 @@ func (s *Store) putInstBatch(appID string, buckets int, inst *push.Installation,
 
 // putInstRows adds to b the rows of inst and the deletions of old's rows that inst's do not
 // overwrite (when found). A row whose key and value are both unchanged is left alone:
-// device rows already pointing at inst (owned[i] for ids[i]) and the updatedAt row when
-// updatedAt did not change. by_bucket and by_channel rows carry the document, so they are
+// device rows already pointing at inst (owned[i] for ids[i]) and the inactivity-index row when
+// updatedAt stayed within its hour (updatedSlot). by_bucket and by_channel rows carry the document, so they are
 // always rewritten.
 func putInstRows(b *pebble.Batch, appID string, bucket int, inst *push.Installation, ids []push.DeviceRef, owned []bool, old stored, found bool) error {
 	oid, dt := inst.ObjectID, inst.DeviceType
@@ -244,7 +244,7 @@ func putInstRows(b *pebble.Batch, appID string, bucket int, inst *push.Installat
 				return err
 			}
 		}
-		if old.inst.UpdatedAt != inst.UpdatedAt {
+		if updatedSlot(old.inst.UpdatedAt) != updatedSlot(inst.UpdatedAt) {
 			key = updatedKey(key[:0], appID, old.inst.UpdatedAt, oid)
 			if err := b.Delete(key, nil); err != nil {
 				return err
@@ -271,8 +271,8 @@ func putInstRows(b *pebble.Batch, appID string, bucket int, inst *push.Installat
 			return err
 		}
 	}
-	if found && old.inst.UpdatedAt == inst.UpdatedAt {
-		return nil
+	if found && updatedSlot(old.inst.UpdatedAt) == updatedSlot(inst.UpdatedAt) {
+		return nil // refreshed within the hour: the row stays as it is
 	}
 	return b.Set(updatedKey(key[:0], appID, inst.UpdatedAt, oid), nil, nil)
 }
@@ -321,7 +321,7 @@ func (s *Store) DeleteInstallation(ctx context.Context, appID string, buckets in
 	}
 	defer s.exit()
 	defer s.locks.lock(stripeOf("i", appID, objectID))()
-	if err := s.deleteInst(appID, objectID, time.Time{}, pebble.Sync); err != nil {
+	if err := s.deleteInst(appID, objectID); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return err
 		}
@@ -330,27 +330,27 @@ func (s *Store) DeleteInstallation(ctx context.Context, appID string, buckets in
 	return nil
 }
 
-// deleteInst removes an installation and its index rows; with a non-zero cutoff only when it
-// was last updated before cutoff (errSkip otherwise). The caller holds its stripe.
-func (s *Store) deleteInst(appID, objectID string, cutoff time.Time, wo *pebble.WriteOptions) error {
+// deleteInst removes an installation and its index rows, durably. The caller holds its stripe.
+func (s *Store) deleteInst(appID, objectID string) error {
 	st, err := s.readInst(appID, objectID)
 	if err != nil {
 		return err
-	}
-	if !cutoff.IsZero() && st.inst.UpdatedAt >= cutoff.UnixMilli() {
-		return errSkip
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
 	if err := deleteInstRows(b, appID, &st); err != nil {
 		return err
 	}
-	return b.Commit(wo)
+	return b.Commit(pebble.Sync)
 }
 
-var errSkip = errors.New("skipped")
-
-// DeleteInactive implements store.Store over the updatedAt index.
+// DeleteInactive implements store.Store over the inactivity index, whose rows are keyed by the
+// hour of updatedAt: it removes installations last updated before the start of cutoff's hour, so
+// one updated in that hour but before cutoff goes at a later call (the sweeper runs hourly).
+// Every index row it lists is deleted: with its installation when that is inactive; alone when
+// the installation is gone or was refreshed since (a row left behind, such as one written with
+// the exact updatedAt before the index was kept by the hour). So each pass makes progress and
+// rows do not pile up.
 func (s *Store) DeleteInactive(ctx context.Context, appID string, buckets int, cutoff time.Time, limit int) (int, error) {
 	if err := s.enter(); err != nil {
 		return 0, err
@@ -360,48 +360,79 @@ func (s *Store) DeleteInactive(ctx context.Context, appID string, buckets int, c
 		return 0, nil
 	}
 	prefix := updatedPrefix(nil, appID)
-	upper := appendInt64(append([]byte(nil), prefix...), cutoff.UnixMilli())
-	var oids []string
-	err := s.iterate(prefix, upper, func(k, _ []byte) error {
-		if len(k) < len(prefix)+8 {
-			return store.ErrBadKey
-		}
-		oid, _, err := store.DecodeKeyString(k[len(prefix)+8:])
-		if err != nil {
-			return err
-		}
-		oids = append(oids, oid)
-		if len(oids) >= limit {
-			return errStop
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, errStop) {
-		return 0, fmt.Errorf("cannot list inactive installations of app %s: %w", appID, err)
+	upper := appendInt64(append([]byte(nil), prefix...), updatedSlot(cutoff.UnixMilli()))
+	type row struct {
+		key []byte
+		oid string
 	}
-	n := 0
-	for _, oid := range oids {
-		if err := ctx.Err(); err != nil {
-			return n, err
+	n, synced := 0, true
+	for n < limit {
+		var rows []row
+		err := s.iterate(prefix, upper, func(k, _ []byte) error {
+			if len(k) < len(prefix)+8 {
+				return store.ErrBadKey
+			}
+			oid, _, err := store.DecodeKeyString(k[len(prefix)+8:])
+			if err != nil {
+				return err
+			}
+			rows = append(rows, row{key: append([]byte(nil), k...), oid: oid})
+			if len(rows) >= limit-n {
+				return errStop
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errStop) {
+			return n, fmt.Errorf("cannot list inactive installations of app %s: %w", appID, err)
 		}
-		unlock := s.locks.lock(stripeOf("i", appID, oid))
-		err := s.deleteInst(appID, oid, cutoff, pebble.NoSync)
-		unlock()
-		switch err {
-		case nil:
-			n++
-		case errSkip, store.ErrNotFound:
-		default:
-			return n, fmt.Errorf("cannot delete inactive installation %s of app %s: %w", oid, appID, err)
+		if len(rows) == 0 {
+			break
+		}
+		for _, r := range rows {
+			if err := ctx.Err(); err != nil {
+				return n, err
+			}
+			unlock := s.locks.lock(stripeOf("i", appID, r.oid))
+			deleted, err := s.sweepInactive(appID, r.oid, r.key, cutoff)
+			unlock()
+			if err != nil {
+				return n, fmt.Errorf("cannot delete inactive installation %s of app %s: %w", r.oid, appID, err)
+			}
+			synced = false
+			if deleted {
+				n++
+			}
 		}
 	}
-	if n > 0 {
+	if !synced {
 		// One WAL sync makes every deletion above durable.
 		if err := s.db.LogData(nil, pebble.Sync); err != nil {
 			return n, fmt.Errorf("cannot sync deletions of inactive installations of app %s: %w", appID, err)
 		}
 	}
 	return n, nil
+}
+
+// sweepInactive handles the inactivity-index row rowKey of installation oid: deletes the
+// installation (and reports true) when it was last updated before cutoff, and the row in any
+// case. The caller holds the installation's stripe.
+func (s *Store) sweepInactive(appID, oid string, rowKey []byte, cutoff time.Time) (bool, error) {
+	st, err := s.readInst(appID, oid)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return false, err
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	inactive := err == nil && st.inst.UpdatedAt < cutoff.UnixMilli()
+	if inactive {
+		if err := deleteInstRows(b, appID, &st); err != nil {
+			return false, err
+		}
+	}
+	if err := b.Delete(rowKey, nil); err != nil {
+		return false, err
+	}
+	return inactive, b.Commit(pebble.NoSync)
 }
 
 var errStop = errors.New("stop")

@@ -26,7 +26,7 @@ func dumpKeys(t *testing.T, s *Store) map[string]string {
 }
 
 // TestStorePutInstallationRowsEqualFreshWrite: after any sequence of updates (channels,
-// device ids, device type, updatedAt changing or not), the rows on disk are exactly those a
+// device ids, device type, updatedAt changing within its hour or not), the rows on disk are exactly those a
 // single write of the final versions produces: no stale index row is left, none is missing.
 func TestStorePutInstallationRowsEqualFreshWrite(t *testing.T) {
 	mk := func(oid, dt, tok, iid, rid string, updated int64, doc string, channels ...string) push.Installation {
@@ -40,12 +40,14 @@ func TestStorePutInstallationRowsEqualFreshWrite(t *testing.T) {
 	steps := []push.Installation{
 		mk("o1", push.DeviceAndroid, "", "iid1", "", 10, `{"v":1}`, "a", "b"),
 		mk("o2", push.DeviceIOS, "tok2", "", "", 10, `{"v":1}`, "a"),
-		mk("o1", push.DeviceAndroid, "", "iid1", "", 11, `{"v":2}`, "b", "c"), // channels move
-		mk("o1", push.DeviceAndroid, "", "iid1", "", 11, `{"v":3}`, "b", "c"), // same updatedAt
-		mk("o1", push.DeviceAndroid, "", "iid1", "reg1", 12, `{"v":4}`, "c"),  // id added
-		mk("o1", push.DeviceIOS, "tok1", "iid1", "", 13, `{"v":5}`),           // type changes, id swapped
-		mk("o2", push.DeviceIOS, "tok2", "iid2", "", 14, `{"v":2}`, "a", "a"), // duplicate channel
-		mk("o1", push.DeviceIOS, "tok1", "iid1", "", 13, `{"v":5}`),           // identical rewrite
+		mk("o1", push.DeviceAndroid, "", "iid1", "", 11, `{"v":2}`, "b", "c"),          // channels move
+		mk("o1", push.DeviceAndroid, "", "iid1", "", 11, `{"v":3}`, "b", "c"),          // same updatedAt
+		mk("o1", push.DeviceAndroid, "", "iid1", "reg1", 12, `{"v":4}`, "c"),           // id added
+		mk("o1", push.DeviceIOS, "tok1", "iid1", "", 13, `{"v":5}`),                    // type changes, id swapped
+		mk("o2", push.DeviceIOS, "tok2", "iid2", "", 14, `{"v":2}`, "a", "a"),          // duplicate channel
+		mk("o1", push.DeviceIOS, "tok1", "iid1", "", 13, `{"v":5}`),                    // identical rewrite
+		mk("o2", push.DeviceIOS, "tok2", "iid2", "", updatedSlotMs+7, `{"v":3}`, "a"),  // next hour
+		mk("o2", push.DeviceIOS, "tok2", "iid2", "", updatedSlotMs+99, `{"v":4}`, "a"), // same hour
 	}
 	s := openTest(t)
 	final := map[string]push.Installation{}

@@ -1,6 +1,8 @@
 package pebble
 
 import (
+	"time"
+
 	"github.com/pushd/pushd/store"
 )
 
@@ -15,7 +17,7 @@ import (
 //	'b' app bucket deviceType objectId          → route + doc                    (installations_by_bucket)
 //	'c' app channel bucket deviceType objectId  → route + doc                    (installations_by_channel)
 //	'd' app kind deviceId                       → objectId                       (installations_by_device)
-//	'u' app updatedAt objectId                  → ∅                              (inactivity sweep; Cassandra uses TTL)
+//	'u' app updatedHour objectId                → ∅                              (inactivity sweep; Cassandra uses TTL)
 //	'n' app objectId                            → Notification JSON              (notifications_by_id + doc)
 //	'o' app ^createdAt objectId                 → ∅                              (notifications, newest first)
 //	'm' app notificationId objectId             → ∅                              (notifications_by_nid)
@@ -26,8 +28,10 @@ import (
 //	'v' app day                                 → total, int64                   (daily_volume)
 //	'p' jobId taskId                            → TaskProgress JSON              (task_progress)
 //
-// Times in keys are int64-encoded: updatedAt in unix milliseconds (as push.Route keeps it), the
-// others in unix nanoseconds; ^createdAt sorts newest first.
+// Times in keys are int64-encoded: updatedHour in unix milliseconds, updatedAt truncated to its
+// hour (updatedSlot: a refresh within the hour leaves the row alone; rows written before that
+// carry the exact updatedAt, which the sweep handles the same way), the others in unix
+// nanoseconds; ^createdAt sorts newest first.
 const (
 	tApps        = 'a'
 	tInst        = 'i'
@@ -76,8 +80,17 @@ func deviceKey(dst []byte, app, kind, id string) []byte {
 
 func updatedPrefix(dst []byte, app string) []byte { return appendStr(append(dst, tUpdated), app) }
 
+// updatedKey is the inactivity-index row of an installation last updated at updatedMs.
 func updatedKey(dst []byte, app string, updatedMs int64, oid string) []byte {
-	return appendStr(appendInt64(updatedPrefix(dst, app), updatedMs), oid)
+	return appendStr(appendInt64(updatedPrefix(dst, app), updatedSlot(updatedMs)), oid)
+}
+
+// updatedSlotMs is the granularity of the inactivity index: an hour, the sweeper's interval.
+const updatedSlotMs = int64(time.Hour / time.Millisecond)
+
+// updatedSlot is the start of the hour of updatedMs, the time the inactivity index keys by.
+func updatedSlot(updatedMs int64) int64 {
+	return updatedMs - ((updatedMs%updatedSlotMs)+updatedSlotMs)%updatedSlotMs
 }
 
 func notifKey(dst []byte, app, oid string) []byte {
