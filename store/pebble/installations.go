@@ -200,10 +200,10 @@ func (s *Store) putInstBatch(appID string, buckets int, inst *push.Installation,
 }
 
 // putInstRows adds to b the rows of inst and the deletions of old's rows that inst's do not
-// overwrite (when found). A row whose key and value are both unchanged is left alone:
-// device rows already pointing at inst (owned[i] for ids[i]) and the inactivity-index row when
-// updatedAt stayed within its hour (updatedSlot). by_bucket and by_channel rows carry the document, so they are
-// always rewritten.
+// overwrite (when found). A row whose key and value are both unchanged is left alone: device
+// rows already pointing at inst (owned[i] for ids[i]) and the inactivity-index row when
+// updatedAt stayed within its hour (updatedSlot). by_bucket and by_channel rows carry the
+// document, so they are always rewritten.
 func putInstRows(b *pebble.Batch, appID string, bucket int, inst *push.Installation, ids []push.DeviceRef, owned []bool, old stored, found bool) error {
 	oid, dt := inst.ObjectID, inst.DeviceType
 	sc := scratchPool.Get().(*scratch)
@@ -365,7 +365,7 @@ func (s *Store) DeleteInactive(ctx context.Context, appID string, buckets int, c
 		key []byte
 		oid string
 	}
-	n, synced := 0, true
+	n, wrote := 0, false
 	for n < limit {
 		var rows []row
 		err := s.iterate(prefix, upper, func(k, _ []byte) error {
@@ -398,13 +398,13 @@ func (s *Store) DeleteInactive(ctx context.Context, appID string, buckets int, c
 			if err != nil {
 				return n, fmt.Errorf("cannot delete inactive installation %s of app %s: %w", r.oid, appID, err)
 			}
-			synced = false
+			wrote = true
 			if deleted {
 				n++
 			}
 		}
 	}
-	if !synced {
+	if wrote {
 		// One WAL sync makes every deletion above durable.
 		if err := s.db.LogData(nil, pebble.Sync); err != nil {
 			return n, fmt.Errorf("cannot sync deletions of inactive installations of app %s: %w", appID, err)
