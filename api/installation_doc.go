@@ -384,7 +384,7 @@ func buildInstallation(objectID string, doc map[string]any, createdAt, updatedAt
 	doc[fObjectID] = objectID
 	doc[fCreatedAt] = FormatTime(createdAt)
 	doc[fUpdatedAt] = FormatTime(updatedAt)
-	b, err := jsondoc.AppendMarshal(nil, doc)
+	b, err := jsondoc.AppendMarshal(make([]byte, 0, 512), doc) // most documents fit: one allocation
 	if err != nil {
 		return push.Installation{}, fmt.Errorf("cannot encode installation %s: %w", objectID, err)
 	}
