@@ -168,15 +168,32 @@ func (s *Store) PutInstallation(ctx context.Context, appID string, buckets int, 
 
 // putInstBatch checks inst's device ids and builds the batch that replaces the stored version
 // of inst (if any). The caller holds the stripes of inst and of its device ids.
+//
+// A device id the stored version already has needs no read: its row points at inst, because
+// every write and delete changes an installation's route and its device rows in one batch
+// under these stripes. Only a new id's row is read, to refuse one that belongs to another
+// installation. A refresh with the same ids (the usual upsert) reads just the stored route.
 func (s *Store) putInstBatch(appID string, buckets int, inst *push.Installation, ids []push.DeviceRef) (*pebble.Batch, error) {
+	old, err := s.readInstRoute(appID, inst.ObjectID)
+	found := err == nil
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("cannot read the stored version: %w", err)
+	}
+	var oldIDs []push.DeviceRef
+	if found {
+		oldIDs = old.inst.Route.DeviceIDs()
+	}
 	// owned[i]: the device row of ids[i] already points at inst, so it need not be rewritten.
 	var ownedBuf [3]bool
 	owned := ownedBuf[:len(ids)]
 	var key, v []byte
 	for i, d := range ids {
+		if slices.Contains(oldIDs, d) {
+			owned[i] = true
+			continue
+		}
 		key = deviceKey(key[:0], appID, string(d.Kind), d.ID)
 		var ok bool
-		var err error
 		v, ok, err = s.getInto(v[:0], key)
 		if err != nil {
 			return nil, err
@@ -185,11 +202,6 @@ func (s *Store) putInstBatch(appID string, buckets int, inst *push.Installation,
 			return nil, fmt.Errorf("%s: %w", d.Kind, store.ErrDuplicate)
 		}
 		owned[i] = ok
-	}
-	old, err := s.readInstRoute(appID, inst.ObjectID)
-	found := err == nil
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("cannot read the stored version: %w", err)
 	}
 	b := s.db.NewBatch()
 	if err := putInstRows(b, appID, push.Bucket(inst.ObjectID, buckets), inst, ids, owned, old, found); err != nil {
