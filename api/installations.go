@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -395,20 +394,7 @@ func appendTimeID(b []byte, field string, t time.Time, oid string) []byte {
 	b = append(b, `":"`...)
 	b = t.UTC().AppendFormat(b, isoMillis) // digits and -:.TZ only: nothing to escape
 	b = append(b, `","objectId":`...)
-	return append(appendJSONString(b, oid), '}')
-}
-
-// appendJSONString appends s as a JSON string, as encoding/json would write it.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
+	return append(jsondoc.AppendString(b, oid), '}')
 }
 
 func timeFromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }

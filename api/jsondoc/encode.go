@@ -44,7 +44,7 @@ func (e *encoder) value(b []byte, v any, depth int) ([]byte, error) {
 	case nil:
 		return append(b, "null"...), nil
 	case string:
-		return appendString(b, v), nil
+		return AppendString(b, v), nil
 	case float64:
 		return appendFloat(b, v)
 	case bool:
@@ -94,7 +94,7 @@ func (e *encoder) object(b []byte, m map[string]any, depth int) ([]byte, error) 
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, kvs[i].key)
+		b = AppendString(b, kvs[i].key)
 		b = append(b, ':')
 		var err error
 		if b, err = e.value(b, kvs[i].val, depth+1); err != nil {
@@ -152,8 +152,9 @@ var htmlSafe = func() (t [utf8.RuneSelf]bool) {
 	return t
 }()
 
-// appendString is encoding/json's appendString with escapeHTML set.
-func appendString(dst []byte, s string) []byte {
+// AppendString appends s as a JSON string exactly as json.Marshal(s) writes it (encoding/json's
+// appendString with escapeHTML set).
+func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
