@@ -85,6 +85,14 @@ func inst(oid, deviceType, token string, channels ...string) push.Installation {
 	return push.Installation{Route: r, CreatedAt: r.UpdatedAt, Doc: doc}
 }
 
+// wantDevice checks that the device id belongs to installation want.
+func wantDevice(t *testing.T, s store.Store, app string, kind push.IDKind, id, want string) {
+	t.Helper()
+	if oid, err := s.LookupDevice(bg, app, kind, id); err != nil || oid != want {
+		t.Errorf("LookupDevice(%s %s) = %q, %v; want %s", kind, id, oid, err, want)
+	}
+}
+
 func mustPut(t *testing.T, s store.Store, app string, in push.Installation) {
 	t.Helper()
 	if err := s.PutInstallation(bg, app, buckets, in); err != nil {
@@ -237,6 +245,8 @@ func testIndexesFollowUpdates(t *testing.T, s store.Store) {
 	app := uniq("app")
 	mustPut(t, s, app, inst("o1", push.DeviceAndroid, "iid1", "a", "b"))
 	mustPut(t, s, app, inst("o2", push.DeviceAndroid, "iid2", "b"))
+	// Looked up before the change, so an implementation that remembers lookups must forget.
+	wantDevice(t, s, app, push.KindIID, "iid1", "o1")
 
 	// o1 changes channels, device id and device type.
 	up := inst("o1", push.DeviceIOS, "tok9", "b", "c")
@@ -257,6 +267,7 @@ func testIndexesFollowUpdates(t *testing.T, s store.Store) {
 	}
 	// The freed id can be taken by another installation.
 	mustPut(t, s, app, inst("o3", push.DeviceAndroid, "iid1"))
+	wantDevice(t, s, app, push.KindIID, "iid1", "o3")
 	// Rewriting the same version keeps exactly one row per index.
 	mustPut(t, s, app, up)
 	wantIDs(t, "by_bucket after rewrite", scanIDs(t, s, app, ""), "o1", "o2", "o3")
@@ -291,6 +302,7 @@ func testDeleteInstallation(t *testing.T, s store.Store) {
 	app := uniq("app")
 	mustPut(t, s, app, inst("o1", push.DeviceAndroid, "iid1", "a"))
 	mustPut(t, s, app, inst("o2", push.DeviceAndroid, "iid2", "a"))
+	wantDevice(t, s, app, push.KindIID, "iid1", "o1")
 	if err := s.DeleteInstallation(bg, app, buckets, "o1"); err != nil {
 		t.Fatalf("DeleteInstallation: %v", err)
 	}
@@ -496,6 +508,8 @@ func testDeleteInactive(t *testing.T, s store.Store) {
 	mustPut(t, s, app, refreshed)
 	mustPut(t, s, app, inst("fresh", push.DeviceIOS, "tokfresh", "ch"))
 
+	wantDevice(t, s, app, push.KindToken, "tokold1", "old1")
+	wantDevice(t, s, app, push.KindIID, "iidold2", "old2")
 	cutoff := now.Add(-push.InactiveAfter)
 	n, err := s.DeleteInactive(bg, app, buckets, cutoff, 1)
 	if err != nil || n != 1 {
