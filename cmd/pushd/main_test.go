@@ -178,6 +178,7 @@ func TestServeFlagsFromEnvironment(t *testing.T) {
 	t.Setenv("PUSHD_CASSANDRA_PASSWORD", "from-env")
 	t.Setenv("PUSHD_PEBBLE_CACHE_SIZE", "268435456")
 	t.Setenv("PUSHD_PEBBLE_WAL_MIN_SYNC_INTERVAL", "0")
+	t.Setenv("PUSHD_PEBBLE_DEVICE_CACHE_ENTRIES", "0")
 	fs := newFlagSet()
 	c, err := parseServeFlags([]string{"--fanout-checkpoint-every", "500"}, fs)
 	if err != nil {
@@ -188,6 +189,9 @@ func TestServeFlagsFromEnvironment(t *testing.T) {
 	}
 	if c.Pebble.WALMinSyncInterval >= 0 { // 0 from a user means none, the field's negative
 		t.Fatalf("PUSHD_PEBBLE_WAL_MIN_SYNC_INTERVAL=0 gave %v, want none", c.Pebble.WALMinSyncInterval)
+	}
+	if c.Pebble.DeviceCacheEntries >= 0 {
+		t.Fatalf("PUSHD_PEBBLE_DEVICE_CACHE_ENTRIES=0 gave %d, want none", c.Pebble.DeviceCacheEntries)
 	}
 	// Store sizes that cannot work are refused at start.
 	if _, err := parseServeFlags([]string{"--pebble-memtable-size", "1000"}, newFlagSet()); err == nil || !strings.Contains(err.Error(), "memtable") {

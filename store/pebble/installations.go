@@ -122,14 +122,32 @@ func (s *Store) LookupDevice(ctx context.Context, appID string, kind push.IDKind
 		return "", err
 	}
 	defer s.exit()
-	v, err := s.get(deviceKey(nil, appID, string(kind), deviceID))
+	var buf [128]byte
+	key := deviceKey(buf[:0], appID, string(kind), deviceID)
+	var gen uint64
+	if s.devices != nil {
+		oid, g, ok := s.devices.get(key)
+		if ok {
+			return oid, nil
+		}
+		gen = g
+	}
+	v, closer, err := s.db.Get(key)
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return "", err
+		if errors.Is(err, pebble.ErrNotFound) {
+			return "", store.ErrNotFound
 		}
 		return "", fmt.Errorf("cannot look up a %s of app %s: %w", kind, appID, err)
 	}
-	return string(v), nil
+	oid := string(v)
+	_ = closer.Close()
+	if s.afterDeviceRead != nil {
+		s.afterDeviceRead()
+	}
+	if s.devices != nil {
+		s.devices.fill(key, oid, gen)
+	}
+	return oid, nil
 }
 
 // PutInstallation implements store.Store: the document and every index in one batch, the
@@ -160,7 +178,9 @@ func (s *Store) PutInstallation(ctx context.Context, appID string, buckets int, 
 		return fmt.Errorf("cannot put installation %s of app %s: %w", inst.ObjectID, appID, err)
 	}
 	defer b.Close()
-	if err := s.commitUnlockSync(b, unlock); err != nil {
+	err = s.commitUnlockSync(b, unlock)
+	s.forgetDevices(b)
+	if err != nil {
 		return fmt.Errorf("cannot put installation %s of app %s: %w", inst.ObjectID, appID, err)
 	}
 	return nil
@@ -353,7 +373,9 @@ func (s *Store) deleteInst(appID, objectID string) error {
 	if err := deleteInstRows(b, appID, &st); err != nil {
 		return err
 	}
-	return b.Commit(pebble.Sync)
+	err = b.Commit(pebble.Sync)
+	s.forgetDevices(b)
+	return err
 }
 
 // DeleteInactive implements store.Store over the inactivity index, whose rows are keyed by the
@@ -444,7 +466,9 @@ func (s *Store) sweepInactive(appID, oid string, rowKey []byte, cutoff time.Time
 	if err := b.Delete(rowKey, nil); err != nil {
 		return false, err
 	}
-	return inactive, b.Commit(pebble.NoSync)
+	err = b.Commit(pebble.NoSync)
+	s.forgetDevices(b)
+	return inactive, err
 }
 
 var errStop = errors.New("stop")

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -38,6 +39,10 @@ type Options struct {
 	// fsync starts as soon as the previous one ends). No commit returns before it is durable
 	// either way; see docs/decisions.md, Store 9.
 	WALMinSyncInterval time.Duration
+	// DeviceCacheEntries bounds how many device ids the store remembers the installation of,
+	// to skip Pebble in LookupDevice (devcache.go; about 200 bytes each). Zero means
+	// DefaultDeviceCacheEntries; negative means no cache.
+	DeviceCacheEntries int
 	// Logger receives Pebble's own log lines (default: discarded).
 	Logger *zap.Logger
 	// Now is the clock used where a caller gives no time (default time.Now).
@@ -52,42 +57,50 @@ const (
 
 	// DefaultWALMinSyncInterval is the default Options.WALMinSyncInterval.
 	DefaultWALMinSyncInterval = 300 * time.Microsecond
+	// DefaultDeviceCacheEntries is the default Options.DeviceCacheEntries (about 25 MiB).
+	DefaultDeviceCacheEntries = 1 << 17
+
 	// maxWALMinSyncInterval bounds what a synced write may wait for company.
 	maxWALMinSyncInterval = 10 * time.Millisecond
 )
 
 // RegisterFlags registers the options as flags named prefix+"cache-size",
-// prefix+"memtable-size" and prefix+"wal-min-sync-interval".
+// prefix+"memtable-size", prefix+"wal-min-sync-interval" and prefix+"device-cache-entries".
 func (o *Options) RegisterFlags(fs *flag.FlagSet, prefix string) {
 	fs.Int64Var(&o.CacheSize, prefix+"cache-size", defaultCacheSize, "Pebble block cache size in bytes, on top of the room Pebble reserves in it for the memtables")
 	fs.Uint64Var(&o.MemTableSize, prefix+"memtable-size", defaultMemTableSize, "Pebble memtable size in bytes")
 	o.WALMinSyncInterval = DefaultWALMinSyncInterval
-	fs.Var(syncIntervalFlag{&o.WALMinSyncInterval}, prefix+"wal-min-sync-interval", "least time between two fsyncs of the Pebble WAL; synced writes arriving meanwhile share the next one (0: none, at most 10ms)")
+	fs.Var(noneFlag[time.Duration]{&o.WALMinSyncInterval, time.ParseDuration}, prefix+"wal-min-sync-interval", "least time between two fsyncs of the Pebble WAL; synced writes arriving meanwhile share the next one (0: none, at most 10ms)")
+	o.DeviceCacheEntries = DefaultDeviceCacheEntries
+	fs.Var(noneFlag[int]{&o.DeviceCacheEntries, strconv.Atoi}, prefix+"device-cache-entries", "how many device ids the store remembers the installation of, about 200 bytes each (0: none)")
 }
 
-// syncIntervalFlag is the flag of Options.WALMinSyncInterval, where the 0 a user writes
-// means none (the field's negative) rather than the field's zero value, the default.
-type syncIntervalFlag struct{ d *time.Duration }
+// noneFlag is the flag of an option whose zero value means its default and whose negative
+// means none (WALMinSyncInterval, DeviceCacheEntries): the 0 a user writes means none.
+type noneFlag[T int | time.Duration] struct {
+	v     *T
+	parse func(string) (T, error)
+}
 
-func (f syncIntervalFlag) String() string {
-	if f.d == nil {
+func (f noneFlag[T]) String() string {
+	if f.v == nil {
 		return ""
 	}
-	return max(*f.d, 0).String()
+	return fmt.Sprint(max(*f.v, 0))
 }
 
-func (f syncIntervalFlag) Set(s string) error {
-	d, err := time.ParseDuration(s)
+func (f noneFlag[T]) Set(s string) error {
+	v, err := f.parse(s)
 	if err != nil {
 		return err
 	}
-	if d < 0 {
+	if v < 0 {
 		return fmt.Errorf("must not be negative")
 	}
-	if d == 0 {
-		d = -1
+	if v == 0 {
+		v = -1
 	}
-	*f.d = d
+	*f.v = v
 	return nil
 }
 
@@ -116,6 +129,17 @@ func (o *Options) walMinSyncInterval() time.Duration {
 	return o.WALMinSyncInterval
 }
 
+// deviceCacheEntries is the capacity Open gives the device cache; 0 means none.
+func (o *Options) deviceCacheEntries() int {
+	switch {
+	case o.DeviceCacheEntries == 0:
+		return DefaultDeviceCacheEntries
+	case o.DeviceCacheEntries < 0:
+		return 0
+	}
+	return o.DeviceCacheEntries
+}
+
 // Store is the embedded implementation of store.Store.
 type Store struct {
 	db   *pebble.DB
@@ -123,7 +147,10 @@ type Store struct {
 	dir  string
 	now  func() time.Time
 
-	locks stripes // per-record write serialisation (locks.go)
+	locks   stripes   // per-record write serialisation (locks.go)
+	devices *devCache // device row → object id of recent lookups, or nil (devcache.go)
+
+	afterDeviceRead func() // test hook: runs in LookupDevice between reading Pebble and filling the cache
 
 	gate struct {
 		sync.Mutex
@@ -190,7 +217,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		_ = lock.Close()
 		return nil, fmt.Errorf("cannot open pebble store in %s: %w", dir, err)
 	}
-	s := &Store{db: db, lock: lock, dir: dir, now: opts.Now, idMax: map[string]int64{}}
+	s := &Store{db: db, lock: lock, dir: dir, now: opts.Now, idMax: map[string]int64{}, devices: newDevCache(opts.deviceCacheEntries())}
 	if s.now == nil {
 		s.now = time.Now
 	}
