@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -35,10 +36,11 @@ func DecodeObject(b []byte) (map[string]any, error) {
 // The decoded strings share one copy of b (never b itself): keeping any of them keeps that copy
 // alive, so strings.Clone a small string that outlives the document by far.
 func Decode(b []byte) (any, error) {
-	var open [16]member // enough for typical documents; more grows on the heap
-	d := decoder{data: b, src: string(b), open: open[:0]}
+	sp := getScratch()
+	d := decoder{data: b, src: string(b), open: *sp}
 	d.skipSpace()
 	v, err := d.value()
+	putScratch(sp, d.open)
 	if err != nil {
 		return nil, err
 	}
@@ -70,6 +72,24 @@ type decoder struct {
 type member struct {
 	key string // "" for an array element
 	val any
+}
+
+// scratchPool holds the member stacks of Decode and AppendMarshal calls. A stack in a local
+// array moved to the heap (the compiler cannot tell that appends to it stay in the call), 512
+// bytes per call; two decodes and an encode per installation upsert.
+var scratchPool = sync.Pool{New: func() any { s := make([]member, 0, 16); return &s }}
+
+func getScratch() *[]member { return scratchPool.Get().(*[]member) }
+
+// putScratch returns s, the stack taken as *sp and maybe grown since, to the pool, cleared so
+// that it keeps no document alive; a stack grown past 1024 members is left to the collector.
+func putScratch(sp *[]member, s []member) {
+	if cap(s) > 1024 {
+		return
+	}
+	clear(s[:cap(s)])
+	*sp = s[:0]
+	scratchPool.Put(sp)
 }
 
 func (d *decoder) skipSpace() {

@@ -19,9 +19,10 @@ const nativeDepth = 1000
 // AppendMarshal appends the encoding of v to dst exactly as json.Marshal(v) would produce it.
 // On error it returns dst with its original length and the error.
 func AppendMarshal(dst []byte, v any) ([]byte, error) {
-	var open [16]entry // enough for typical documents; more grows on the heap
-	e := encoder{entries: open[:0]}
+	sp := getScratch()
+	e := encoder{entries: *sp}
 	b, err := e.value(dst, v, 0)
+	putScratch(sp, e.entries)
 	if err != nil {
 		return dst, err
 	}
@@ -34,10 +35,7 @@ type encoder struct {
 	entries []entry
 }
 
-type entry struct {
-	key string
-	val any
-}
+type entry = member
 
 func (e *encoder) value(b []byte, v any, depth int) ([]byte, error) {
 	switch v := v.(type) {
