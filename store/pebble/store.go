@@ -120,24 +120,24 @@ func (o *Options) Validate() error {
 
 // walMinSyncInterval is the interval Open gives Pebble; 0 means none.
 func (o *Options) walMinSyncInterval() time.Duration {
-	switch {
-	case o.WALMinSyncInterval == 0:
-		return DefaultWALMinSyncInterval
-	case o.WALMinSyncInterval < 0:
-		return 0
-	}
-	return o.WALMinSyncInterval
+	return resolveNone(o.WALMinSyncInterval, DefaultWALMinSyncInterval)
 }
 
 // deviceCacheEntries is the capacity Open gives the device cache; 0 means none.
 func (o *Options) deviceCacheEntries() int {
+	return resolveNone(o.DeviceCacheEntries, DefaultDeviceCacheEntries)
+}
+
+// resolveNone is the value Open uses for an option whose zero value means def and whose
+// negative means none, which it returns as 0 (see noneFlag).
+func resolveNone[T int | time.Duration](v, def T) T {
 	switch {
-	case o.DeviceCacheEntries == 0:
-		return DefaultDeviceCacheEntries
-	case o.DeviceCacheEntries < 0:
+	case v == 0:
+		return def
+	case v < 0:
 		return 0
 	}
-	return o.DeviceCacheEntries
+	return v
 }
 
 // Store is the embedded implementation of store.Store.
