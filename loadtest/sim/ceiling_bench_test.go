@@ -4,9 +4,10 @@ package sim
 
 import (
 	"context"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pushd/pushd/bench/procstat"
 )
 
 // BenchmarkAPNsSimCeiling is the raw HTTP/2 ceiling: one connection, 256 concurrent streams,
@@ -27,7 +28,7 @@ func BenchmarkAPNsSimCeiling(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
-	cpu0 := processCPU(b)
+	cpu0 := procstat.CPU(b)
 	b.ResetTimer()
 	perSec, err := Ceiling(context.Background(), s.URL(), s.ClientTLS(), "bearer "+jwt, b.N, 256)
 	if err != nil {
@@ -37,17 +38,8 @@ func BenchmarkAPNsSimCeiling(b *testing.B) {
 	b.ReportMetric(perSec, "req/s")
 	// CPU per request (client and simulator together) stays meaningful on a shared machine,
 	// where req/s depends on what else runs.
-	b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/req")
+	b.ReportMetric(float64((procstat.CPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/req")
 	if st := s.Stats(); st.Accepted != int64(b.N) {
 		b.Fatalf("accepted %d of %d", st.Accepted, b.N)
 	}
-}
-
-// processCPU is this process's user+system CPU time so far.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

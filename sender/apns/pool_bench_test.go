@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 	"go.uber.org/zap"
 
+	"github.com/pushd/pushd/bench/procstat"
 	"github.com/pushd/pushd/loadtest/sim"
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/sender"
@@ -56,13 +56,13 @@ func BenchmarkSenderAPNsPool(b *testing.B) {
 	ceilingN := max(b.N/2, 10000)
 	var ceiling, ceilingCPU float64
 	measureCeiling := func() {
-		cpu0 := processCPU(b)
+		cpu0 := procstat.CPU(b)
 		perSec, err := sim.Ceiling(context.Background(), s.URL(), s.ClientTLS(), "bearer "+jwt, ceilingN, 256)
 		if err != nil {
 			b.Fatal(err)
 		}
 		ceiling += perSec / 2
-		ceilingCPU += float64((processCPU(b) - cpu0).Microseconds()) / float64(ceilingN) / 2
+		ceilingCPU += float64((procstat.CPU(b) - cpu0).Microseconds()) / float64(ceilingN) / 2
 	}
 	measureCeiling()
 
@@ -87,7 +87,7 @@ func BenchmarkSenderAPNsPool(b *testing.B) {
 	var failed atomic.Int64
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := processCPU(b)
+	cpu0 := procstat.CPU(b)
 	start := time.Now()
 	var wg sync.WaitGroup
 	for range senders {
@@ -114,7 +114,7 @@ func BenchmarkSenderAPNsPool(b *testing.B) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu := float64((processCPU(b) - cpu0).Microseconds()) / float64(b.N)
+	cpu := float64((procstat.CPU(b) - cpu0).Microseconds()) / float64(b.N)
 	b.StopTimer()
 	measureCeiling()
 	if n := failed.Load(); n > 0 {
@@ -127,13 +127,4 @@ func BenchmarkSenderAPNsPool(b *testing.B) {
 	b.ReportMetric(cpu, "cpu-µs/delivery")
 	b.ReportMetric(ceilingCPU, "ceiling-cpu-µs/req")
 	b.ReportMetric(ceilingCPU/cpu, "cpu-ratio")
-}
-
-// processCPU is this process's user+system CPU time so far.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
