@@ -30,8 +30,9 @@ import (
 // different upserts/s. The benchmark therefore also drives, in the same run, the same clients
 // against a fasthttp server that answers every POST with an upsert-sized reply and does
 // nothing else (before and after the upserts, averaged): http-ceiling-req/s is what HTTP on
-// loopback alone reaches now, and ratio (upserts/s ÷ that) is less moved by the drift than
-// either rate. cpu-µs/upsert counts the whole process (clients included).
+// loopback alone reaches now, which tells in which phase of the drift a figure was taken, and
+// ratio is upserts/s ÷ that (it moves too: the two phases see different moments of the drift).
+// cpu-µs/upsert counts the whole process (clients included).
 func BenchmarkAPIInstallationUpsert(b *testing.B) {
 	apitest.UseStoreProcs(b)
 	st, err := pebble.Open(b.TempDir(), pebble.Options{})
