@@ -130,18 +130,7 @@ func checkNestedKeys(field string, v any, depth int) *push.Error {
 // ValidChannel reports whether a channel name uses only the spec's charset: letters, digits,
 // '_', '-', '=' and CJK unified ideographs; non-empty, at most 256 bytes.
 func ValidChannel(c string) bool {
-	if c == "" || len(c) > maxChannelLen {
-		return false
-	}
-	for _, r := range c {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-', r == '=':
-		case unicode.Is(unicode.Han, r):
-		default:
-			return false
-		}
-	}
-	return true
+	return c != "" && len(c) <= maxChannelLen && push.ChannelNameChars(c)
 }
 
 // CanonicalToken lower-cases an APNs token and reports whether it is hex of 64 to 200 digits
@@ -359,7 +348,7 @@ func validateDoc(doc map[string]any) *push.Error {
 				return push.Errorf(push.CodeInvalidType, "channels must be an array of strings")
 			}
 			if !ValidChannel(c) {
-				return push.Errorf(push.CodeInvalidChannel, "invalid channel name %q: use letters, digits, '_', '-', '=' and CJK ideographs", c)
+				return push.Errorf(push.CodeInvalidChannel, "invalid channel name %q: use 1 to %d bytes of letters, digits, '_', '-', '=' and CJK unified ideographs", c, maxChannelLen)
 			}
 		}
 	}

@@ -139,6 +139,13 @@ func TestInstallationsBadInput(t *testing.T) {
 		{"channel charset", `{"deviceType":"android","installationId":"a","channels":["a b"]}`, 112},
 		{"channel empty", `{"deviceType":"android","installationId":"a","channels":[""]}`, 112},
 		{"channel dot", `{"deviceType":"android","installationId":"a","channels":["a.b"]}`, 112},
+		// Han characters outside the CJK unified blocks: /1.1/push refuses them as channels, so
+		// an installation may not subscribe to them either.
+		{"channel compatibility ideograph", `{"deviceType":"android","installationId":"a","channels":["\uF900"]}`, 112},
+		{"channel CJK radical", `{"deviceType":"android","installationId":"a","channels":["\u2E80"]}`, 112},
+		{"channel iteration mark", `{"deviceType":"android","installationId":"a","channels":["\u3005"]}`, 112},
+		{"channel compatibility supplement", `{"deviceType":"android","installationId":"a","channels":["\uD87E\uDC00"]}`, 112},
+		{"channel too long", `{"deviceType":"android","installationId":"a","channels":["` + strings.Repeat("a", 257) + `"]}`, 112},
 		{"deviceProfile", `{"deviceType":"android","installationId":"a","deviceProfile":"1x"}`, 142},
 		{"objectId", `{"deviceType":"android","installationId":"a","objectId":"x"}`, 117},
 		{"createdAt", `{"deviceType":"android","installationId":"a","createdAt":"x"}`, 117},

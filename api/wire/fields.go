@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/pushd/pushd/push"
 )
@@ -213,36 +212,9 @@ func (f fields) channels(name string) ([]string, *push.Error) {
 	return out, nil
 }
 
-// ValidChannel says whether s is a valid channel name: ASCII letters and digits, `_`, `-`,
-// `=` and CJK unified ideographs. The empty name is valid (the broadcast channel).
-func ValidChannel(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		switch {
-		case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z', '0' <= r && r <= '9', r == '_', r == '-', r == '=':
-		case isCJKUnified(r):
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// isCJKUnified says whether r is in a CJK Unified Ideographs block (the basic block,
-// extension A, and extensions B–I in planes 2 and 3). Compatibility ideographs are not.
-func isCJKUnified(r rune) bool {
-	switch {
-	case 0x4E00 <= r && r <= 0x9FFF, 0x3400 <= r && r <= 0x4DBF:
-		return true
-	case 0x20000 <= r && r <= 0x2EE5F: // extensions B–F, I (2F800–2FA1F compatibility lies above)
-		return true
-	case 0x30000 <= r && r <= 0x323AF: // extensions G, H
-		return true
-	}
-	return false
-}
+// ValidChannel says whether s is a valid channel name of a push: push.ChannelNameChars. The
+// empty name is valid (the broadcast channel).
+func ValidChannel(s string) bool { return push.ChannelNameChars(s) }
 
 // parseTime reads an ISO 8601 time: a string (RFC 3339, or without zone meaning UTC) or the
 // storage interface's typed form {"__type":"Date","iso":...}.
