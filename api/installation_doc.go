@@ -165,8 +165,12 @@ func CanonicalInstallationID(id string) (string, bool) {
 
 // decodeObject parses a request body that must be a JSON object.
 func decodeObject(body []byte) (map[string]any, *push.Error) {
-	m, err := jsondoc.DecodeObject(body)
-	if err != nil || m == nil {
+	v, err := jsondoc.Decode(body)
+	if err != nil {
+		return nil, push.Errorf(push.CodeInvalidJSON, "a JSON dictionary is expected: %v", err)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
 		return nil, errNotJSONObject
 	}
 	return m, nil

@@ -34,6 +34,10 @@ const (
 	InstallationBodyLimit = 16 << 10
 	// AdminBodyLimit bounds admin app bodies; credentials use DefaultMaxBodyBytes.
 	AdminBodyLimit = 64 << 10
+	// MaxHeaderBytes bounds a request's line and headers (fasthttp's read buffer, held per
+	// open connection): 16 KiB, as Node's HTTP server, so a `where` of about 15 KiB fits in a
+	// list query's URL. Longer ones get 431.
+	MaxHeaderBytes = 16 << 10
 )
 
 // Config is the API server's configuration. Zero values take the defaults noted.
@@ -217,6 +221,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		ErrorHandler:          s.readError,
 		Name:                  "pushd",
 		MaxRequestBodySize:    c.MaxBodyBytes,
+		ReadBufferSize:        MaxHeaderBytes,
 		ReadTimeout:           c.ReadTimeout,
 		WriteTimeout:          c.ReadTimeout,
 		IdleTimeout:           c.IdleTimeout,
@@ -396,9 +401,18 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, rt *route, params []string) 
 // readError answers requests fasthttp could not read (body over the server cap, bad
 // framing, timeouts) with {code, error}.
 func (s *Server) readError(ctx *fasthttp.RequestCtx, err error) {
+	var small *fasthttp.ErrSmallBuffer
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		WriteError(ctx, push.Errorf(push.CodeTooLarge, "request body is larger than %d bytes", s.cfg.MaxBodyBytes))
+		// The headers were read: name the limit of the route the request was for.
+		limit := s.cfg.MaxBodyBytes
+		if rt, _, _ := s.match(ctx.Method(), ctx.Path()); rt != nil && rt.MaxBody > 0 {
+			limit = rt.MaxBody
+		}
+		WriteError(ctx, push.Errorf(push.CodeTooLarge, "request body is larger than %d bytes", limit))
+	case errors.As(err, &small):
+		writeErrorStatus(ctx, fasthttp.StatusRequestHeaderFieldsTooLarge, push.Errorf(push.CodeTooLarge,
+			"request line and headers are larger than %d bytes (a where in the URL must be shorter)", MaxHeaderBytes))
 	default:
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/pushd/pushd/api/apitest"
 	"net"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -185,6 +186,58 @@ func TestAPIBodyRules(t *testing.T) {
 	if r.Status != 413 || r.Code(t) != 413 {
 		t.Fatalf("over server cap: %d %s", r.Status, r.Body)
 	}
+}
+
+// TestAPIRequestSizeLimits: a where of several KiB fits in a list query's URL, longer request
+// heads get 431, a body over the server cap names the limit of its route, and a malformed body
+// says what is wrong with it.
+func TestAPIRequestSizeLimits(t *testing.T) {
+	e := newEnv(t)
+	e.create(`{"deviceType":"android","installationId":"wanted"}`)
+	ids := []string{`"wanted"`}
+	for i := len(ids); i < 400; i++ { // about 10 KiB once encoded: more than fasthttp's default 4 KiB
+		ids = append(ids, fmt.Sprintf(`"absent-device-%04d"`, i))
+	}
+	where := `{"installationId":{"$in":[` + strings.Join(ids, ",") + `]}}`
+	r := e.do("GET", "/1.1/installations?where="+url.QueryEscape(where), "", e.masterHeaders()...)
+	if r.Status != 200 || !strings.Contains(string(r.Body), `"installationId":"wanted"`) {
+		t.Fatalf("long where: %d %.200s", r.Status, r.Body)
+	}
+
+	r = e.do("GET", "/1.1/installations?where="+strings.Repeat("x", MaxHeaderBytes), "", e.masterHeaders()...)
+	if r.Status != 431 || r.Code(t) != 413 || !strings.Contains(errText(t, r), "headers are larger than 16384 bytes") {
+		t.Fatalf("over the header limit: %d %s", r.Status, r.Body)
+	}
+
+	conn, err := e.ln.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /1.1/installations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", DefaultMaxBodyBytes+1)
+	var res fasthttp.Response
+	if err := res.Read(bufio.NewReader(conn)); err != nil {
+		t.Fatal(err)
+	}
+	r = resp{Status: res.StatusCode(), Body: res.Body()}
+	if want := fmt.Sprintf("larger than %d bytes", InstallationBodyLimit); r.Status != 413 || !strings.Contains(errText(t, r), want) {
+		t.Fatalf("over the server cap on an installation route: %d %s, want %q", r.Status, r.Body, want)
+	}
+
+	r = e.do("POST", "/1.1/installations", `{bad`, e.appHeaders()...)
+	if r.Status != 400 || r.Code(t) != 107 || !strings.Contains(errText(t, r), "a JSON dictionary is expected: ") || !strings.Contains(errText(t, r), "invalid character 'b'") {
+		t.Fatalf("malformed body: %d %s", r.Status, r.Body)
+	}
+	if n := e.count(e.app.ID, 16); n != 1 {
+		t.Fatalf("refused requests changed the store: %d installations", n)
+	}
+}
+
+// errText is the error text of an {code, error} answer.
+func errText(t *testing.T, r resp) string {
+	t.Helper()
+	r.Code(t)
+	return r.JSON(t)["error"].(string)
 }
 
 func TestAPIShutdownDrains(t *testing.T) {
