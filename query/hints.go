@@ -11,10 +11,11 @@ type Hints struct {
 	// Non-nil: the result set is within these ids (equality or $in, intersected when
 	// several conditions apply; empty non-nil means nothing matches). Sorted.
 	ObjectIDs, DeviceTokens, InstallationIDs, RegistrationIDs []string
-	// Each must be contained by `channels` (equality, $all, or a one-value $in); the
-	// planner may scan by_channel of any one. Sorted, distinct.
+	// Each must be contained by `channels` (equality, $all, or a one-value $in or resolved
+	// $select); the planner may scan by_channel of any one. Sorted, distinct.
 	Channels []string
-	// DeviceType is "" unless the query pins deviceType by equality (or a one-value $in).
+	// DeviceType is "" unless the query pins deviceType by equality (or a one-value $in or
+	// resolved $select).
 	DeviceType string
 }
 
@@ -105,8 +106,12 @@ func (w *hintWalker) pred(field string, p pred) {
 	}
 	switch field {
 	case "channels":
-		if _, isIn := p.(*inPred); isIn && len(vals) != 1 {
-			return
+		// $in and a resolved $select mean "any of": they pin a channel only with one value.
+		switch p.(type) {
+		case *inPred, *subPred:
+			if len(vals) != 1 {
+				return
+			}
 		}
 		if w.channels == nil {
 			w.channels = make(map[string]struct{})

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -233,4 +234,58 @@ func TestQueryHintsNeverExclude(t *testing.T) {
 		t.Fatalf("generator too weak: %d matches, %d queries with hints", matched, hinted)
 	}
 	t.Logf("%d matches checked, %d of 3000 queries gave hints", matched, hinted)
+}
+
+// TestQueryHintsResolvedSelect: a resolved $select means "any of its values" (Parse rewrites
+// it to $in), so it pins channels or deviceType only when it has exactly one value.
+func TestQueryHintsResolvedSelect(t *testing.T) {
+	installs := &scanner{docs: []MapDoc{
+		{"objectId": "a", "deviceType": "ios", "tag": "even"},
+		{"objectId": "b", "deviceType": "android", "tag": "odd"},
+		{"objectId": "c", "deviceType": "ios", "tag": "even"},
+	}}
+	sel := func(field, where, key string) string {
+		return fmt.Sprintf(`{%q:{"$select":{"query":{"className":"_Installation","where":%s},"key":%q}}}`, field, where, key)
+	}
+	cases := []struct {
+		name, where string
+		want        Hints
+	}{
+		{"channels two values gives nothing", sel("channels", `{}`, "tag"), Hints{}},
+		{"channels one value", sel("channels", `{"tag":"odd"}`, "tag"), Hints{Channels: []string{"odd"}}},
+		{"channels no value gives nothing", sel("channels", `{"tag":"none"}`, "tag"), Hints{}},
+		{"channels $select and equality", `{"channels":"x","$and":[` + sel("channels", `{}`, "tag") + `]}`, Hints{Channels: []string{"x"}}},
+		{"deviceType two values gives nothing", sel("deviceType", `{}`, "deviceType"), Hints{}},
+		{"deviceType one value", sel("deviceType", `{"tag":"odd"}`, "deviceType"), Hints{DeviceType: "android"}},
+		{"objectId values", sel("objectId", `{"tag":"even"}`, "objectId"), Hints{ObjectIDs: []string{"a", "c"}}},
+		{"objectId no value", sel("objectId", `{"tag":"none"}`, "objectId"), Hints{ObjectIDs: []string{}}},
+		{"dontSelect gives nothing", `{"channels":{"$dontSelect":{"query":{"className":"_Installation","where":{"tag":"odd"}},"key":"tag"}}}`, Hints{}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			q, err := Parse(json.RawMessage(c.where))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := q.Resolve(context.Background(), installs.run); err != nil {
+				t.Fatal(err)
+			}
+			if got := q.Hints(); !hintsEqual(got, c.want) {
+				t.Errorf("Hints(%s): got %s, want %s", c.where, fmtHints(got), fmtHints(c.want))
+			}
+		})
+	}
+	// The hints never exclude a match: channels holding either value match the two-value query.
+	q, err := Parse(json.RawMessage(sel("channels", `{}`, "tag")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Resolve(context.Background(), installs.run); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []MapDoc{{"channels": []any{"even"}}, {"channels": []any{"odd"}}} {
+		if !q.Match(d) || !satisfies(d, q.Hints()) {
+			t.Errorf("doc %v: Match %v, within hints %s %v; want both true", d, q.Match(d), fmtHints(q.Hints()), satisfies(d, q.Hints()))
+		}
+	}
 }

@@ -1,0 +1,95 @@
+package fanout
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/pushd/pushd/push"
+)
+
+// seedDocs stores installations built from documents (objectId, deviceType and the device ids
+// are read into the route, as the API does) in testApp.
+func (e *env) seedDocs(buckets int, docs ...string) []string {
+	e.t.Helper()
+	now := time.Now()
+	insts := make([]push.Installation, 0, len(docs))
+	var ids []string
+	for _, d := range docs {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(d), &m); err != nil {
+			e.t.Fatalf("bad test doc %s: %v", d, err)
+		}
+		str := func(k string) string { s, _ := m[k].(string); return s }
+		r := push.Route{
+			ObjectID: str("objectId"), DeviceType: str("deviceType"), DeviceToken: str("deviceToken"),
+			InstallationID: str("installationId"), RegistrationID: str("registrationId"), Vendor: str("vendor"),
+			UpdatedAt: now.UnixMilli(),
+		}
+		if cs, ok := m["channels"].([]any); ok {
+			for _, c := range cs {
+				r.Channels = append(r.Channels, c.(string))
+			}
+		}
+		insts = append(insts, push.Installation{Route: r, CreatedAt: now.UnixMilli(), Doc: []byte(d)})
+		ids = append(ids, r.ObjectID)
+	}
+	if err := e.st.SeedInstallations(testApp, buckets, insts); err != nil {
+		e.t.Fatal(err)
+	}
+	return ids
+}
+
+// pushTo submits a query push with where and returns the object ids it was delivered to.
+func (e *env) pushTo(snd *recSender, where string) map[string]int {
+	e.t.Helper()
+	snd.mu.Lock()
+	clear(snd.got)
+	snd.mu.Unlock()
+	job := e.submit(push.Job{Where: json.RawMessage(where)})
+	e.waitDone(job.NotificationObjectID)
+	snd.mu.Lock()
+	defer snd.mu.Unlock()
+	out := make(map[string]int, len(snd.got))
+	for k, v := range snd.got {
+		out[k] = v
+	}
+	return out
+}
+
+func wantDelivered(t *testing.T, where string, got map[string]int, want ...string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("where %s: delivered to %v, want %v", where, got, want)
+		return
+	}
+	for _, id := range want {
+		if got[id] != 1 {
+			t.Errorf("where %s: delivered to %v, want each of %v once", where, got, want)
+			return
+		}
+	}
+}
+
+// A $select on channels means "any of its values". At the top level the worker's filter
+// decides; inside a sub-query it is the resolver's scan that must not read only the first
+// value's channel index.
+func TestFanoutWhereSelectOnChannels(t *testing.T) {
+	e := newEnv(t)
+	e.createApp(16, nil)
+	var docs []string
+	for i := range 4 {
+		tag := []string{"even", "odd"}[i%2]
+		docs = append(docs, fmt.Sprintf(`{"objectId":"sel%d","deviceType":"android","installationId":"iid-sel%d","channels":[%q],"tag":%q}`, i, i, tag, tag))
+	}
+	ids := e.seedDocs(16, docs...)
+	snd := newRecSender()
+	e.start(DefaultWorkerConfig(), snd, 1)
+
+	sel := `{"$select":{"query":{"className":"_Installation","where":{}},"key":"tag"}}`
+	top := `{"channels":` + sel + `}`
+	wantDelivered(t, top, e.pushTo(snd, top), ids...)
+	nested := `{"objectId":{"$select":{"query":{"className":"_Installation","where":{"channels":` + sel + `}},"key":"objectId"}}}`
+	wantDelivered(t, nested, e.pushTo(snd, nested), ids...)
+}
