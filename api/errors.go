@@ -23,6 +23,7 @@ var codeStatus = map[push.Code]int{
 	push.CodeInvalidChannel:   fasthttp.StatusBadRequest,
 	push.CodeMissingRequired:  fasthttp.StatusBadRequest,
 	push.CodeInvalidToken:     fasthttp.StatusBadRequest,
+	push.CodeObjectTooLarge:   fasthttp.StatusBadRequest,
 	push.CodeReadOnlyKey:      fasthttp.StatusBadRequest,
 	push.CodeForbiddenClient:  fasthttp.StatusForbidden,
 	push.CodeInvalidKeyChar:   fasthttp.StatusBadRequest,

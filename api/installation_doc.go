@@ -76,12 +76,14 @@ var stringFields = []string{fDeviceType, fDeviceToken, fInstallationID, fRegistr
 
 // Field and value limits.
 const (
-	maxFieldName   = 128 // longest field name
-	maxChannelLen  = 256 // longest channel name, in bytes
-	maxIDLen       = 256 // longest installationId / registrationId
-	minTokenHex    = 64  // APNs tokens are 32 bytes today (64 hex digits) ...
-	maxTokenHex    = 200 // ... Apple allows them to grow, up to 100 bytes
-	maxNestedDepth = 32  // nesting of custom values
+	maxFieldName   = 128      // longest field name
+	maxChannelLen  = 256      // longest channel name, in bytes
+	maxChannels    = 1000     // channels of one installation (FCM allows 2,000 topics per device)
+	maxDocBytes    = 32 << 10 // a stored installation document: twice a body, so PUTs cannot grow it without bound
+	maxIDLen       = 256      // longest installationId / registrationId
+	minTokenHex    = 64       // APNs tokens are 32 bytes today (64 hex digits) ...
+	maxTokenHex    = 200      // ... Apple allows them to grow, up to 100 bytes
+	maxNestedDepth = 32       // nesting of custom values
 )
 
 // checkFieldName applies the storage interface's column-name rules: no '$' or '.' (121);
@@ -346,6 +348,9 @@ func validateDoc(doc map[string]any) *push.Error {
 		if !ok {
 			return push.Errorf(push.CodeInvalidType, "channels must be an array of strings")
 		}
+		if len(arr) > maxChannels {
+			return push.Errorf(push.CodeValidation, "an installation may have at most %d channels, not %d", maxChannels, len(arr))
+		}
 		for _, e := range arr {
 			c, ok := e.(string)
 			if !ok {
@@ -411,6 +416,10 @@ func buildInstallation(objectID string, doc map[string]any, createdAt, updatedAt
 	b, err := jsondoc.AppendMarshal(make([]byte, 0, 512), doc) // most documents fit: one allocation
 	if err != nil {
 		return push.Installation{}, fmt.Errorf("cannot encode installation %s: %w", objectID, err)
+	}
+	if len(b) > maxDocBytes {
+		return push.Installation{}, push.Errorf(push.CodeObjectTooLarge,
+			"the installation would be %d bytes once stored; at most %d are allowed", len(b), maxDocBytes)
 	}
 	return push.Installation{Route: routeOf(objectID, doc, updatedAt), CreatedAt: createdAt.UnixMilli(), Doc: b}, nil
 }

@@ -412,3 +412,46 @@ func TestInstallationsAppendTimeIDMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestInstallationsSizeBounds: PUTs and upserts may not grow a document past maxDocBytes, nor its
+// channels past maxChannels; the refused write changes nothing.
+func TestInstallationsSizeBounds(t *testing.T) {
+	e := newEnv(t)
+	oid, _ := e.create(`{"deviceType":"android","installationId":"grow"}`)
+	pad := strings.Repeat("y", 15000)
+	for i := 1; i <= 2; i++ {
+		if r := e.do("PUT", "/1.1/installations/"+oid, fmt.Sprintf(`{"pad%d":%q}`, i, pad), e.appHeaders()...); r.Status != 200 {
+			t.Fatalf("PUT %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	before := e.get(oid)
+	for name, send := range map[string]func() resp{
+		"PUT": func() resp {
+			return e.do("PUT", "/1.1/installations/"+oid, `{"pad3":"`+pad+`"}`, e.appHeaders()...)
+		},
+		"upsert": func() resp {
+			return e.do("POST", "/1.1/installations", `{"deviceType":"android","installationId":"grow","pad3":"`+pad+`"}`, e.appHeaders()...)
+		},
+	} {
+		r := send()
+		if r.Status != 400 || r.Code(t) != 116 || !strings.Contains(errText(t, r), fmt.Sprintf("at most %d", maxDocBytes)) {
+			t.Fatalf("%s past the document limit: %d %s", name, r.Status, r.Body)
+		}
+	}
+	if after := e.get(oid); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatal("a refused write changed the document")
+	}
+
+	chans := make([]string, maxChannels+1)
+	for i := range chans {
+		chans[i] = fmt.Sprintf(`"c%d"`, i)
+	}
+	many, _ := e.create(`{"deviceType":"android","installationId":"many","channels":[` + strings.Join(chans[:maxChannels], ",") + `]}`)
+	r := e.do("PUT", "/1.1/installations/"+many, `{"channels":{"__op":"AddUnique","objects":["one-more"]}}`, e.appHeaders()...)
+	if r.Status != 400 || r.Code(t) != 142 || !strings.Contains(errText(t, r), "at most 1000 channels") {
+		t.Fatalf("channel %d: %d %s", maxChannels+1, r.Status, r.Body)
+	}
+	if got := len(e.get(many)["channels"].([]any)); got != maxChannels {
+		t.Fatalf("%d channels after the refused PUT", got)
+	}
+}

@@ -17,6 +17,7 @@ const (
 	CodeInvalidChannel   Code = 112 // invalid channel name
 	CodeMissingRequired  Code = 113 // required key missing
 	CodeInvalidToken     Code = 114 // invalid iOS device token
+	CodeObjectTooLarge   Code = 116 // object too large
 	CodeReadOnlyKey      Code = 117 // field is read-only
 	CodeForbiddenClient  Code = 119 // operation not allowed from clients (needs master key)
 	CodeInvalidKeyChar   Code = 121 // keys may not contain $ or .
