@@ -455,3 +455,13 @@ func TestInstallationsSizeBounds(t *testing.T) {
 		t.Fatalf("%d channels after the refused PUT", got)
 	}
 }
+
+func TestInstallationsLocationUsesPublicURL(t *testing.T) {
+	for _, public := range []string{"https://push.example.com", "https://push.example.com/", "https://push.example.com//"} {
+		e := newEnv(t, func(c *Config, _ *Deps) { c.PublicURL = public })
+		oid, r := e.create(`{"deviceType":"android","installationId":"loc"}`)
+		if loc := string(r.Header.Peek("Location")); loc != "https://push.example.com/1.1/installations/"+oid {
+			t.Fatalf("--public-url %q: Location %q", public, loc)
+		}
+	}
+}

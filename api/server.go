@@ -85,6 +85,7 @@ func (c *Config) withDefaults() Config {
 	if out.IdleTimeout <= 0 {
 		out.IdleTimeout = 60 * time.Second
 	}
+	out.PublicURL = strings.TrimRight(out.PublicURL, "/") // "https://push.example.com/" + "/1.1/…"
 	return out
 }
 
