@@ -64,4 +64,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, hooks *te
 type testHooks struct {
 	ready    func(addr string) // called once the API listens
 	opsReady func(addr string) // called once the ops endpoints listen
+	// opsEndDrain, when closed, ends the ops server's --drain-delay early.
+	opsEndDrain <-chan struct{}
 }

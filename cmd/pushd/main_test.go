@@ -12,7 +12,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/pushd/pushd/internal/waitfor"
 	"github.com/pushd/pushd/loadtest/sim"
 )
 
@@ -209,39 +211,88 @@ func TestServeFlagsFromEnvironment(t *testing.T) {
 	}
 }
 
+// TestServeOpsEndpointsWithoutAPIRole probes --ops-addr of a fanout+scheduler process as
+// docs/operations.md describes the api role's endpoints: ready until the stop, then 503 "not
+// ready" while it keeps serving for --drain-delay (liveness unchanged), and {code, error} for
+// an unknown path or another method.
 func TestServeOpsEndpointsWithoutAPIRole(t *testing.T) {
 	data := t.TempDir()
 	opsC := make(chan string, 1)
+	endDrain := make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	args := []string{"serve", "--data", data, "--roles", "fanout,scheduler", "--ops-addr", "127.0.0.1:0", "--log-level", "warn"}
+	finished := make(chan struct{})
+	var serveErr error
+	var once sync.Once
+	stop := func() error {
+		once.Do(func() { cancel(); close(endDrain); <-finished })
+		return serveErr
+	}
+	t.Cleanup(func() { _ = stop() })
+	// An hour: only the test hook ends this drain, so no check below races its end.
+	args := []string{"serve", "--data", data, "--roles", "fanout,scheduler", "--ops-addr", "127.0.0.1:0", "--drain-delay", "1h", "--log-level", "warn"}
 	go func() {
-		done <- run(ctx, args, io.Discard, io.Discard, &testHooks{opsReady: func(a string) { opsC <- a }})
+		defer close(finished)
+		serveErr = run(ctx, args, io.Discard, io.Discard, &testHooks{opsReady: func(a string) { opsC <- a }, opsEndDrain: endDrain})
 	}()
 	var addr string
 	select {
 	case addr = <-opsC:
-	case err := <-done:
-		cancel()
-		t.Fatalf("serve exited early: %v", err)
+	case <-finished:
+		t.Fatalf("serve exited early: %v", serveErr)
 	}
-	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
-		res, err := http.Get("http://" + addr + path)
+	get := func(method, path string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, "http://"+addr+path, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
 		body, _ := io.ReadAll(res.Body)
 		_ = res.Body.Close()
-		if res.StatusCode != 200 {
-			t.Fatalf("%s: %d %s", path, res.StatusCode, body)
+		if ct := res.Header.Get("Content-Type"); path != "/metrics" && ct != "application/json; charset=utf-8" {
+			t.Errorf("%s %s: Content-Type %q, want JSON", method, path, ct)
 		}
-		if path == "/metrics" && !strings.Contains(string(body), "pushd_fanout_") {
-			t.Fatalf("/metrics of a fanout node lacks fan-out metrics:\n%.500s", body)
+		return res.StatusCode, string(body)
+	}
+	want := func(method, path string, wantCode int, wantBody string) {
+		t.Helper()
+		if code, body := get(method, path); code != wantCode || body != wantBody {
+			t.Fatalf("%s %s: %d %s, want %d %s", method, path, code, body, wantCode, wantBody)
 		}
 	}
+	want("GET", "/healthz", 200, `{"status":"ok"}`)
+	want("GET", "/readyz", 200, `{"status":"ready"}`)
+	if code, body := get("GET", "/metrics"); code != 200 || !strings.Contains(body, "pushd_fanout_") {
+		t.Fatalf("/metrics of a fanout node: %d, lacks fan-out metrics:\n%.500s", code, body)
+	}
+	want("GET", "/nope", 404, `{"code":404,"error":"no route for GET /nope"}`)
+	want("POST", "/readyz", 405, `{"code":404,"error":"method POST is not allowed on /readyz"}`)
+	want("DELETE", "/metrics", 405, `{"code":404,"error":"method DELETE is not allowed on /metrics"}`)
+
+	// SIGTERM: readiness turns false at once, and the server keeps serving for --drain-delay.
 	cancel()
-	if err := <-done; err != nil {
+	waitfor.True(t, 10*time.Second, "/readyz to answer 503 after the stop began", func() bool {
+		code, _ := get("GET", "/readyz")
+		return code == 503
+	})
+	want("GET", "/readyz", 503, `{"code":503,"error":"not ready"}`)
+	want("GET", "/healthz", 200, `{"status":"ok"}`)
+	if code, _ := get("GET", "/metrics"); code != 200 {
+		t.Fatalf("/metrics during the drain: %d", code)
+	}
+	select {
+	case <-finished:
+		t.Fatalf("serve returned during --drain-delay: %v", serveErr)
+	default:
+	}
+	if err := stop(); err != nil {
 		t.Fatalf("serve: %v", err)
+	}
+	if _, err := http.Get("http://" + addr + "/healthz"); err == nil {
+		t.Fatal("the ops listener still accepts after the stop")
 	}
 }
 

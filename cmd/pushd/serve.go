@@ -89,11 +89,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks *
 		}
 	}
 	if cfg.OpsAddr != "" {
-		var bound func(string)
-		if hooks != nil {
-			bound = hooks.opsReady
+		// Added last, so stopped first: readiness turns false before any role stops. Next to
+		// the api role, whose own drain follows, a second wait would only double the stop.
+		ops := &opsServer{addr: cfg.OpsAddr, drainDelay: cfg.DrainDelay, reg: p.reg, log: p.log}
+		if cfg.has("api") {
+			ops.drainDelay = 0
 		}
-		g.Add("ops", &opsServer{addr: cfg.OpsAddr, reg: p.reg, log: p.log, bound: bound})
+		if hooks != nil {
+			ops.bound, ops.endDrain = hooks.opsReady, hooks.opsEndDrain
+		}
+		g.Add("ops", ops)
 	}
 	log.Info("pushd starting", zap.Strings("roles", cfg.Roles), zap.String("store", cfg.Store),
 		zap.String("log", cfg.Log), zap.Strings("services", g.Names()))
