@@ -151,6 +151,9 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	if c.Data == "" {
 		return nil, fmt.Errorf("--data must not be empty")
 	}
+	if err := c.validateDurations(); err != nil {
+		return nil, err
+	}
 	for _, b := range strings.Split(brokers, ",") {
 		if b = strings.TrimSpace(b); b != "" {
 			c.KafkaBrokers = append(c.KafkaBrokers, b)
@@ -180,6 +183,39 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 		return nil, fmt.Errorf("--sim sets the gateway endpoints itself: drop --apns-endpoint/--fcm-endpoint")
 	}
 	return c, nil
+}
+
+// validateDurations refuses durations that cannot mean anything, instead of letting a part
+// replace them with its default unseen (the sweeper runs hourly on an interval ≤ 0, the
+// Cassandra driver waits 5s on a timeout of 0).
+func (c *serveConfig) validateDurations() error {
+	if c.DrainDelay < 0 {
+		return fmt.Errorf("--drain-delay must not be negative, got %s (0: no delay)", shortDuration(c.DrainDelay))
+	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{
+		{"--sweep-every", c.SweepEvery},
+		{"--cassandra-timeout", c.Cassandra.Timeout},
+	} {
+		if d.v <= 0 {
+			return fmt.Errorf("%s must be positive, got %s", d.flag, shortDuration(d.v))
+		}
+	}
+	return nil
+}
+
+// shortDuration is d as a user writes it: -1h, not -1h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
 }
 
 // applyEnv gives every flag that is not on the command line the value of its environment

@@ -150,6 +150,44 @@ func TestServeFlagsAndRoles(t *testing.T) {
 	}
 }
 
+// TestServeRefusesDurationsThatCannotWork checks that a negative or zero duration stops serve
+// before it opens anything, whether from a flag or from the environment, and that a drain
+// delay of 0 (none) is fine.
+func TestServeRefusesDurationsThatCannotWork(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--drain-delay", "-5s"}, "--drain-delay must not be negative, got -5s (0: no delay)"},
+		{[]string{"--sweep-every", "-1h"}, "--sweep-every must be positive, got -1h"},
+		{[]string{"--sweep-every", "0"}, "--sweep-every must be positive, got 0s"},
+		{[]string{"--sweep-every", "-90m"}, "--sweep-every must be positive, got -1h30m"},
+		{[]string{"--cassandra-timeout", "-1s"}, "--cassandra-timeout must be positive, got -1s"},
+		{[]string{"--cassandra-timeout", "0"}, "--cassandra-timeout must be positive, got 0s"},
+	} {
+		data := filepath.Join(t.TempDir(), "data")
+		args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data}, c.args...)
+		// Already cancelled: a serve that accepted the value stops at once instead of hanging.
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		err := run(ctx, args, io.Discard, io.Discard, nil)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%v: err %v, want %q", c.args, err, c.want)
+		}
+		if _, serr := os.Stat(data); !os.IsNotExist(serr) {
+			t.Errorf("%v: the data directory was created (%v): serve started before refusing", c.args, serr)
+		}
+	}
+	c, err := parseServeFlags([]string{"--drain-delay", "0"}, newFlagSet())
+	if err != nil || c.DrainDelay != 0 {
+		t.Fatalf("--drain-delay 0: %v %+v", err, c)
+	}
+	t.Setenv("PUSHD_SWEEP_EVERY", "-1h")
+	if _, err := parseServeFlags(nil, newFlagSet()); err == nil || err.Error() != "--sweep-every must be positive, got -1h" {
+		t.Errorf("PUSHD_SWEEP_EVERY=-1h: err %v", err)
+	}
+}
+
 func TestServeAPIOnlyRole(t *testing.T) {
 	_, _, stop := startServe(t, t.TempDir(), "--roles", "api")
 	if err := stop(); err != nil {
