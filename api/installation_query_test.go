@@ -4,7 +4,11 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/query"
 )
 
 // queryIDs runs GET /1.1/installations with where (master key) and returns the response and
@@ -57,4 +61,44 @@ func TestInstallationQuerySelectOnChannels(t *testing.T) {
 	e.wantIDs(sel(`{}`), ids...)
 	e.wantIDs(sel(`{"tag":"odd"}`), ids[1], ids[3])
 	e.wantIDs(sel(`{"tag":"none"}`))
+}
+
+// seed stores n android installations {objectId: <prefix>NNNN, tag} directly in the store.
+func (e *testEnv) seed(prefix, tag string, n int) {
+	e.t.Helper()
+	insts := make([]push.Installation, n)
+	for i := range insts {
+		oid := fmt.Sprintf("%s%04d", prefix, i)
+		r := push.Route{ObjectID: oid, DeviceType: push.DeviceAndroid, InstallationID: "iid-" + oid, UpdatedAt: e.now.UnixMilli()}
+		doc := fmt.Sprintf(`{"objectId":%q,"deviceType":"android","installationId":"iid-%s","tag":%q,"createdAt":"2026-01-01T00:00:00.000Z","updatedAt":"2026-01-01T00:00:00.000Z"}`, oid, oid, tag)
+		insts[i] = push.Installation{Route: r, CreatedAt: e.now.UnixMilli(), Doc: []byte(doc)}
+	}
+	if err := e.st.SeedInstallations(e.app.ID, e.app.Settings.Buckets, insts); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// A sub-query whose results exclude installations may not be cut at the cap: the query is
+// refused with 300 instead of matching installations it excludes.
+func TestInstallationQueryExclusionOverCap(t *testing.T) {
+	e := newEnv(t)
+	e.seed("many", "x", query.MaxSubqueryResults+1)
+	keep, _ := e.create(`{"deviceType":"android","installationId":"keep-1","tag":"y"}`)
+	for _, where := range []string{
+		`{"objectId":{"$dontSelect":{"query":{"className":"_Installation","where":{"tag":"x"}},"key":"objectId"}}}`,
+		`{"peer":{"$notInQuery":{"className":"_Installation","where":{"tag":"x"}}}}`,
+		`{"$nor":[{"objectId":{"$select":{"query":{"className":"_Installation","where":{"tag":"x"}},"key":"objectId"}}}]}`,
+	} {
+		r, ids := e.queryIDs(where)
+		if r.Status != 400 || r.Code(t) != 300 || !strings.Contains(r.JSON(t)["error"].(string), "more than 1000") {
+			t.Errorf("where %s: got %d with %d results (%.200s), want 400 code 300 saying more than 1000", where, r.Status, len(ids), r.Body)
+		}
+	}
+	// Within the cap the exclusion is complete.
+	e.wantIDs(`{"objectId":{"$dontSelect":{"query":{"className":"_Installation","where":{"tag":"x","objectId":{"$ne":"many0000"}}},"key":"objectId"}}}`, "many0000", keep)
+	// Where a cut only loses matches, the cap applies.
+	r, ids := e.queryIDs(`{"objectId":{"$select":{"query":{"className":"_Installation","where":{"tag":"x"}},"key":"objectId"}}}`)
+	if r.Status != 200 || len(ids) != query.MaxSubqueryResults {
+		t.Errorf("positive $select over the cap: got %d with %d results, want 200 with %d", r.Status, len(ids), query.MaxSubqueryResults)
+	}
 }

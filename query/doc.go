@@ -50,7 +50,12 @@
 //	                           original's page-size cap)
 //	MaxConditions      256     field conditions plus logical operators in one query
 //	MaxSubqueries      8       $inQuery/$notInQuery/$select/$dontSelect, each a full scan
-//	MaxSubqueryResults 1000    results a sub-query contributes (the original's inner limit)
+//	MaxSubqueryResults 1000    results a sub-query contributes (the original's inner limit);
+//	                           past it the results are cut, which only loses matches, except
+//	                           for a sub-query whose results exclude installations
+//	                           ($notInQuery, $dontSelect, any sub-query under $nor or $not)
+//	                           and that has no limit of its own: cutting those would match
+//	                           installations the query excludes, so Resolve refuses them
 //	MaxRegexLen        1024    bytes of one $regex pattern
 //
 // # Concurrency

@@ -70,6 +70,9 @@ func Parse(where json.RawMessage) (*Query, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p.subs > 0 {
+		markWhole(q.root, false)
+	}
 	return q, nil
 }
 

@@ -13,11 +13,18 @@ const InstallationClass = "_Installation"
 // Resolve; before that the owning Query matches nothing.
 type subPred struct {
 	op    string // the operator, for messages
+	field string // the field it applies to, for messages
 	sub   *Query
 	key   string   // $select/$dontSelect: the sub-query field whose values are collected
 	path  []string // further steps of key
 	limit int
-	neg   bool
+	// limitSet: the sub-query has its own limit, so its first limit results are what was
+	// asked for; otherwise limit is MaxSubqueryResults.
+	limitSet bool
+	neg      bool
+	// whole: the results decide which installations the top-level query excludes (see
+	// markWhole), so a cut result set would widen the match: past the cap it is an error.
+	whole bool
 
 	ids map[string]struct{} // $inQuery/$notInQuery: objectIds of the results
 	set inSet               // $select/$dontSelect: values of key in the results
@@ -59,7 +66,7 @@ func (p *parser) subPred(op string, x any, field string, depth int) (*subPred, e
 	if !ok {
 		return nil, errQuery("%s on field %q expects an object", op, field)
 	}
-	sp := &subPred{op: op, neg: op == "$notInQuery" || op == "$dontSelect"}
+	sp := &subPred{op: op, field: field, neg: op == "$notInQuery" || op == "$dontSelect"}
 	inner := m
 	if sp.isSelect() {
 		for k := range m {
@@ -84,7 +91,8 @@ func (p *parser) subPred(op string, x any, field string, depth int) (*subPred, e
 	if err != nil {
 		return nil, err
 	}
-	sp.sub, sp.limit = sub, limit
+	_, limitSet := inner["limit"]
+	sp.sub, sp.limit, sp.limitSet = sub, limit, limitSet
 	return sp, nil
 }
 
@@ -128,7 +136,11 @@ var errEnough = errors.New("sub-query result limit reached")
 // innermost first, through run, and keeps their results for Match. run must call visit for
 // each document matching sub (sub.Match is the residual filter; sub.Hints may narrow the
 // scan) and stop when visit returns an error, returning that error (wrapping is fine): a
-// sub-query stops after MaxSubqueryResults documents or its own limit. A second call does
+// sub-query stops after its own limit, or after MaxSubqueryResults documents when cutting
+// its results only loses matches. A sub-query without a limit whose results exclude
+// installations ($notInQuery, $dontSelect, or any sub-query under $nor/$not) and that
+// matches more than MaxSubqueryResults documents is a *push.Error with code 300: excluding
+// only some of them would match installations the query excludes. A second call does
 // nothing. Resolve must not run concurrently with Match.
 func (q *Query) Resolve(ctx context.Context, run func(ctx context.Context, sub *Query, visit func(Doc) error) error) error {
 	if q == nil || q.resolved {
@@ -153,8 +165,16 @@ func (s *subPred) resolve(ctx context.Context, run func(ctx context.Context, sub
 	ids := make(map[string]struct{})
 	var set inSet
 	n := 0
+	// A whole result set must be seen to the end, so its scan runs past the cap to find out
+	// whether there is more.
+	whole := s.whole && !s.limitSet
 	visit := func(d Doc) error {
 		if n >= s.limit {
+			if whole {
+				return errQuery("the %s sub-query on field %q matches more than %d installations; "+
+					"its results decide which installations are excluded, so they may not be cut: narrow its where",
+					s.op, s.field, s.limit)
+			}
 			return errEnough
 		}
 		n++
@@ -178,7 +198,7 @@ func (s *subPred) resolve(ctx context.Context, run func(ctx context.Context, sub
 				ids[id] = struct{}{}
 			}
 		}
-		if n >= s.limit {
+		if n >= s.limit && !whole {
 			return errEnough
 		}
 		return nil
@@ -188,4 +208,43 @@ func (s *subPred) resolve(ctx context.Context, run func(ctx context.Context, sub
 	}
 	s.ids, s.set = ids, set
 	return nil
+}
+
+// markWhole flags the sub-queries under n whose results must be complete: those whose
+// results exclude installations from the top-level match. neg says whether n sits under an
+// odd number of negations ($nor, $not, field-level $not, a negated sub-query). For a
+// sub-query there, fewer results would mean more matches.
+func markWhole(n node, neg bool) {
+	switch n := n.(type) {
+	case andNode:
+		for _, c := range n {
+			markWhole(c, neg)
+		}
+	case orNode:
+		for _, c := range n {
+			markWhole(c, neg)
+		}
+	case norNode:
+		for _, c := range n {
+			markWhole(c, !neg)
+		}
+	case notNode:
+		markWhole(n.n, !neg)
+	case *fieldNode:
+		for _, p := range n.preds {
+			markWholePred(p, neg)
+		}
+	}
+}
+
+func markWholePred(p pred, neg bool) {
+	switch p := p.(type) {
+	case *notPred:
+		for _, q := range p.preds {
+			markWholePred(q, !neg)
+		}
+	case *subPred:
+		p.whole = neg != p.neg
+		markWhole(p.sub.root, p.whole)
+	}
 }

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/pushd/pushd/push"
 )
 
 // scanner runs sub-queries over a fixed set of installations, as the store does.
@@ -225,6 +228,76 @@ func TestQueryParseISO(t *testing.T) {
 			}
 			if got != c.want {
 				t.Errorf("parseISO(%q): got %q, want %q", c.in, got, c.want)
+			}
+		})
+	}
+}
+
+// TestQueryResolveExclusionNeverTruncated: a sub-query whose results exclude installations
+// ($notInQuery, $dontSelect, or $inQuery/$select under $nor/$not) may not be cut at the cap:
+// excluding only some of its results would match installations the query excludes. It is an
+// error 300 instead. Where the cut only loses matches, the cap still applies silently.
+func TestQueryResolveExclusionNeverTruncated(t *testing.T) {
+	s := &scanner{}
+	for i := range MaxSubqueryResults + 1 {
+		s.docs = append(s.docs, MapDoc{"objectId": fmt.Sprintf("id%04d", i), "tag": fmt.Sprintf("t%04d", i), "peer": ptr(fmt.Sprintf("id%04d", i))})
+	}
+	small := &scanner{docs: s.docs[:MaxSubqueryResults]}
+	const (
+		inQ  = `{"$inQuery":{"className":"_Installation","where":{}}}`
+		sel  = `{"$select":{"query":{"className":"_Installation","where":{}},"key":"tag"}}`
+		ninQ = `{"$notInQuery":{"className":"_Installation","where":{}}}`
+		dsel = `{"$dontSelect":{"query":{"className":"_Installation","where":{}},"key":"tag"}}`
+	)
+	refused := []string{
+		`{"peer":` + ninQ + `}`,
+		`{"tag":` + dsel + `}`,
+		`{"$nor":[{"peer":` + inQ + `}]}`,
+		`{"$not":{"tag":` + sel + `}}`,
+		`{"tag":{"$not":` + sel + `}}`,
+		`{"$or":[{"a":1},{"$nor":[{"tag":` + sel + `}]}]}`,
+		// The outer sub-query is fine to cut, but its inner one excludes.
+		`{"peer":{"$inQuery":{"className":"_Installation","where":{"tag":` + dsel + `}}}}`,
+		// Under a $notInQuery, a positive inner sub-query decides what is excluded.
+		`{"peer":{"$notInQuery":{"className":"_Installation","where":{"tag":` + sel + `}}}}`,
+	}
+	for _, where := range refused {
+		t.Run(where, func(t *testing.T) {
+			q, err := Parse(json.RawMessage(where))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = q.Resolve(context.Background(), s.run)
+			var pe *push.Error
+			if !errors.As(err, &pe) || pe.Code != push.CodeInvalidQuery || !strings.Contains(pe.Message, "more than 1000") || !strings.Contains(pe.Message, "narrow") {
+				t.Fatalf("Resolve over %d results: got %v, want error 300 saying more than 1000 and narrow", len(s.docs), err)
+			}
+			if !q.NeedsResolve() {
+				t.Fatalf("NeedsResolve after a refused Resolve: got false, want true")
+			}
+			// Exactly the cap is complete, so it is fine.
+			q, _ = Parse(json.RawMessage(where))
+			if err := q.Resolve(context.Background(), small.run); err != nil {
+				t.Fatalf("Resolve over %d results: %v", len(small.docs), err)
+			}
+		})
+	}
+	allowed := []string{
+		`{"peer":` + inQ + `}`,
+		`{"tag":` + sel + `}`,
+		`{"$nor":[{"peer":` + ninQ + `}]}`,
+		`{"tag":{"$not":` + dsel + `}}`,
+		// An explicit limit asks for the first results.
+		`{"peer":{"$notInQuery":{"className":"_Installation","where":{},"limit":10}}}`,
+	}
+	for _, where := range allowed {
+		t.Run(where, func(t *testing.T) {
+			q, err := Parse(json.RawMessage(where))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := q.Resolve(context.Background(), s.run); err != nil {
+				t.Fatalf("Resolve: %v", err)
 			}
 		})
 	}
