@@ -263,7 +263,7 @@ func project(doc map[string]any, raw []byte, keys map[string]bool) []byte {
 // every bucket (filtered by deviceType when pinned). doc is nil unless decode or the query
 // needs it; raw aliases store memory and is valid only during fn.
 func (s *Server) scanMatching(ctx context.Context, app *push.App, q *query.Query, decode bool, fn func(doc map[string]any, raw []byte) error) error {
-	needMatch := len(q.Fields()) > 0 || q.NeedsResolve()
+	needMatch := !q.MatchesAll() || q.NeedsResolve()
 	decode = decode || needMatch
 	visit := func(raw []byte) error {
 		var doc map[string]any

@@ -102,3 +102,20 @@ func TestInstallationQueryExclusionOverCap(t *testing.T) {
 		t.Errorf("positive $select over the cap: got %d with %d results, want 200 with %d", r.Status, len(ids), query.MaxSubqueryResults)
 	}
 }
+
+// Queries that match nothing must return nothing, though they read no field.
+func TestInstallationQueryMatchNothing(t *testing.T) {
+	e := newEnv(t)
+	a, _ := e.create(`{"deviceType":"android","installationId":"none-1"}`)
+	b, _ := e.create(`{"deviceType":"android","installationId":"none-2"}`)
+	for _, where := range []string{`{"$nor":[{}]}`, `{"$not":{}}`, `[{},{"$not":{}}]`, `{"$and":[{"$nor":[{}]}]}`} {
+		e.wantIDs(where)
+		r := e.do("GET", "/1.1/installations?"+url.Values{"where": {where}, "count": {"1"}, "limit": {"0"}}.Encode(), "", e.masterHeaders()...)
+		if r.Status != 200 || r.JSON(t)["count"] != float64(0) {
+			t.Errorf("where %s count: got %d %s, want 200 with count 0", where, r.Status, r.Body)
+		}
+	}
+	for _, where := range []string{`{}`, `[{}]`, `{"$or":[{},{"x":1}]}`, `{"$nor":[{"$nor":[{}]}]}`} {
+		e.wantIDs(where, a, b)
+	}
+}

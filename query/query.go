@@ -91,6 +91,38 @@ func (q *Query) Match(d Doc) bool {
 	return q.root.match(d)
 }
 
+// MatchesAll reports whether the query has no condition at all, so that every document
+// matches without evaluating it: nothing but empty objects, $and of those, or an $or with
+// one of those. A query that reads no field is not necessarily one: {"$nor":[{}]} and
+// {"$not":{}} match nothing.
+func (q *Query) MatchesAll() bool {
+	return q == nil || matchesAll(q.root)
+}
+
+func matchesAll(n node) bool {
+	switch n := n.(type) {
+	case nil:
+		return true
+	case andNode:
+		for _, c := range n {
+			if !matchesAll(c) {
+				return false
+			}
+		}
+		return true
+	case orNode:
+		for _, c := range n {
+			if matchesAll(c) {
+				return true
+			}
+		}
+		return false
+	case *fieldNode:
+		return len(n.preds) == 0
+	}
+	return false
+}
+
 // Fields returns every top-level field name the query reads from a document, sorted
 // (fields read only by sub-queries are not included: they are read from other documents).
 func (q *Query) Fields() []string {

@@ -565,3 +565,41 @@ func TestQueryMatchConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestQueryMatchesAll(t *testing.T) {
+	cases := []struct {
+		where string
+		want  bool
+	}{
+		{``, true}, {`null`, true}, {`{}`, true}, {`[]`, true}, {`[{}]`, true}, {`[{},{}]`, true},
+		{`{"$and":[{}]}`, true},
+		{`{"$or":[{},{"a":1}]}`, true},
+		{`{"a":{"$exists":"yes"}}`, true}, // a non-boolean $exists is ignored
+		{`{"$nor":[{}]}`, false},
+		{`{"$not":{}}`, false},
+		{`{"$and":[{"$nor":[{}]}]}`, false},
+		{`[{},{"$not":{}}]`, false},
+		{`{"a":1}`, false},
+		{`{"$or":[{"a":1},{"b":1}]}`, false},
+		{`{"a":{"$exists":true}}`, false},
+	}
+	docs := []MapDoc{{}, {"a": 1.0, "b": 1.0}}
+	for _, c := range cases {
+		q, err := Parse(json.RawMessage(c.where))
+		if err != nil {
+			t.Fatalf("Parse(%s): %v", c.where, err)
+		}
+		if got := q.MatchesAll(); got != c.want {
+			t.Errorf("MatchesAll(%s): got %v, want %v", c.where, got, c.want)
+		}
+		for _, d := range docs {
+			if q.MatchesAll() && !q.Match(d) {
+				t.Errorf("MatchesAll(%s) but Match(%v) is false", c.where, d)
+			}
+		}
+	}
+	var nilQuery *Query
+	if !nilQuery.MatchesAll() {
+		t.Errorf("nil query: MatchesAll false, want true")
+	}
+}
