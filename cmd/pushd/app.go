@@ -26,13 +26,12 @@ type appKeys struct {
 
 func appCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("pushd app create", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	name := fs.String("name", "", "app name (required)")
 	asJSON := fs.Bool("json", false, `print {"appId","appKey","masterKey"} as JSON`)
 	data := fs.String("data", envOr("PUSHD_DATA", "./data"), "data directory (PUSHD_DATA)")
 	edition := fs.String("edition", string(push.EditionChina), "china|international")
 	buckets := fs.Int("buckets", push.DefaultBuckets, "bucket count, a power of two, fixed for the app's life")
-	if err := fs.Parse(args); err != nil {
+	if ok, err := parseHelpAware(fs, stdout, stderr, func() error { return fs.Parse(args) }); !ok {
 		return err
 	}
 	if *name == "" {

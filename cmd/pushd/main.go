@@ -9,6 +9,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -58,6 +59,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, hooks *te
 	}
 	fmt.Fprint(stderr, usage)
 	return fmt.Errorf("unknown command %q", args[0])
+}
+
+// parseHelpAware runs parse with fs's messages held back. Help asked for (-h, --help) is not an
+// error: the usage goes to stdout and ok is false with a nil error, so the command ends with
+// status 0. On a parse error the message and usage go to stderr.
+func parseHelpAware(fs *flag.FlagSet, stdout, stderr io.Writer, parse func() error) (ok bool, err error) {
+	var msg bytes.Buffer
+	fs.SetOutput(&msg)
+	err = parse()
+	fs.SetOutput(stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		_, werr := stdout.Write(msg.Bytes())
+		return false, werr
+	}
+	_, _ = stderr.Write(msg.Bytes())
+	return err == nil, err
 }
 
 // testHooks let tests observe a running serve. nil in production.

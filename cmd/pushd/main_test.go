@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -393,5 +395,52 @@ func TestServeCredentialUploadsAreValidated(t *testing.T) {
 	_, body = do("GET", "/admin/apps/"+app.AppID, "")
 	if strings.Contains(body, "PRIVATE KEY") || strings.Contains(body, "appSecret") || !strings.Contains(body, "apns") {
 		t.Fatalf("app view: %s, want credential kinds without secrets", body)
+	}
+}
+
+// TestServeHelpExitsZero runs main in a child process (this test binary, told by
+// PUSHD_TEST_MAIN_ARGS to act as pushd) and checks exit statuses: help asked for is not an
+// error, a missing command or a bad flag is.
+func TestServeHelpExitsZero(t *testing.T) {
+	if args, ok := os.LookupEnv("PUSHD_TEST_MAIN_ARGS"); ok {
+		os.Args = append([]string{"pushd"}, strings.Fields(args)...)
+		main()
+		os.Exit(0)
+	}
+	for _, c := range []struct {
+		args       string
+		wantStatus int
+		wantStdout string // "" when stdout must be empty
+		wantStderr string
+	}{
+		{"serve -h", 0, "-drain-delay", ""},
+		{"serve --help", 0, "-sweep-every", ""},
+		{"app create -h", 0, "-buckets", ""},
+		{"--help", 0, "pushd serve [flags]", ""},
+		{"serve --no-such-flag", 1, "", "flag provided but not defined: -no-such-flag"},
+		{"app create --no-such-flag", 1, "", "flag provided but not defined: -no-such-flag"},
+		{"", 1, "", "pushd serve [flags]"},
+	} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestServeHelpExitsZero$")
+		cmd.Env = append(os.Environ(), "PUSHD_TEST_MAIN_ARGS="+c.args)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		status := 0
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			status = exit.ExitCode()
+		} else if err != nil {
+			t.Fatalf("pushd %s: %v", c.args, err)
+		}
+		if status != c.wantStatus {
+			t.Errorf("pushd %s: exit status %d, want %d; stderr:\n%.300s", c.args, status, c.wantStatus, stderr.String())
+		}
+		if (c.wantStdout == "") != (stdout.Len() == 0) || !strings.Contains(stdout.String(), c.wantStdout) {
+			t.Errorf("pushd %s: stdout %.300q, want it to have %q", c.args, stdout.String(), c.wantStdout)
+		}
+		if (c.wantStderr == "") != (stderr.Len() == 0) || !strings.Contains(stderr.String(), c.wantStderr) {
+			t.Errorf("pushd %s: stderr %.300q, want it to have %q", c.args, stderr.String(), c.wantStderr)
+		}
 	}
 }

@@ -37,9 +37,12 @@ type parts struct {
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks *testHooks) error {
 	fs := flag.NewFlagSet("pushd serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfg, err := parseServeFlags(args, fs)
-	if err != nil {
+	var cfg *serveConfig
+	ok, err := parseHelpAware(fs, stdout, stderr, func() (err error) {
+		cfg, err = parseServeFlags(args, fs)
+		return err
+	})
+	if !ok {
 		return err
 	}
 	log, err := telemetry.NewLogger(telemetry.LoggerConfig{Dev: cfg.Dev, Level: cfg.LogLevel})
