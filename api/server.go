@@ -263,6 +263,17 @@ func (s *Server) SetReady(ok bool) { s.ready.Store(ok) }
 // Handler returns the root request handler (for tests and embedding).
 func (s *Server) Handler() fasthttp.RequestHandler { return s.serve }
 
+// allowedMethods lists the methods some route takes on path, for a 405's Allow header.
+func (s *Server) allowedMethods(path []byte) string {
+	var out []string
+	for _, m := range [...]string{"GET", "POST", "PUT", "DELETE"} {
+		if rt, _, _ := s.match([]byte(m), path); rt != nil {
+			out = append(out, m)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
 // match finds the route of a path. It returns the route (nil if none), the parameter
 // values, and whether some route has this path with another method.
 func (s *Server) match(method, path []byte) (*route, []string, bool) {
@@ -332,6 +343,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	if rt == nil {
 		rt = s.notFound
 		if otherMethod {
+			ctx.Response.Header.Set("Allow", s.allowedMethods(ctx.Path()))
 			writeErrorStatus(ctx, fasthttp.StatusMethodNotAllowed,
 				push.Errorf(push.CodeNotFoundRoute, "method %s is not allowed on %s", ctx.Method(), ctx.Path()))
 		} else {

@@ -136,6 +136,13 @@ func TestAPIRouteErrors(t *testing.T) {
 	if r.Status != 405 || r.Code(t) != 404 {
 		t.Fatalf("wrong method: %d %s", r.Status, r.Body)
 	}
+	if allow := string(r.Header.Peek("Allow")); allow != "GET, POST" {
+		t.Fatalf("405 on the collection: Allow %q, want GET, POST", allow)
+	}
+	r = e.do("POST", "/1.1/installations/abc", "{}", e.appHeaders()...)
+	if allow := string(r.Header.Peek("Allow")); r.Status != 405 || allow != "GET, PUT, DELETE" {
+		t.Fatalf("405 on one installation: %d, Allow %q, want GET, PUT, DELETE", r.Status, allow)
+	}
 	r = e.do("GET", "/1.1/installations/a/b/c/d/e/f/g/h/i/j", "", e.appHeaders()...)
 	if r.Status != 404 {
 		t.Fatalf("deep path: %d", r.Status)
