@@ -285,7 +285,10 @@ func (s *Server) scanMatching(ctx context.Context, app *push.App, q *query.Query
 		for _, id := range ids {
 			oid := id
 			if kind != "" {
-				found, err := st.LookupDevice(ctx, app.ID, kind, canonicalHintID(kind, id))
+				// The index holds ids as stored (iOS tokens and installationIds lower-cased
+				// on write, other tokens as sent) and Match compares exactly, so the id is
+				// looked up as queried: another case could only find a document Match refuses.
+				found, err := st.LookupDevice(ctx, app.ID, kind, id)
 				if errors.Is(err, store.ErrNotFound) {
 					continue
 				}
@@ -342,15 +345,6 @@ func pointHint(h query.Hints) ([]string, push.IDKind, bool) {
 		return h.RegistrationIDs, push.KindRegID, true
 	}
 	return nil, "", false
-}
-
-// canonicalHintID maps a queried id to its stored form for the index lookup; the residual
-// Match still compares the value exactly as queried.
-func canonicalHintID(kind push.IDKind, id string) string {
-	if kind == push.KindRegID {
-		return id
-	}
-	return lowerASCII(id)
 }
 
 type sortEntry struct {

@@ -119,3 +119,21 @@ func TestInstallationQueryMatchNothing(t *testing.T) {
 		e.wantIDs(where, a, b)
 	}
 }
+
+// The by_device index holds device ids as stored: an FCM token keeps its case (only iOS
+// tokens and installationIds are lower-cased on write), so a query by deviceToken must look
+// up the token as given.
+func TestInstallationQueryDeviceTokenKeepsCase(t *testing.T) {
+	e := newEnv(t)
+	const fcm = "FcmTokenMixedCase:APA91b"
+	oid, _ := e.create(`{"deviceType":"android","installationId":"case-1","deviceToken":"` + fcm + `"}`)
+	ios, _ := e.create(`{"deviceType":"ios","deviceToken":"` + tokA + `"}`)
+	e.wantIDs(`{"deviceToken":"`+fcm+`"}`, oid)
+	e.wantIDs(`{"deviceToken":{"$in":["`+fcm+`","nope"]}}`, oid)
+	e.wantIDs(`{"deviceToken":{"$in":["`+fcm+`","`+strings.ToLower(tokA)+`"]}}`, oid, ios)
+	// Stored values compare exactly: a token in another case is another token.
+	e.wantIDs(`{"deviceToken":"` + strings.ToLower(fcm) + `"}`)
+	e.wantIDs(`{"deviceToken":"` + tokA + `"}`)
+	e.wantIDs(`{"installationId":"CASE-1"}`)
+	e.wantIDs(`{"installationId":"case-1"}`, oid)
+}

@@ -93,3 +93,29 @@ func TestFanoutWhereSelectOnChannels(t *testing.T) {
 	nested := `{"objectId":{"$select":{"query":{"className":"_Installation","where":{"channels":` + sel + `}},"key":"objectId"}}}`
 	wantDelivered(t, nested, e.pushTo(snd, nested), ids...)
 }
+
+// A where pinning device ids plans point tasks whose ids the worker looks up in by_device as
+// queried: an FCM token keeps its case in the index, so it must be found as given.
+func TestFanoutWhereDeviceTokenKeepsCase(t *testing.T) {
+	e := newEnv(t)
+	e.createApp(16, nil)
+	const fcm = "FcmTokenMixedCase:APA91b"
+	ids := e.seedDocs(16,
+		`{"objectId":"fcm1","deviceType":"android","installationId":"iid-fcm1","deviceToken":"`+fcm+`"}`,
+		`{"objectId":"ios1","deviceType":"ios","deviceToken":"`+fmt.Sprintf("%064x", 7)+`"}`,
+	)
+	snd := newRecSender()
+	e.start(DefaultWorkerConfig(), snd, 1)
+	for _, c := range []struct {
+		where string
+		want  []string
+	}{
+		{`{"deviceToken":"` + fcm + `"}`, ids[:1]},
+		{`{"deviceToken":{"$in":["` + fcm + `","nope"]}}`, ids[:1]},
+		{`{"deviceToken":{"$in":["` + fcm + `","` + fmt.Sprintf("%064x", 7) + `"]}}`, ids},
+		{`{"deviceToken":"fcmtokenmixedcase:apa91b"}`, nil},
+		{`{"installationId":"iid-fcm1"}`, ids[:1]},
+	} {
+		wantDelivered(t, c.where, e.pushTo(snd, c.where), c.want...)
+	}
+}
