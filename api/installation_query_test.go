@@ -137,3 +137,19 @@ func TestInstallationQueryDeviceTokenKeepsCase(t *testing.T) {
 	e.wantIDs(`{"installationId":"CASE-1"}`)
 	e.wantIDs(`{"installationId":"case-1"}`, oid)
 }
+
+// A Date's iso without a zone is UTC, as push_time reads it; garbage is still refused.
+func TestInstallationQueryDateWithoutZone(t *testing.T) {
+	e := newEnv(t) // e.now is 2026-03-04T05:06:07.891Z
+	oid, _ := e.create(`{"deviceType":"android","installationId":"date-1"}`)
+	date := func(iso string) string { return `{"__type":"Date","iso":"` + iso + `"}` }
+	e.wantIDs(`{"createdAt":`+date("2026-03-04T05:06:07.891")+`}`, oid)
+	e.wantIDs(`{"createdAt":{"$gt":`+date("2026-03-04T05:06:07")+`}}`, oid)
+	e.wantIDs(`{"createdAt":{"$lt":` + date("2026-03-04T05:06:07") + `}}`)
+	for _, iso := range []string{"yesterday", "2026-03-04", "2026-03-04T05:06:07+0800", "2026-03-04T05:06"} {
+		r, _ := e.queryIDs(`{"createdAt":` + date(iso) + `}`)
+		if r.Status != 400 || r.Code(t) != 111 || !strings.Contains(r.JSON(t)["error"].(string), "ISO 8601") {
+			t.Errorf("iso %q: got %d %s, want 400 code 111 naming ISO 8601", iso, r.Status, r.Body)
+		}
+	}
+}

@@ -33,7 +33,8 @@
 //	$or $and $nor arrays of sub-queries; $not (top level) negates one sub-query
 //
 // Typed operands: {"__type":"Date","iso":…} compares against both stored date forms (an ISO
-// 8601 string such as createdAt, and a Date object); {"__type":"GeoPoint","latitude":…,
+// 8601 string such as createdAt, and a Date object); iso is YYYY-MM-DDTHH:MM:SS, optionally
+// with a fraction of up to 9 digits, then Z, ±HH:MM or nothing (meaning UTC); {"__type":"GeoPoint","latitude":…,
 // "longitude":…}; {"__type":"Pointer","className":…,"objectId":…}. Regular expressions use
 // Go's RE2 engine, so matching time is linear in the input whatever the pattern.
 //

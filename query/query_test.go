@@ -153,6 +153,9 @@ func TestQueryDates(t *testing.T) {
 		{"date vs non date string", `{"timeZone":{"$gt":{"__type":"Date","iso":"2000-01-01T00:00:00Z"}}}`, "", false},
 		{"date vs number", `{"badge":{"$gt":{"__type":"Date","iso":"2000-01-01T00:00:00Z"}}}`, "", false},
 		{"string operand compares strings", `{"createdAt":{"$gt":"2015"}}`, "", true},
+		{"iso without zone is UTC", `{"createdAt":{"__type":"Date","iso":"2015-06-29T01:39:35.931"}}`, "", true},
+		{"iso without zone or fraction", `{"updatedAt":{"$gte":{"__type":"Date","iso":"2024-03-01T12:00:00"}}}`, "", true},
+		{"iso without zone is not local time", `{"updatedAt":{"$gt":{"__type":"Date","iso":"2024-03-01T12:00:00"}}}`, "", false},
 	})
 }
 
@@ -364,6 +367,9 @@ func TestQueryParseErrors(t *testing.T) {
 		{"$not not object", `{"a":{"$not":1}}`, push.CodeInvalidQuery, "$not"},
 		{"operator in value", `{"a":{"$in":[{"$gt":1}]}}`, push.CodeInvalidQuery, "$gt"},
 		{"bad date", `{"a":{"__type":"Date","iso":"yesterday"}}`, push.CodeInvalidType, "Date"},
+		{"date without time", `{"a":{"__type":"Date","iso":"2020-01-01"}}`, push.CodeInvalidType, "Date"},
+		{"date with a bad zone", `{"a":{"__type":"Date","iso":"2020-01-01T00:00:00+0800"}}`, push.CodeInvalidType, "Date"},
+		{"date not a string", `{"a":{"__type":"Date","iso":5}}`, push.CodeInvalidType, "Date"},
 		{"date without iso", `{"a":{"__type":"Date"}}`, push.CodeInvalidType, "Date"},
 		{"bad latitude", `{"a":{"__type":"GeoPoint","latitude":91,"longitude":0}}`, push.CodeInvalidType, "latitude"},
 		{"unknown type", `{"a":{"__type":"Bytes","base64":""}}`, push.CodeInvalidType, "Bytes"},

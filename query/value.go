@@ -95,7 +95,7 @@ func parseTyped(x map[string]any, field string) (value, error) {
 		}
 		t, ok := parseISO(iso)
 		if !ok {
-			return value{}, errType("field %q: invalid Date iso %q", field, clip(iso))
+			return value{}, errType("field %q: invalid Date iso %q: want an ISO 8601 time such as 2030-01-02T15:04:05.000Z (a time without zone is UTC)", field, clip(iso))
 		}
 		return value{kind: kindDate, t: t}, nil
 	case "GeoPoint":
@@ -321,10 +321,11 @@ func cmpBool(a, b bool) int {
 	return 1
 }
 
-// parseISO parses an ISO 8601 timestamp of the form YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)
-// without allocating, also on failure (document fields are parsed per row).
+// parseISO parses an ISO 8601 timestamp of the form YYYY-MM-DDTHH:MM:SS[.fraction][Z|±HH:MM]
+// without allocating, also on failure (document fields are parsed per row). Without a zone
+// the time is UTC, as pushd's push_time reads it.
 func parseISO(s string) (time.Time, bool) {
-	if len(s) < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
+	if len(s) < 19 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
 		return time.Time{}, false
 	}
 	year, ok1 := digits(s[0:4])
@@ -339,7 +340,7 @@ func parseISO(s string) (time.Time, bool) {
 	}
 	i := 19
 	nsec := 0
-	if s[i] == '.' {
+	if i < len(s) && s[i] == '.' {
 		i++
 		start := i
 		scale := 100000000
@@ -348,13 +349,13 @@ func parseISO(s string) (time.Time, bool) {
 			scale /= 10
 			i++
 		}
-		if i == start || i-start > 9 || i >= len(s) {
+		if i == start || i-start > 9 {
 			return time.Time{}, false
 		}
 	}
 	offset := 0
 	switch rest := s[i:]; {
-	case rest == "Z":
+	case rest == "Z", rest == "":
 	case len(rest) == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':':
 		oh, ok1 := digits(rest[1:3])
 		om, ok2 := digits(rest[4:6])
