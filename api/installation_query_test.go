@@ -153,3 +153,35 @@ func TestInstallationQueryDateWithoutZone(t *testing.T) {
 		}
 	}
 }
+
+// On createdAt and updatedAt a string operand is a date (Parse Server's valueAsDate), so
+// equal times written differently match and comparisons go by instant, not by text.
+func TestInstallationQueryDateStrings(t *testing.T) {
+	e := newEnv(t) // e.now is 2026-03-04T05:06:07.891Z
+	oid, _ := e.create(`{"deviceType":"android","installationId":"dstr-1"}`)
+	for _, where := range []string{
+		`{"createdAt":"2026-03-04T05:06:07.891Z"}`,
+		`{"createdAt":"2026-03-04T13:06:07.891+08:00"}`,
+		`{"createdAt":{"$eq":"2026-03-04T05:06:07.891"}}`,
+		`{"updatedAt":{"$gt":"2026-03-04T12:00:00+08:00"}}`, // 04:00Z; as text "05:06" < "12:00"
+		`{"updatedAt":{"$lte":"2026-03-04T05:06:07.891Z","$gte":"2026-03-04T05:06:07Z"}}`,
+		`{"createdAt":{"$in":["2020-01-01T00:00:00Z","2026-03-04T05:06:07.891+00:00"]}}`,
+		`{"createdAt":{"$nin":["2026-03-04T05:06:07Z"]}}`,
+		`{"createdAt":{"$ne":"2026-03-04T05:06:07Z"}}`,
+	} {
+		e.wantIDs(where, oid)
+	}
+	for _, where := range []string{
+		`{"createdAt":"2026-03-04T05:06:07Z"}`,
+		`{"updatedAt":{"$gt":"2026-03-04T14:00:00+08:00"}}`,
+		`{"createdAt":{"$ne":"2026-03-04T13:06:07.891+08:00"}}`,
+	} {
+		e.wantIDs(where)
+	}
+	for _, where := range []string{`{"createdAt":"2026"}`, `{"updatedAt":{"$gt":"yesterday"}}`, `{"createdAt":{"$in":["2026-03-04T05:06:07Z","x"]}}`} {
+		r, _ := e.queryIDs(where)
+		if r.Status != 400 || r.Code(t) != 111 || !strings.Contains(r.JSON(t)["error"].(string), "ISO 8601") {
+			t.Errorf("where %s: got %d %s, want 400 code 111 naming ISO 8601", where, r.Status, r.Body)
+		}
+	}
+}

@@ -119,3 +119,27 @@ func TestFanoutWhereDeviceTokenKeepsCase(t *testing.T) {
 		wantDelivered(t, c.where, e.pushTo(snd, c.where), c.want...)
 	}
 }
+
+// A string operand on createdAt/updatedAt is a date in the worker's residual filter too
+// (createdAt read from the document, updatedAt from the route).
+func TestFanoutWhereDateStrings(t *testing.T) {
+	e := newEnv(t)
+	e.createApp(16, nil)
+	ids := e.seedDocs(16,
+		`{"objectId":"old","deviceType":"android","installationId":"iid-old","createdAt":"2019-12-31T23:00:00.000Z"}`,
+		`{"objectId":"new","deviceType":"android","installationId":"iid-new","createdAt":"2020-01-01T01:00:00.000Z"}`,
+	)
+	snd := newRecSender()
+	e.start(DefaultWorkerConfig(), snd, 1)
+	for _, c := range []struct {
+		where string
+		want  []string
+	}{
+		{`{"createdAt":{"$gte":"2020-01-01T08:00:00+08:00"}}`, ids[1:]}, // as text "2019…" and "2020-01-01T01" are both below
+		{`{"createdAt":"2020-01-01T09:00:00+08:00"}`, ids[1:]},
+		{`{"createdAt":{"$lt":"2020-01-01T00:00:00"}}`, ids[:1]},
+		{`{"updatedAt":{"$gt":"2020-01-01T00:00:00Z"}}`, ids},
+	} {
+		wantDelivered(t, c.where, e.pushTo(snd, c.where), c.want...)
+	}
+}

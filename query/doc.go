@@ -33,9 +33,12 @@
 //	$or $and $nor arrays of sub-queries; $not (top level) negates one sub-query
 //
 // Typed operands: {"__type":"Date","iso":…} compares against both stored date forms (an ISO
-// 8601 string such as createdAt, and a Date object); iso is YYYY-MM-DDTHH:MM:SS, optionally
-// with a fraction of up to 9 digits, then Z, ±HH:MM or nothing (meaning UTC); {"__type":"GeoPoint","latitude":…,
-// "longitude":…}; {"__type":"Pointer","className":…,"objectId":…}. Regular expressions use
+// 8601 string such as createdAt, and a Date object); {"__type":"GeoPoint","latitude":…,
+// "longitude":…}; {"__type":"Pointer","className":…,"objectId":…}. A Date's iso is
+// YYYY-MM-DDTHH:MM:SS, optionally with a fraction of up to 9 digits, then Z, ±HH:MM or
+// nothing (meaning UTC). On createdAt and updatedAt a plain string operand (equality, $eq,
+// $ne, $lt…$gte, elements of $in, $nin, $all, $containedBy) is read as a Date's iso, as
+// Parse Server does; one that is not such a time is an error 111. Regular expressions use
 // Go's RE2 engine, so matching time is linear in the input whatever the pattern.
 //
 // # Limits

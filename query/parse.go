@@ -155,7 +155,7 @@ func (p *parser) field(name string, v any, depth int, q *Query) (node, error) {
 	if err := p.count(); err != nil {
 		return nil, err
 	}
-	val, err := parseValue(v, name)
+	val, err := operand(v, name)
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +192,7 @@ func (p *parser) ops(field string, m map[string]any, depth int, q *Query) ([]pre
 		}
 		switch k {
 		case "$eq", "$ne":
-			val, err := parseValue(x, field)
+			val, err := operand(x, field)
 			if err != nil {
 				return nil, err
 			}
@@ -202,7 +202,7 @@ func (p *parser) ops(field string, m map[string]any, depth int, q *Query) ([]pre
 				preds = append(preds, &nePred{eq: eqPred{v: val}})
 			}
 		case "$lt", "$lte", "$gt", "$gte":
-			val, err := parseValue(x, field)
+			val, err := operand(x, field)
 			if err != nil {
 				return nil, err
 			}
@@ -320,13 +320,29 @@ func list(x any, op, field string) ([]value, error) {
 	}
 	vals := make([]value, len(arr))
 	for i, e := range arr {
-		v, err := parseValue(e, field)
+		v, err := operand(e, field)
 		if err != nil {
 			return nil, err
 		}
 		vals[i] = v
 	}
 	return vals, nil
+}
+
+// operand parses a value a field is compared with (equality, $eq, $ne, $lt/$lte/$gt/$gte,
+// the elements of $in, $nin, $all, $containedBy). On createdAt and updatedAt a string is a
+// date, as Parse Server reads it (MongoTransform's valueAsDate): those fields hold times,
+// and comparing their text would miss equal times written differently.
+func operand(x any, field string) (value, error) {
+	if s, ok := x.(string); ok && (field == "createdAt" || field == "updatedAt") {
+		t, ok := parseISO(s)
+		if !ok {
+			return value{}, errType("field %q holds dates: %q is not an ISO 8601 time such as 2030-01-02T15:04:05.000Z "+
+				"(a time without zone is UTC; a Date object {\"__type\":\"Date\",\"iso\":…} works too)", field, clip(s))
+		}
+		return value{kind: kindDate, t: t}, nil
+	}
+	return parseValue(x, field)
 }
 
 // nearSphere parses $nearSphere and its sibling maximum distance.
