@@ -185,3 +185,21 @@ func TestInstallationQueryDateStrings(t *testing.T) {
 		}
 	}
 }
+
+// Values of types _Installation has no column of are not supported: 300, like any other
+// unsupported part of a where (a malformed Date stays 111).
+func TestInstallationQueryUnsupportedTypes(t *testing.T) {
+	e := newEnv(t)
+	for where, code := range map[string]int{
+		`{"a":{"__type":"Bytes","base64":"AA=="}}`:                               300,
+		`{"a":{"$in":[{"__type":"Polygon","coordinates":[[0,0],[0,1],[1,0]]}]}}`: 300,
+		`{"a":{"__type":"Object","className":"X"}}`:                              300,
+		`{"a":{"__type":"File","name":"f.png"}}`:                                 300,
+		`{"a":{"__type":"Date","iso":"soon"}}`:                                   111,
+	} {
+		r, _ := e.queryIDs(where)
+		if r.Status != 400 || r.Code(t) != code {
+			t.Errorf("where %s: got %d %s, want 400 code %d", where, r.Status, r.Body, code)
+		}
+	}
+}

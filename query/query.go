@@ -50,7 +50,8 @@ type Query struct {
 
 // Parse parses a `where` query. nil, empty, `null`, `{}` and `[]` match everything. The
 // error is a *push.Error: code 107 for malformed JSON, 111 for a malformed typed value
-// (Date, GeoPoint, Pointer), 300 for everything else.
+// (Date, GeoPoint, Pointer) or a createdAt/updatedAt string that is no time, 300 for
+// everything else (other __type values included).
 func Parse(where json.RawMessage) (*Query, error) {
 	if len(where) > MaxQueryBytes {
 		return nil, errQuery("query is %d bytes, more than the limit of %d", len(where), MaxQueryBytes)

@@ -393,7 +393,15 @@ func TestQueryParseErrors(t *testing.T) {
 		{"createdAt in a sub-query not a date", `{"a":{"$inQuery":{"className":"_Installation","where":{"createdAt":"x"}}}}`, push.CodeInvalidType, "ISO 8601"},
 		{"date without iso", `{"a":{"__type":"Date"}}`, push.CodeInvalidType, "Date"},
 		{"bad latitude", `{"a":{"__type":"GeoPoint","latitude":91,"longitude":0}}`, push.CodeInvalidType, "latitude"},
-		{"unknown type", `{"a":{"__type":"Bytes","base64":""}}`, push.CodeInvalidType, "Bytes"},
+		// Decision 9 of the where language: values of types _Installation has no column of
+		// are not supported (300), unlike a malformed Date, GeoPoint or Pointer (111).
+		{"Bytes value", `{"a":{"__type":"Bytes","base64":""}}`, push.CodeInvalidQuery, "Bytes"},
+		{"Polygon value", `{"a":{"__type":"Polygon","coordinates":[[0,0],[0,1],[1,0]]}}`, push.CodeInvalidQuery, "Polygon"},
+		{"File value", `{"a":{"__type":"File","name":"f.png"}}`, push.CodeInvalidQuery, "File"},
+		{"Object value", `{"a":{"__type":"Object","className":"X","objectId":"y"}}`, push.CodeInvalidQuery, "Object"},
+		{"Polygon in $in", `{"a":{"$in":[{"__type":"Polygon","coordinates":[]}]}}`, push.CodeInvalidQuery, "Polygon"},
+		{"unknown type", `{"a":{"__type":"Foo"}}`, push.CodeInvalidQuery, "Date, GeoPoint, Pointer"},
+		{"type not a string", `{"a":{"__type":5}}`, push.CodeInvalidQuery, "__type"},
 		{"bad pointer", `{"a":{"__type":"Pointer","objectId":"x"}}`, push.CodeInvalidType, "Pointer"},
 		{"maxDistance alone", `{"a":{"$maxDistanceInMiles":1}}`, push.CodeInvalidQuery, "$nearSphere"},
 		{"two maxDistances", `{"a":{"$nearSphere":{"__type":"GeoPoint","latitude":1,"longitude":1},"$maxDistance":1,"$maxDistanceInMiles":1}}`, push.CodeInvalidQuery, "both"},

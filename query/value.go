@@ -116,7 +116,13 @@ func parseTyped(x map[string]any, field string) (value, error) {
 		}
 		return value{kind: kindPtr, c: cls, s: id}, nil
 	}
-	return value{}, errType("field %q: unsupported __type %q", field, clip(typ))
+	// Other types (Bytes, File, Polygon, Object, Relation, …) have no column on
+	// _Installation to compare with: not supported (docs/decisions.md, where language 9),
+	// which is a query error, not a malformed value.
+	if typ == "" {
+		return value{}, errQuery("field %q: __type must be a string: one of Date, GeoPoint, Pointer", field)
+	}
+	return value{}, errQuery("field %q: __type %q is not supported in a query (supported: Date, GeoPoint, Pointer)", field, clip(typ))
 }
 
 func checkGeo(lat, lng float64, field string) error {
