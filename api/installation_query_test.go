@@ -203,3 +203,21 @@ func TestInstallationQueryUnsupportedTypes(t *testing.T) {
 		}
 	}
 }
+
+// Parse Server flattens arrays in a $in/$nin list one level and takes $all with regex
+// values (the SDKs' containsAllStartingWith).
+func TestInstallationQueryNestedInAndAllRegex(t *testing.T) {
+	e := newEnv(t)
+	a, _ := e.create(`{"deviceType":"android","installationId":"nest-1","channels":["sports","news"]}`)
+	b, _ := e.create(`{"deviceType":"android","installationId":"nest-2","channels":["music"]}`)
+	e.wantIDs(`{"channels":{"$in":[["news","art"]]}}`, a)
+	e.wantIDs(`{"channels":{"$nin":[["news","art"]]}}`, b)
+	e.wantIDs(`{"installationId":{"$in":[["nest-2","nest-9"]]}}`, b) // a point lookup through the hint
+	e.wantIDs(`{"channels":{"$all":[{"$regex":"^spo"},{"$regex":"^ne"}]}}`, a)
+	e.wantIDs(`{"channels":{"$all":[{"$regex":"^MU","$options":"i"}]}}`, b)
+	e.wantIDs(`{"channels":{"$all":[{"$regex":"^spo"},{"$regex":"^mu"}]}}`)
+	r, _ := e.queryIDs(`{"channels":{"$all":["news",{"$regex":"^spo"}]}}`)
+	if r.Status != 400 || r.Code(t) != 300 {
+		t.Errorf("$all mixing values and regexes: got %d %s, want 400 code 300", r.Status, r.Body)
+	}
+}

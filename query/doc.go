@@ -15,8 +15,11 @@
 //	                                  {"k": null} also matches a missing field
 //	$eq $ne       equal / not equal   $ne on an array field: no element equals
 //	$lt $lte $gt $gte                 numbers, strings, dates, booleans; any array element
-//	$in $nin      list membership     any element in the list / no element in the list
-//	$all          every listed value is contained (an empty list matches nothing)
+//	$in $nin      list membership     any element in the list / no element in the list;
+//	                                  arrays in the list are flattened one level (Parse)
+//	$all          every listed value is contained (an empty list matches nothing); or,
+//	              when every value is {"$regex": p[, "$options": o]}, every regex matches
+//	              the string or one of the array's elements (mixing the two is an error)
 //	$containedBy  every element of the field is in the list (a scalar: is in the list)
 //	$exists       true/false: field present or absent (a non-boolean operand is ignored)
 //	$regex        RE2 syntax plus \Q...\E quoting; $options i, m, s, x

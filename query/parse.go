@@ -222,12 +222,19 @@ func (p *parser) ops(field string, m map[string]any, depth int, q *Query) ([]pre
 			}
 			preds = append(preds, &cmpPred{op: op, v: val})
 		case "$in", "$nin":
-			vals, err := list(x, k, field)
+			vals, err := list(flatten(x), k, field)
 			if err != nil {
 				return nil, err
 			}
 			preds = append(preds, &inPred{set: newInSet(vals), neg: k == "$nin"})
 		case "$all":
+			if res, ok, err := regexList(x, field); ok || err != nil {
+				if err != nil {
+					return nil, err
+				}
+				preds = append(preds, &allRegexPred{res: res})
+				break
+			}
 			vals, err := list(x, k, field)
 			if err != nil {
 				return nil, err
@@ -327,6 +334,88 @@ func list(x any, op, field string) ([]value, error) {
 		vals[i] = v
 	}
 	return vals, nil
+}
+
+// flatten spreads the arrays among the elements of an array operand one level, as Parse
+// Server does for $in and $nin (transformConstraint's flatMap): [["a","b"],"c"] is
+// ["a","b","c"]. Anything else is returned as is.
+func flatten(x any) any {
+	arr, ok := x.([]any)
+	if !ok {
+		return x
+	}
+	nested := false
+	for _, e := range arr {
+		if _, isArr := e.([]any); isArr {
+			nested = true
+			break
+		}
+	}
+	if !nested {
+		return x
+	}
+	var out []any
+	for _, e := range arr {
+		if a, isArr := e.([]any); isArr {
+			out = append(out, a...)
+			if len(out) > MaxListLen {
+				break // list reports the limit
+			}
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// regexList parses the operand of $all when its elements are {"$regex": p[, "$options": o]}
+// objects (the SDKs' containsAllStartingWith). ok is false when none is; Parse Server
+// refuses a list mixing regexes and values, and so does this.
+func regexList(x any, field string) (res []regexPred, ok bool, err error) {
+	arr, isArr := x.([]any)
+	if !isArr {
+		return nil, false, nil
+	}
+	n := 0
+	for _, e := range arr {
+		if m, isMap := e.(map[string]any); isMap {
+			if _, has := m["$regex"]; has {
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return nil, false, nil
+	}
+	if n != len(arr) {
+		return nil, true, errQuery("$all on field %q: either every value is a {\"$regex\": …} or none is", field)
+	}
+	if len(arr) > MaxListLen {
+		return nil, true, errQuery("$all on field %q has %d values, more than the limit of %d", field, len(arr), MaxListLen)
+	}
+	res = make([]regexPred, len(arr))
+	for i, e := range arr {
+		m := e.(map[string]any)
+		for k := range m {
+			if k != "$regex" && k != "$options" {
+				return nil, true, errQuery("$all on field %q: a regex value has only $regex and $options, not %s", field, clip(k))
+			}
+		}
+		pat, isStr := m["$regex"].(string)
+		if !isStr {
+			return nil, true, errQuery("$regex in $all on field %q expects a string", field)
+		}
+		var opts string
+		if o, present := m["$options"]; present {
+			if opts, isStr = o.(string); !isStr {
+				return nil, true, errQuery("$options in $all on field %q expects a string", field)
+			}
+		}
+		if res[i].re, err = compileRegex(pat, opts, field); err != nil {
+			return nil, true, err
+		}
+	}
+	return res, true, nil
 }
 
 // operand parses a value a field is compared with (equality, $eq, $ne, $lt/$lte/$gt/$gte,

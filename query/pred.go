@@ -267,6 +267,19 @@ func (p *allPred) test(v any, ok bool) bool {
 	return true
 }
 
+// allRegexPred is $all with regex values: each regex matches the string, or an element of
+// the array; an empty list never occurs (it parses as allPred).
+type allRegexPred struct{ res []regexPred }
+
+func (p *allRegexPred) test(v any, ok bool) bool {
+	for i := range p.res {
+		if !p.res[i].test(v, ok) {
+			return false
+		}
+	}
+	return true
+}
+
 // containedByPred is $containedBy: every element of the field is in the list.
 type containedByPred struct{ set inSet }
 

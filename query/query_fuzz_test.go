@@ -35,6 +35,10 @@ var fuzzSeeds = []string{
 	`{"owner":{"__type":"Pointer","className":"_User","objectId":"u1"},"p.q":{"$eq":[1,{"a":2}]}}`,
 	`{"a":{"$in":[{"__type":"Date","iso":"2000-01-01T00:00:00Z"},null,1,"s",[1]]}}`,
 	`{"a":{"$exists":1},"b":{"$nin":[]}}`,
+	`{"c":{"$in":[["a","b"],"c",[["d"]]]},"d":{"$all":[{"$regex":"^a","$options":"i"},{"$regex":"b"}]}}`,
+	`{"createdAt":"2020-01-01T00:00:00","updatedAt":{"$gt":"2020-01-01T00:00:00.5+08:00","$in":["2021-01-01T00:00:00Z"]}}`,
+	`{"peer":{"$notInQuery":{"className":"_Installation","where":{"t":{"$select":{"query":{"className":"_Installation"},"key":"t"}}}}}}`,
+	`{"$nor":[{}],"$not":{"a":{"$not":{"$dontSelect":{"query":{"className":"_Installation","where":{}},"key":"a"}}}}}`,
 	`{"a":{"$bad":1}}`, `{"a":`, `"x"`, `null`, `{}`, `[]`,
 }
 
@@ -67,6 +71,13 @@ func FuzzQueryParse(f *testing.F) {
 		q.Match(nil)
 		_ = q.Hints()
 		_ = q.Fields()
+		if q.MatchesAll() && !q.NeedsResolve() {
+			for _, d := range docs {
+				if !q.Match(d) {
+					t.Fatalf("Parse(%q): MatchesAll, but Match(%v) is false", where, d)
+				}
+			}
+		}
 		if q.NeedsResolve() {
 			s := &scanner{docs: docs}
 			if err := q.Resolve(context.Background(), s.run); err != nil {

@@ -187,7 +187,12 @@ func TestQueryIn(t *testing.T) {
 		{"missing field", `{"nosuch":{"$in":["x"]}}`, "", false},
 		{"null in list matches missing", `{"nosuch":{"$in":[null]}}`, "", true},
 		{"mixed types", `{"valid":{"$in":["x",1,true]}}`, "", true},
-		{"whole array as element", `{"channels":{"$in":[["sports","news"]]}}`, "", true},
+		// A nested array is flattened one level, as Parse Server does (transformConstraint).
+		{"nested array flattened", `{"channels":{"$in":[["music","news"]]}}`, "", true},
+		{"nested array flattened, none in", `{"channels":{"$in":[["music"],"art"]}}`, "", false},
+		{"nested array on a scalar", `{"deviceType":{"$in":[["android","ios"]]}}`, "", true},
+		{"deeper array stays a value", `{"channels":{"$in":[[["sports","news"]]]}}`, "", true},
+		{"deeper array stays a value, differs", `{"channels":{"$in":[[["news"]]]}}`, "", false},
 	})
 	// A long list goes through the hash sets.
 	long := `{"objectId":{"$in":[` + strings.Repeat(`"x",`, 900) + `"o1"]}}`
@@ -202,6 +207,8 @@ func TestQueryNin(t *testing.T) {
 		{"array no element in", `{"channels":{"$nin":["music","art"]}}`, "", true},
 		{"missing field", `{"nosuch":{"$nin":["x"]}}`, "", true},
 		{"empty list", `{"deviceType":{"$nin":[]}}`, "", true},
+		{"nested array flattened", `{"channels":{"$nin":[["music","news"]]}}`, "", false},
+		{"nested array flattened, none in", `{"channels":{"$nin":[["music"],["art"]]}}`, "", true},
 	})
 }
 
@@ -211,6 +218,13 @@ func TestQueryAll(t *testing.T) {
 		{"one missing", `{"channels":{"$all":["news","music"]}}`, "", false},
 		{"single", `{"channels":{"$all":["news"]}}`, "", true},
 		{"empty list matches nothing", `{"channels":{"$all":[]}}`, "", false},
+		// Regex elements (the SDKs' containsAllStartingWith): each must match an element.
+		{"regexes every one matches", `{"channels":{"$all":[{"$regex":"^sp"},{"$regex":"^ne"}]}}`, "", true},
+		{"regexes one does not match", `{"channels":{"$all":[{"$regex":"^sp"},{"$regex":"^mu"}]}}`, "", false},
+		{"regex with options", `{"channels":{"$all":[{"$regex":"^SP","$options":"i"}]}}`, "", true},
+		{"regex on a scalar field", `{"deviceType":{"$all":[{"$regex":"^io"}]}}`, "", true},
+		{"regex on a missing field", `{"nosuch":{"$all":[{"$regex":""}]}}`, "", false},
+		{"regex on numbers", `{"scores":{"$all":[{"$regex":"1"}]}}`, "", false},
 		{"scalar field equal", `{"deviceType":{"$all":["ios"]}}`, "", true},
 		{"missing field", `{"nosuch":{"$all":["x"]}}`, "", false},
 		{"numbers", `{"scores":{"$all":[1,9]}}`, "", true},
@@ -395,6 +409,11 @@ func TestQueryParseErrors(t *testing.T) {
 		{"bad latitude", `{"a":{"__type":"GeoPoint","latitude":91,"longitude":0}}`, push.CodeInvalidType, "latitude"},
 		// Decision 9 of the where language: values of types _Installation has no column of
 		// are not supported (300), unlike a malformed Date, GeoPoint or Pointer (111).
+		{"$all mixing regexes and values", `{"a":{"$all":["x",{"$regex":"^y"}]}}`, push.CodeInvalidQuery, "$regex"},
+		{"$all regex not a string", `{"a":{"$all":[{"$regex":1}]}}`, push.CodeInvalidQuery, "$regex"},
+		{"$all regex bad pattern", `{"a":{"$all":[{"$regex":"("}]}}`, push.CodeInvalidQuery, "$regex"},
+		{"$all regex other key", `{"a":{"$all":[{"$regex":"x","$gt":1}]}}`, push.CodeInvalidQuery, "$gt"},
+		{"$in nested over the limit", `{"a":{"$in":[[` + strings.TrimSuffix(strings.Repeat(`1,`, 600), ",") + `],[` + strings.TrimSuffix(strings.Repeat(`2,`, 600), ",") + `]]}}`, push.CodeInvalidQuery, "1000"},
 		{"Bytes value", `{"a":{"__type":"Bytes","base64":""}}`, push.CodeInvalidQuery, "Bytes"},
 		{"Polygon value", `{"a":{"__type":"Polygon","coordinates":[[0,0],[0,1],[1,0]]}}`, push.CodeInvalidQuery, "Polygon"},
 		{"File value", `{"a":{"__type":"File","name":"f.png"}}`, push.CodeInvalidQuery, "File"},
