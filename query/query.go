@@ -95,9 +95,9 @@ func (q *Query) Match(d Doc) bool {
 // MatchesAll reports whether the query has no condition at all, so that every document
 // matches without evaluating it: nothing but empty objects, $and of those, or an $or with
 // one of those. A query that reads no field is not necessarily one: {"$nor":[{}]} and
-// {"$not":{}} match nothing.
+// {"$not":{}} match nothing. It is false while sub-queries await Resolve, since Match is.
 func (q *Query) MatchesAll() bool {
-	return q == nil || matchesAll(q.root)
+	return q == nil || !q.NeedsResolve() && matchesAll(q.root)
 }
 
 func matchesAll(n node) bool {

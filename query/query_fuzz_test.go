@@ -71,7 +71,7 @@ func FuzzQueryParse(f *testing.F) {
 		q.Match(nil)
 		_ = q.Hints()
 		_ = q.Fields()
-		if q.MatchesAll() && !q.NeedsResolve() {
+		if q.MatchesAll() {
 			for _, d := range docs {
 				if !q.Match(d) {
 					t.Fatalf("Parse(%q): MatchesAll, but Match(%v) is false", where, d)

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -655,5 +656,19 @@ func TestQueryMatchesAll(t *testing.T) {
 	var nilQuery *Query
 	if !nilQuery.MatchesAll() {
 		t.Errorf("nil query: MatchesAll false, want true")
+	}
+	// An $or with an empty branch matches everything, but only once its sub-query ran.
+	q, err := Parse(json.RawMessage(`{"$or":[{},{"a":{"$inQuery":{"className":"_Installation","where":{}}}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.MatchesAll() || q.Match(MapDoc{}) {
+		t.Errorf("before Resolve: MatchesAll %v, Match %v; want false, false", q.MatchesAll(), q.Match(MapDoc{}))
+	}
+	if err := q.Resolve(context.Background(), (&scanner{}).run); err != nil {
+		t.Fatal(err)
+	}
+	if !q.MatchesAll() || !q.Match(MapDoc{}) {
+		t.Errorf("after Resolve: MatchesAll %v, Match %v; want true, true", q.MatchesAll(), q.Match(MapDoc{}))
 	}
 }
