@@ -3,6 +3,7 @@ package fanout
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,5 +142,32 @@ func TestFanoutWhereDateStrings(t *testing.T) {
 		{`{"updatedAt":{"$gt":"2020-01-01T00:00:00Z"}}`, ids},
 	} {
 		wantDelivered(t, c.where, e.pushTo(snd, c.where), c.want...)
+	}
+}
+
+// A where whose sub-query cannot be run (one that excludes more installations than the cap)
+// ends the push at once with the reason on the record: retrying the task cannot help, and
+// pushing without the exclusion would reach installations the where excludes.
+func TestFanoutWhereThatCannotRunEndsThePush(t *testing.T) {
+	e := newEnv(t)
+	e.createApp(16, nil)
+	docs := []string{`{"objectId":"keep","deviceType":"android","installationId":"iid-keep"}`}
+	for i := range 1001 {
+		docs = append(docs, fmt.Sprintf(`{"objectId":"out%d","deviceType":"android","installationId":"iid-out%d","optOut":true}`, i, i))
+	}
+	e.seedDocs(16, docs...)
+	snd := newRecSender()
+	e.start(DefaultWorkerConfig(), snd, 1)
+	where := `{"installationId":{"$dontSelect":{"query":{"className":"_Installation","where":{"optOut":true}},"key":"installationId"}}}`
+	job := e.submit(push.Job{Where: json.RawMessage(where)})
+	rec := e.waitDone(job.NotificationObjectID)
+	if n := snd.count(); n != 0 {
+		t.Fatalf("delivered %d pushes for a where that cannot run", n)
+	}
+	if len(rec.Errors) != 1 || !strings.Contains(rec.Errors[0], "matches more than 1000") {
+		t.Fatalf("record errors %q, want the sub-query's reason", rec.Errors)
+	}
+	if rec.TasksDone != rec.Tasks {
+		t.Fatalf("record done with %d of %d tasks", rec.TasksDone, rec.Tasks)
 	}
 }

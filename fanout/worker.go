@@ -145,6 +145,18 @@ func (w *Worker) RunTask(ctx context.Context, t *push.Task) error {
 		return fmt.Errorf("cannot read record %s of task %s: %w", job.NotificationObjectID, t.ID, err)
 	}
 	js, err := w.jobs.get(ctx, job.ID, func() (*jobState, error) { return w.buildJob(ctx, job) })
+	var perr *push.Error
+	if errors.As(err, &perr) {
+		// The where cannot be run (a sub-query that excludes more installations than it may
+		// read, say): running the task again cannot change that, so it ends now, with no
+		// targets and the reason on the record, as the planner ends a push it cannot plan.
+		w.logger.Warn("push cannot run its where", zap.String(telemetry.KeyTaskID, t.ID), zap.Error(err))
+		prog.Done = true
+		if err := w.st.PutTaskProgress(ctx, prog); err != nil {
+			return fmt.Errorf("cannot write final progress of task %s: %w", t.ID, err)
+		}
+		return w.complete(ctx, t, prog.Counts, []string{perr.Error()}, "")
+	}
 	if err != nil {
 		return err
 	}
