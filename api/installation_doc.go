@@ -18,7 +18,10 @@ import (
 const isoMillis = "2006-01-02T15:04:05.000Z"
 
 // FormatTime formats t as the API's timestamps.
-func FormatTime(t time.Time) string { return string(AppendTime(make([]byte, 0, len(isoMillis)), t)) }
+func FormatTime(t time.Time) string {
+	var buf [len(isoMillis)]byte
+	return string(AppendTime(buf[:0], t))
+}
 
 // AppendTime appends t formatted as the API's timestamps (isoMillis) to b. Every upsert writes
 // three of them; this is several times faster than time.Time.AppendFormat, which reads the

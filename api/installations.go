@@ -194,7 +194,7 @@ func (s *Server) createInstallation(ctx *fasthttp.RequestCtx, c *Call) error {
 			return err
 		}
 		ctx.Response.Header.Set("Location", s.baseURL(ctx)+"/1.1/installations/"+oid)
-		WriteJSON(ctx, fasthttp.StatusCreated, appendTimeID(nil, fCreatedAt, c.Now, oid))
+		WriteJSON(ctx, fasthttp.StatusCreated, appendTimeID(make([]byte, 0, 80), fCreatedAt, c.Now, oid))
 		return nil
 	}
 
@@ -224,7 +224,7 @@ func (s *Server) createInstallation(ctx *fasthttp.RequestCtx, c *Call) error {
 	if err := s.putInstallation(bg, app, inst); err != nil {
 		return err
 	}
-	WriteJSON(ctx, fasthttp.StatusOK, appendTimeID(nil, fUpdatedAt, c.Now, target))
+	WriteJSON(ctx, fasthttp.StatusOK, appendTimeID(make([]byte, 0, 80), fUpdatedAt, c.Now, target))
 	return nil
 }
 
@@ -324,7 +324,7 @@ func (s *Server) updateInstallation(ctx *fasthttp.RequestCtx, c *Call) error {
 	if err := s.putInstallation(bg, app, inst); err != nil {
 		return err
 	}
-	WriteJSON(ctx, fasthttp.StatusOK, appendTimeID(nil, fUpdatedAt, c.Now, oid))
+	WriteJSON(ctx, fasthttp.StatusOK, appendTimeID(make([]byte, 0, 80), fUpdatedAt, c.Now, oid))
 	return nil
 }
 
