@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -74,12 +75,10 @@ func (s *Server) lookupAll(ctx context.Context, appID string, ids []push.DeviceR
 	return out, nil
 }
 
-func sameStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
+// subsetOf says whether every element of a is in b.
+func subsetOf(a, b []string) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
 			return false
 		}
 	}
@@ -108,51 +107,87 @@ func (s *Server) createInstallation(ctx *fasthttp.RequestCtx, c *Call) error {
 		return perr
 	}
 	r := routeOf("", probe, c.Now)
+	// A write the store refuses because a device id the stored record carries was taken
+	// meanwhile (the record was swept between our read and our write, and another device took
+	// its registrationId) is a race lost, not a client error: start over.
+	for attempt := 1; ; attempt++ {
+		err := s.upsertInstallation(ctx, c, body, probe, &r)
+		if !errors.Is(err, store.ErrDuplicate) {
+			return err
+		}
+		if attempt == 3 {
+			return push.Errorf(push.CodeDuplicateValue, "a device id of this installation belongs to another installation")
+		}
+	}
+}
+
+// lockMatches locks the device ids of ids, looks them up, and locks the installations they
+// point at; it returns what it holds and those installations. While these are held no writer
+// can move one of the ids: taking an id needs its device lock, giving one up needs its
+// installation's.
+func (s *Server) lockMatches(ctx context.Context, appID string, ids []push.DeviceRef) (held, []string, error) {
+	devKeys := make([]string, 0, len(ids))
+	for _, id := range ids {
+		devKeys = append(devKeys, deviceKey(appID, string(id.Kind), id.ID))
+	}
+	objKeys := func(oids []string) []string {
+		out := make([]string, 0, len(oids))
+		for _, oid := range oids {
+			out = append(out, objectKey(appID, oid))
+		}
+		return out
+	}
+	h := s.locks.lock(devKeys...)
+	matches, err := s.lookupAll(ctx, appID, ids)
+	if err != nil {
+		s.locks.unlock(h)
+		return nil, nil, err
+	}
+	h2, ok := s.locks.extend(h, objKeys(matches)...)
+	if ok {
+		// extend may have waited for an installation's lock while its holder moved an id
+		// away (a PUT changing registrationId), so look again.
+		after, err := s.lookupAll(ctx, appID, ids)
+		if err != nil {
+			s.locks.unlock(h2)
+			return nil, nil, err
+		}
+		if subsetOf(after, matches) {
+			return h2, after, nil
+		}
+		h, matches = h2, after
+	}
+	// Lock everything at once, in order, and check that the ids point only at installations
+	// held; else lock again what they point at now.
+	s.locks.unlock(h)
+	for attempt := 0; ; attempt++ {
+		h = s.locks.lock(append(devKeys, objKeys(matches)...)...)
+		after, err := s.lookupAll(ctx, appID, ids)
+		if err != nil {
+			s.locks.unlock(h)
+			return nil, nil, err
+		}
+		if subsetOf(after, matches) {
+			return h, after, nil
+		}
+		s.locks.unlock(h)
+		if attempt == 8 {
+			return nil, nil, push.Errorf(push.CodeUnavailable, "installation is being changed concurrently, retry")
+		}
+		matches = after
+	}
+}
+
+// upsertInstallation is one attempt of createInstallation once the body is validated: probe
+// is the body as a new document, r its route. It returns store.ErrDuplicate when the store
+// refuses the write for a device id the body does not carry.
+func (s *Server) upsertInstallation(ctx *fasthttp.RequestCtx, c *Call, body, probe map[string]any, r *push.Route) error {
 	ids := r.DeviceIDs()
 	app := c.App
 	bg := context.Background()
-
-	// Lock the device ids, look them up, then lock the installations they point at. When
-	// that cannot be done in lock order, lock everything at once and check that the ids
-	// still point there (another writer may have moved them in between).
-	devKeys := make([]string, 0, len(ids))
-	for _, id := range ids {
-		devKeys = append(devKeys, deviceKey(app.ID, string(id.Kind), id.ID))
-	}
-	h := s.locks.lock(devKeys...)
-	matches, err := s.lookupAll(bg, app.ID, ids)
+	h, matches, err := s.lockMatches(bg, app.ID, ids)
 	if err != nil {
-		s.locks.unlock(h)
 		return err
-	}
-	objKeys := make([]string, 0, len(matches))
-	for _, oid := range matches {
-		objKeys = append(objKeys, objectKey(app.ID, oid))
-	}
-	if h2, ok := s.locks.extend(h, objKeys...); ok {
-		h = h2
-	} else {
-		s.locks.unlock(h)
-		for attempt := 0; ; attempt++ {
-			h = s.locks.lock(append(devKeys, objKeys...)...)
-			after, err := s.lookupAll(bg, app.ID, ids)
-			if err != nil {
-				s.locks.unlock(h)
-				return err
-			}
-			if sameStrings(matches, after) {
-				break
-			}
-			s.locks.unlock(h)
-			if attempt == 8 {
-				return push.Errorf(push.CodeUnavailable, "installation is being changed concurrently, retry")
-			}
-			matches = after
-			objKeys = objKeys[:0]
-			for _, oid := range matches {
-				objKeys = append(objKeys, objectKey(app.ID, oid))
-			}
-		}
 	}
 	defer s.locks.unlock(h)
 
@@ -190,8 +225,8 @@ func (s *Server) createInstallation(ctx *fasthttp.RequestCtx, c *Call) error {
 		if err != nil {
 			return err
 		}
-		if err := s.putInstallation(bg, app, inst); err != nil {
-			return err
+		if err := s.deps.Installations.PutInstallation(bg, app.ID, app.Settings.Buckets, inst); err != nil {
+			return wrapPutError(err, oid, app.ID)
 		}
 		ctx.Response.Header.Set("Location", s.baseURL(ctx)+"/1.1/installations/"+oid)
 		WriteJSON(ctx, fasthttp.StatusCreated, appendTimeID(make([]byte, 0, 80), fCreatedAt, c.Now, oid))
@@ -221,8 +256,8 @@ func (s *Server) createInstallation(ctx *fasthttp.RequestCtx, c *Call) error {
 	if err != nil {
 		return err
 	}
-	if err := s.putInstallation(bg, app, inst); err != nil {
-		return err
+	if err := s.deps.Installations.PutInstallation(bg, app.ID, app.Settings.Buckets, inst); err != nil {
+		return wrapPutError(err, target, app.ID)
 	}
 	WriteJSON(ctx, fasthttp.StatusOK, appendTimeID(make([]byte, 0, 80), fUpdatedAt, c.Now, target))
 	return nil
@@ -233,10 +268,16 @@ func (s *Server) putInstallation(ctx context.Context, app *push.App, inst push.I
 	if errors.Is(err, store.ErrDuplicate) {
 		return push.Errorf(push.CodeDuplicateValue, "a device id of this installation belongs to another installation")
 	}
-	if err != nil {
-		return fmt.Errorf("cannot write installation %s of app %s: %w", inst.ObjectID, app.ID, err)
+	return wrapPutError(err, inst.ObjectID, app.ID)
+}
+
+// wrapPutError names the installation in a store error from PutInstallation, keeping
+// store.ErrDuplicate recognisable.
+func wrapPutError(err error, oid, appID string) error {
+	if err == nil {
+		return nil
 	}
-	return nil
+	return fmt.Errorf("cannot write installation %s of app %s: %w", oid, appID, err)
 }
 
 // updateInstallation is PUT /1.1/installations/<objectId>: a partial update with array and
