@@ -1,6 +1,7 @@
 package fanout
 
 import (
+	"bytes"
 	"time"
 
 	"github.com/pushd/pushd/push"
@@ -10,9 +11,10 @@ import (
 // from the row's compact route, every other field from its JSON document, where only the
 // asked field's value is found and decoded (topField). It is reset and reused for every row.
 //
-// An empty routing string (or an empty channel list) reads as an absent field, the way the
-// route is built from a document lacking the field. Values that alias the store's buffers are
-// only read by Match during the scan callback, never kept.
+// An empty routing string (or an empty channel list) is read from the document, which tells
+// an absent field from an empty one (`channels: []`, `vendor: ""`), so a push's where answers as
+// the installation listing does. Values that alias the store's buffers are only read by Match
+// during the scan callback, never kept.
 type rowDoc struct {
 	r   *push.Route
 	raw []byte
@@ -62,26 +64,26 @@ var routeFields = map[string]bool{
 func (d *rowDoc) Get(field string) (any, bool) {
 	switch field {
 	case "objectId":
-		return d.str(slotObjectID, d.r.ObjectID)
+		return d.str(slotObjectID, d.r.ObjectID, field)
 	case "deviceType":
-		return d.str(slotDeviceType, d.r.DeviceType)
+		return d.str(slotDeviceType, d.r.DeviceType, field)
 	case "deviceToken":
-		return d.str(slotDeviceToken, d.r.DeviceToken)
+		return d.str(slotDeviceToken, d.r.DeviceToken, field)
 	case "installationId":
-		return d.str(slotInstallationID, d.r.InstallationID)
+		return d.str(slotInstallationID, d.r.InstallationID, field)
 	case "registrationId":
-		return d.str(slotRegistrationID, d.r.RegistrationID)
+		return d.str(slotRegistrationID, d.r.RegistrationID, field)
 	case "vendor":
-		return d.str(slotVendor, d.r.Vendor)
+		return d.str(slotVendor, d.r.Vendor, field)
 	case "deviceProfile":
-		return d.str(slotDeviceProfile, d.r.DeviceProfile)
+		return d.str(slotDeviceProfile, d.r.DeviceProfile, field)
 	case "apnsTopic":
-		return d.str(slotAPNsTopic, d.r.APNsTopic)
+		return d.str(slotAPNsTopic, d.r.APNsTopic, field)
 	case "apnsTeamId":
-		return d.str(slotAPNsTeamID, d.r.APNsTeamID)
+		return d.str(slotAPNsTeamID, d.r.APNsTeamID, field)
 	case "channels":
 		if len(d.r.Channels) == 0 {
-			return nil, false
+			return d.emptyRouteField(field)
 		}
 		if !d.chansOK {
 			if cap(d.chanSlots) < len(d.r.Channels) {
@@ -107,9 +109,9 @@ func (d *rowDoc) Get(field string) (any, bool) {
 
 const isoMillis = "2006-01-02T15:04:05.000Z"
 
-func (d *rowDoc) str(slot int, s string) (any, bool) {
+func (d *rowDoc) str(slot int, s, field string) (any, bool) {
 	if s == "" {
-		return nil, false
+		return d.emptyRouteField(field)
 	}
 	return box(&d.slots[slot], s), true
 }
@@ -122,6 +124,19 @@ func (d *rowDoc) docField(field string) (any, bool) {
 		return nil, false
 	}
 	return d.decodeValue(v)
+}
+
+// emptyRouteField reads a routing field the route has empty from the document: present and
+// empty, or absent. Most are absent, so a document without the key anywhere is answered at
+// once (stored documents come from jsondoc, which never escapes an ASCII letter, so a present
+// routing key appears verbatim). The needle is the key and its closing quote: a leading quote
+// would make bytes.Contains stop at every quote of the document (240 ns instead of 35).
+func (d *rowDoc) emptyRouteField(field string) (any, bool) {
+	var q [len(`registrationId"`)]byte // the longest routing field name, and a quote
+	if !bytes.Contains(d.raw, append(append(q[:0], field...), '"')) {
+		return nil, false
+	}
+	return d.docField(field)
 }
 
 // routeOnly says whether every field of fields is answered from the route.

@@ -32,6 +32,36 @@ func TestFanoutRouteDocMatchesDecodedDoc(t *testing.T) {
 	}
 }
 
+// Empty routing values are told from absent ones by the document, as the listing (which
+// decodes it) tells them: channels [] has size 0 and exists; vendor "" equals "".
+func TestFanoutRouteDocEmptyRoutingValues(t *testing.T) {
+	r := push.Route{ObjectID: "o1", DeviceType: "android", InstallationID: "i1"}
+	for _, doc := range []string{
+		`{"objectId":"o1","deviceType":"android","installationId":"i1","channels":[],"vendor":"","deviceProfile":""}`,
+		`{"objectId":"o1","deviceType":"android","installationId":"i1"}`,
+	} {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(doc), &m); err != nil {
+			t.Fatal(err)
+		}
+		for _, where := range []string{
+			`{"channels":{"$size":0}}`, `{"channels":[]}`, `{"channels":{"$exists":false}}`,
+			`{"vendor":""}`, `{"vendor":{"$exists":true}}`, `{"deviceProfile":{"$in":["",null]}}`,
+			`{"registrationId":{"$exists":false}}`,
+		} {
+			q, err := query.Parse(json.RawMessage(where))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var d rowDoc
+			d.reset(&r, []byte(doc))
+			if got, want := q.Match(&d), q.Match(query.MapDoc(m)); got != want {
+				t.Errorf("doc %s, where %s: route doc %v, decoded doc %v", doc, where, got, want)
+			}
+		}
+	}
+}
+
 func TestFanoutRouteDocWithQueries(t *testing.T) {
 	r := push.Route{ObjectID: "o1", DeviceType: "android", InstallationID: "i1", Channels: []string{"news", "sports"}}
 	doc := []byte(`{"objectId":"o1","deviceType":"android","installationId":"i1","channels":["news","sports"],"age":30,"lang":"fr"}`)
