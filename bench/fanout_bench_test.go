@@ -73,10 +73,19 @@ func benchInst(i int, now time.Time) push.Installation {
 		r.DeviceProfile = "beta"
 	}
 	chans, _ := json.Marshal(r.Channels)
-	doc := fmt.Sprintf(`{"objectId":%q,"deviceType":%q,"deviceToken":%q,"installationId":%q,`+
+	// The document carries the routing fields the route has, as the API writes them (a device
+	// id a device does not have is absent, not "").
+	ids := fmt.Sprintf(`"installationId":%q`, r.InstallationID)
+	if r.DeviceType == push.DeviceIOS {
+		ids = fmt.Sprintf(`"deviceToken":%q,"apnsTopic":%q`, r.DeviceToken, r.APNsTopic)
+	}
+	if r.DeviceProfile != "" {
+		ids += fmt.Sprintf(`,"deviceProfile":%q`, r.DeviceProfile)
+	}
+	doc := fmt.Sprintf(`{"objectId":%q,"deviceType":%q,%s,`+
 		`"channels":%s,"timeZone":"Asia/Shanghai","badge":0,"appVersion":"3.%d.1",`+
 		`"createdAt":"2024-05-01T10:00:00.000Z","updatedAt":%q,"user":"u%d"}`,
-		r.ObjectID, r.DeviceType, r.DeviceToken, r.InstallationID, chans, i%20, now.UTC().Format("2006-01-02T15:04:05.000Z"), i)
+		r.ObjectID, r.DeviceType, ids, chans, i%20, now.UTC().Format("2006-01-02T15:04:05.000Z"), i)
 	return push.Installation{Route: r, CreatedAt: now.UnixMilli(), Doc: []byte(doc)}
 }
 
