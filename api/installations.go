@@ -143,35 +143,40 @@ func (s *Server) lockMatches(ctx context.Context, appID string, ids []push.Devic
 		s.locks.unlock(h)
 		return nil, nil, err
 	}
-	h2, ok := s.locks.extend(h, objKeys(matches)...)
-	if ok {
-		// extend may have waited for an installation's lock while its holder moved an id
-		// away (a PUT changing registrationId), so look again.
-		after, err := s.lookupAll(ctx, appID, ids)
-		if err != nil {
-			s.locks.unlock(h2)
-			return nil, nil, err
-		}
-		if subsetOf(after, matches) {
-			return h2, after, nil
-		}
-		h, matches = h2, after
-	}
-	// Lock everything at once, in order, and check that the ids point only at installations
-	// held; else lock again what they point at now.
-	s.locks.unlock(h)
-	for attempt := 0; ; attempt++ {
-		h = s.locks.lock(append(devKeys, objKeys(matches)...)...)
-		after, err := s.lookupAll(ctx, appID, ids)
-		if err != nil {
-			s.locks.unlock(h)
-			return nil, nil, err
-		}
-		if subsetOf(after, matches) {
-			return h, after, nil
+	// recheck looks the ids up again while h is held: done when they point only at
+	// installations among matches (held); else h is released.
+	recheck := func(h held, matches []string) (after []string, done bool, err error) {
+		after, err = s.lookupAll(ctx, appID, ids)
+		if err == nil && subsetOf(after, matches) {
+			return after, true, nil
 		}
 		s.locks.unlock(h)
-		if attempt == 8 {
+		return after, false, err
+	}
+	if h2, ok := s.locks.extend(h, objKeys(matches)...); !ok {
+		s.locks.unlock(h)
+	} else {
+		// extend may have waited for an installation's lock while its holder moved an id
+		// away (a PUT changing registrationId), so look again.
+		after, done, err := recheck(h2, matches)
+		switch {
+		case err != nil:
+			return nil, nil, err
+		case done:
+			return h2, after, nil
+		}
+		matches = after
+	}
+	// Lock everything at once, in order, until the ids point only at installations held.
+	for attempt := 0; ; attempt++ {
+		h = s.locks.lock(append(devKeys, objKeys(matches)...)...)
+		after, done, err := recheck(h, matches)
+		switch {
+		case err != nil:
+			return nil, nil, err
+		case done:
+			return h, after, nil
+		case attempt == 8:
 			return nil, nil, push.Errorf(push.CodeUnavailable, "installation is being changed concurrently, retry")
 		}
 		matches = after

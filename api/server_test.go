@@ -176,20 +176,8 @@ func TestAPIBodyRules(t *testing.T) {
 			}
 		})
 	}
-	// The server-wide cap answers with {code, error} too. The body is announced but never
-	// sent: the server answers from the Content-Length alone (a client still writing a body
-	// the server refuses would race with the server closing the connection).
-	conn, err := e.ln.Dial()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	fmt.Fprintf(conn, "PUT /admin/apps/x/credentials/apns HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", DefaultMaxBodyBytes+1)
-	var res fasthttp.Response
-	if err := res.Read(bufio.NewReader(conn)); err != nil {
-		t.Fatal(err)
-	}
-	r := resp{Status: res.StatusCode(), Body: res.Body()}
+	// The server-wide cap answers with {code, error} too.
+	r := e.announceBody(t, "PUT", "/admin/apps/x/credentials/apns", DefaultMaxBodyBytes+1)
 	if r.Status != 413 || r.Code(t) != 413 {
 		t.Fatalf("over server cap: %d %s", r.Status, r.Body)
 	}
@@ -216,17 +204,7 @@ func TestAPIRequestSizeLimits(t *testing.T) {
 		t.Fatalf("over the header limit: %d %s", r.Status, r.Body)
 	}
 
-	conn, err := e.ln.Dial()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	fmt.Fprintf(conn, "POST /1.1/installations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", DefaultMaxBodyBytes+1)
-	var res fasthttp.Response
-	if err := res.Read(bufio.NewReader(conn)); err != nil {
-		t.Fatal(err)
-	}
-	r = resp{Status: res.StatusCode(), Body: res.Body()}
+	r = e.announceBody(t, "POST", "/1.1/installations", DefaultMaxBodyBytes+1)
 	if want := fmt.Sprintf("larger than %d bytes", InstallationBodyLimit); r.Status != 413 || !strings.Contains(errText(t, r), want) {
 		t.Fatalf("over the server cap on an installation route: %d %s, want %q", r.Status, r.Body, want)
 	}
@@ -238,6 +216,24 @@ func TestAPIRequestSizeLimits(t *testing.T) {
 	if n := e.count(e.app.ID, 16); n != 1 {
 		t.Fatalf("refused requests changed the store: %d installations", n)
 	}
+}
+
+// announceBody sends the head of a request announcing a JSON body of n bytes, never the
+// body, and returns the answer: the server must answer from the Content-Length alone (a
+// client still writing a body the server refuses would race with the server closing).
+func (e *testEnv) announceBody(t *testing.T, method, path string, n int) resp {
+	t.Helper()
+	conn, err := e.ln.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", method, path, n)
+	var res fasthttp.Response
+	if err := res.Read(bufio.NewReader(conn)); err != nil {
+		t.Fatal(err)
+	}
+	return resp{Status: res.StatusCode(), Body: res.Body()}
 }
 
 // errText is the error text of an {code, error} answer.
