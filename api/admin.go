@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
@@ -76,7 +78,13 @@ func decodeStrict(body []byte, v any) *push.Error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")
 	}
-	if _, perr := decodeObject(body); perr != nil {
+	m, perr := decodeObject(body)
+	if perr != nil {
+		return perr
+	}
+	// encoding/json matches field names without regard to case; the admin API's names are
+	// exact, so "NAME" is an unknown field like any other.
+	if perr := exactFields(m, reflect.TypeOf(v), ""); perr != nil {
 		return perr
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -85,6 +93,40 @@ func decodeStrict(body []byte, v any) *push.Error {
 		return push.Errorf(push.CodeValidation, "invalid body: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
 	return nil
+}
+
+// exactFields checks that every key of m, and of the objects in it that decode into structs,
+// is the JSON name of a field of t (a struct or a pointer to one), spelled exactly.
+func exactFields(m map[string]any, t reflect.Type, path string) *push.Error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	for k, v := range m {
+		f, ok := fieldByJSONName(t, k)
+		if !ok {
+			return push.Errorf(push.CodeValidation, "invalid body: unknown field %q", path+k)
+		}
+		if sub, isObj := v.(map[string]any); isObj {
+			if perr := exactFields(sub, f.Type, path+k+"."); perr != nil {
+				return perr
+			}
+		}
+	}
+	return nil
+}
+
+func fieldByJSONName(t reflect.Type, name string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == name || tag == "" && f.Name == name {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
 }
 
 // ApplySettings applies a settings change and validates the result. creating allows the
@@ -163,7 +205,7 @@ func CreateApp(ctx context.Context, apps AppStore, req AppRequest, now time.Time
 	if req.Name != nil {
 		name = strings.TrimSpace(*req.Name)
 	}
-	if name == "" || len(name) > 128 {
+	if name == "" || utf8.RuneCountInString(name) > 128 {
 		return push.App{}, push.Errorf(push.CodeValidation, "name is required (1 to 128 characters)"), nil
 	}
 	settings, perr := ApplySettings(push.DefaultSettings(), req.Settings, true)
@@ -246,7 +288,7 @@ func (s *Server) adminUpdateApp(ctx *fasthttp.RequestCtx, c *Call) error {
 	}
 	if req.Name != nil {
 		name := strings.TrimSpace(*req.Name)
-		if name == "" || len(name) > 128 {
+		if name == "" || utf8.RuneCountInString(name) > 128 {
 			return push.Errorf(push.CodeValidation, "name must be 1 to 128 characters")
 		}
 		app.Name = name

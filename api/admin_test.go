@@ -77,6 +77,10 @@ func TestAdminApps(t *testing.T) {
 		{"POST", "/admin/apps", `{"name":"x","settings":{"callsPerMinute":9601}}`, 400, 142},
 		{"POST", "/admin/apps", `{"name":"x","settings":{"callsPerMinute":0}}`, 400, 142},
 		{"POST", "/admin/apps", `{"name":"x","extra":1}`, 400, 142},
+		{"POST", "/admin/apps", `{"NAME":"x"}`, 400, 142}, // names are exact, not case-folded
+		{"POST", "/admin/apps", `{"name":"x","settings":{"CallsPerMinute":5}}`, 400, 142},
+		{"PUT", "/admin/apps/" + id, `{"Settings":{"clientPush":true}}`, 400, 142},
+		{"POST", "/admin/apps", `{"name":"` + strings.Repeat("名", 129) + `"}`, 400, 142},
 		{"POST", "/admin/apps", `[1]`, 400, 107},
 		{"PUT", "/admin/apps/" + id, `{"settings":{"buckets":512}}`, 400, 117},
 		{"PUT", "/admin/apps/" + id, `{"settings":{"dailyVolume":0}}`, 400, 142},
@@ -91,6 +95,9 @@ func TestAdminApps(t *testing.T) {
 		if r.Status != c.status || r.Code(t) != c.code {
 			t.Errorf("%s %s %s: got %d %s, want %d code %d", c.method, c.path, c.body, r.Status, r.Body, c.status, c.code)
 		}
+	}
+	if r := e.do("POST", "/admin/apps", `{"name":"`+strings.Repeat("名", 128)+`"}`, h...); r.Status != 201 {
+		t.Errorf("a name of 128 CJK characters (384 bytes): %d %s", r.Status, r.Body)
 	}
 	r = e.do("PUT", "/admin/apps/"+id+"/credentials/apns", `{"keyId":"K","secret":"s3cr3t"}`, h...)
 	if r.Status != 200 || strings.Contains(string(r.Body), "s3cr3t") {

@@ -48,6 +48,15 @@ func (s *Server) authenticate(ctx *fasthttp.RequestCtx, now time.Time) (*push.Ap
 	if len(key) == 0 && len(sign) == 0 {
 		return nil, false, push.Errorf(push.CodeUnauthorized, "missing header %s or %s", HeaderKey, HeaderSign)
 	}
+	// A signature's form and clock are checked before the app is read, so that these answers
+	// are the same whether the app exists or not.
+	var sg signature
+	if len(key) == 0 {
+		var perr *push.Error
+		if sg, perr = parseSign(string(sign), now, s.cfg.SignSkew); perr != nil {
+			return nil, false, perr
+		}
+	}
 	app, err := s.apps.get(context.Background(), string(id))
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -67,40 +76,50 @@ func (s *Server) authenticate(ctx *fasthttp.RequestCtx, now time.Time) (*push.Ap
 		}
 		return app, master, nil
 	}
-	master, perr := checkSign(string(sign), app, now, s.cfg.SignSkew)
-	if perr != nil {
-		return nil, false, perr
+	if !sg.valid(app) {
+		return nil, false, errUnauthorized
 	}
-	return app, master, nil
+	return app, sg.master, nil
 }
 
-// checkSign verifies "<md5hex(timestamp+key)>,<timestamp ms>[,master]" (ORIGINAL-NOTES §2.1):
-// lowercase hex only; the timestamp must be within skew of now.
-func checkSign(h string, app *push.App, now time.Time, skew time.Duration) (master bool, _ *push.Error) {
+// signature is a parsed X-SVC-Sign: "<md5hex(timestamp+key)>,<timestamp ms>[,master]"
+// (ORIGINAL-NOTES §2.1), lowercase hex only.
+type signature struct {
+	sum, timestamp string
+	master         bool
+}
+
+// parseSign reads an X-SVC-Sign value and checks that its timestamp is within skew of now.
+func parseSign(h string, now time.Time, skew time.Duration) (signature, *push.Error) {
 	parts := strings.Split(h, ",")
+	sg := signature{}
 	switch {
 	case len(parts) == 3 && parts[2] == "master":
-		master = true
+		sg.master = true
 	case len(parts) == 2:
 	default:
-		return false, push.Errorf(push.CodeUnauthorized, "malformed %s: want <sign>,<timestamp>[,master]", HeaderSign)
+		return sg, push.Errorf(push.CodeUnauthorized, "malformed %s: want <sign>,<timestamp>[,master]", HeaderSign)
 	}
 	ts, err := strconv.ParseInt(parts[1], 10, 64)
 	if err != nil || ts <= 0 {
-		return false, push.Errorf(push.CodeUnauthorized, "malformed %s timestamp: want Unix milliseconds", HeaderSign)
+		return sg, push.Errorf(push.CodeUnauthorized, "malformed %s timestamp: want Unix milliseconds", HeaderSign)
 	}
 	d := now.Sub(time.UnixMilli(ts))
 	if d > skew || d < -skew {
-		return false, push.Errorf(push.CodeUnauthorized, "%s timestamp is more than %s away from the server clock", HeaderSign, skew)
+		return sg, push.Errorf(push.CodeUnauthorized, "%s timestamp is more than %s away from the server clock", HeaderSign, skew)
 	}
+	sg.sum, sg.timestamp = parts[0], parts[1]
+	return sg, nil
+}
+
+// valid says whether the signature was made with app's key (its master key for a master
+// signature).
+func (sg signature) valid(app *push.App) bool {
 	key := app.AppKey
-	if master {
+	if sg.master {
 		key = app.MasterKey
 	}
-	if !equalSecret(parts[0], Sign(parts[1], key)) {
-		return false, errUnauthorized
-	}
-	return master, nil
+	return equalSecret(sg.sum, Sign(sg.timestamp, key))
 }
 
 // Sign is the X-SVC-Sign digest: lowercase hex MD5 of the timestamp followed by the key.
@@ -122,9 +141,10 @@ func (s *Server) authenticateAdmin(ctx *fasthttp.RequestCtx) *push.Error {
 	if s.cfg.AdminToken == "" {
 		return push.Errorf(push.CodeForbidden, "the admin API is disabled: start pushd with PUSHD_ADMIN_TOKEN set")
 	}
-	auth := string(ctx.Request.Header.Peek("Authorization"))
-	tok, ok := strings.CutPrefix(auth, "Bearer ")
-	if !ok || !equalSecret(tok, s.cfg.AdminToken) {
+	// The scheme is case-insensitive and may be followed by more than one space (RFC 7235).
+	scheme, tok, _ := strings.Cut(strings.TrimSpace(string(ctx.Request.Header.Peek("Authorization"))), " ")
+	if !strings.EqualFold(scheme, "Bearer") || !equalSecret(strings.TrimLeft(tok, " \t"), s.cfg.AdminToken) {
+		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="pushd admin"`)
 		return push.Errorf(push.CodeUnauthorized, "admin API needs Authorization: Bearer <PUSHD_ADMIN_TOKEN>")
 	}
 	return nil
@@ -139,6 +159,11 @@ type appCache struct {
 
 	mu      sync.RWMutex
 	entries map[string]appEntry
+	// gen counts invalidations, so that a store read that an invalidation overtook does not
+	// cache what it read (the update it missed would then wait for the TTL).
+	gen uint64
+	// afterRead, when set, runs between the store read and the fill (tests).
+	afterRead func()
 }
 
 type appEntry struct {
@@ -154,6 +179,7 @@ func (c *appCache) get(ctx context.Context, id string) (*push.App, error) {
 	now := c.now()
 	c.mu.RLock()
 	e, ok := c.entries[id]
+	gen := c.gen
 	c.mu.RUnlock()
 	if ok && now.Before(e.expires) {
 		return e.app, nil
@@ -162,11 +188,16 @@ func (c *appCache) get(ctx context.Context, id string) (*push.App, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	if len(c.entries) > 100_000 { // bound memory; apps are few, ids from callers are not
-		clear(c.entries)
+	if c.afterRead != nil {
+		c.afterRead()
 	}
-	c.entries[id] = appEntry{app: &app, expires: now.Add(c.ttl)}
+	c.mu.Lock()
+	if c.gen == gen {
+		if len(c.entries) > 100_000 { // bound memory; apps are few, ids from callers are not
+			clear(c.entries)
+		}
+		c.entries[id] = appEntry{app: &app, expires: now.Add(c.ttl)}
+	}
 	c.mu.Unlock()
 	return &app, nil
 }
@@ -174,5 +205,6 @@ func (c *appCache) get(ctx context.Context, id string) (*push.App, error) {
 func (c *appCache) invalidate(id string) {
 	c.mu.Lock()
 	delete(c.entries, id)
+	c.gen++
 	c.mu.Unlock()
 }

@@ -11,6 +11,19 @@ import (
 	"github.com/pushd/pushd/push"
 )
 
+// checkSign is the whole X-SVC-Sign check of authenticate for one app: form and clock, then
+// the digest.
+func checkSign(h string, app *push.App, now time.Time, skew time.Duration) (master bool, _ *push.Error) {
+	sg, perr := parseSign(h, now, skew)
+	if perr != nil {
+		return false, perr
+	}
+	if !sg.valid(app) {
+		return false, errUnauthorized
+	}
+	return sg.master, nil
+}
+
 func TestAuthSignDocVector(t *testing.T) {
 	if got := Sign("1453014943466", "UtOCzqb67d3sN12Kts4URwy8"); got != "d5bcbb897e19b2f6633c716dfdfaf9be" {
 		t.Fatalf("app key sign = %s", got)
@@ -121,5 +134,96 @@ func TestAuthAppCacheTTL(t *testing.T) {
 	}
 	if strings.Contains(strings.Join([]string{}, ""), "x") {
 		t.Fatal()
+	}
+}
+
+// A signature's form and clock are judged before the app is read: the answers for a real app
+// id and an unknown one are the same, so they tell nothing about which ids exist.
+func TestAuthSignAnswersDoNotRevealApps(t *testing.T) {
+	e := newEnv(t)
+	ts := strconv.FormatInt(e.now.UnixMilli(), 10)
+	old := strconv.FormatInt(e.now.Add(-time.Hour).UnixMilli(), 10)
+	for _, sign := range []string{"abc", "abc,1", "abc," + old, "abc,xyz", Sign(ts, "not-the-key") + "," + ts} {
+		real := e.do("GET", "/1.1/installations/none", "", HeaderAppID, e.app.ID, HeaderSign, sign)
+		unknown := e.do("GET", "/1.1/installations/none", "", HeaderAppID, "nosuchapp", HeaderSign, sign)
+		if real.Status != 401 || unknown.Status != 401 || string(real.Body) != string(unknown.Body) {
+			t.Errorf("sign %q: real app %d %s, unknown app %d %s; want the same 401", sign, real.Status, real.Body, unknown.Status, unknown.Body)
+		}
+	}
+}
+
+// An invalidation that lands between the cache's store read and its fill wins: the app read
+// before the update is not cached.
+func TestAuthAppCacheInvalidationDuringRead(t *testing.T) {
+	e := newEnv(t)
+	c := newAppCache(e.st, time.Hour, func() time.Time { return e.now })
+	c.afterRead = func() {
+		c.afterRead = nil
+		c.invalidate(e.app.ID) // an admin update of the app, committed after our read
+	}
+	if _, err := c.get(context.Background(), e.app.ID); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.RLock()
+	_, cached := c.entries[e.app.ID]
+	c.mu.RUnlock()
+	if cached {
+		t.Fatal("the app read before an invalidation was cached")
+	}
+	if _, err := c.get(context.Background(), e.app.ID); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.RLock()
+	_, cached = c.entries[e.app.ID]
+	c.mu.RUnlock()
+	if !cached {
+		t.Fatal("a read with no invalidation in between was not cached")
+	}
+}
+
+func TestAuthAdminBearer(t *testing.T) {
+	e := newEnv(t)
+	const tok = "admin-token-0123456789"
+	for _, c := range []struct {
+		auth   string
+		status int
+	}{
+		{"Bearer " + tok, 200},
+		{"bearer " + tok, 200},
+		{"BEARER  " + tok, 200},
+		{"Bearer\t" + tok, 401}, // the scheme ends at a space
+		{"Bearer " + tok + "x", 401},
+		{"Basic " + tok, 401},
+		{tok, 401},
+		{"", 401},
+	} {
+		r := e.do("GET", "/admin/apps", "", "Authorization", c.auth)
+		if r.Status != c.status {
+			t.Errorf("Authorization %q: %d %s, want %d", c.auth, r.Status, r.Body, c.status)
+		}
+		if c.status == 401 && string(r.Header.Peek("WWW-Authenticate")) == "" {
+			t.Errorf("Authorization %q: 401 without WWW-Authenticate", c.auth)
+		}
+	}
+}
+
+// Credentials are checked before the body's type and size: a caller without them learns 401
+// whatever it sent.
+func TestAuthBeforeBodyChecks(t *testing.T) {
+	e := newEnv(t)
+	big := `{"pad":"` + strings.Repeat("a", AdminBodyLimit) + `"}`
+	for _, c := range []struct {
+		path, body, ctype string
+		headers           []string
+	}{
+		{"/1.1/installations", `{}`, "text/plain", []string{HeaderAppID, e.app.ID, HeaderKey, "wrong"}},
+		{"/1.1/installations", `{}`, "", nil},
+		{"/admin/apps", `{}`, "text/plain", []string{"Authorization", "Bearer wrong-token-0123456789"}},
+		{"/admin/apps", big, "application/json", nil},
+	} {
+		h := append(append([]string{}, c.headers...), "Content-Type", c.ctype)
+		if r := e.do("POST", c.path, c.body, h...); r.Status != 401 || r.Code(t) != 401 {
+			t.Errorf("POST %s (%d bytes, %q) without valid credentials: %d %s, want 401", c.path, len(c.body), c.ctype, r.Status, r.Body)
+		}
 	}
 }

@@ -368,20 +368,6 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, rt *route, params []string) 
 			WriteError(ctx, errInternal)
 		}
 	}()
-	if rt.JSONBody {
-		if !isJSONContentType(ctx.Request.Header.ContentType()) {
-			WriteError(ctx, push.Errorf(push.CodeUnsupportedMedia, "Content-Type must be application/json"))
-			return
-		}
-	}
-	limit := rt.MaxBody
-	if limit <= 0 {
-		limit = s.cfg.MaxBodyBytes
-	}
-	if len(ctx.Request.Body()) > limit {
-		WriteError(ctx, push.Errorf(push.CodeTooLarge, "request body is larger than %d bytes", limit))
-		return
-	}
 	c := Call{Params: params, Now: s.now(), route: rt}
 	switch rt.Auth {
 	case AuthApp, AuthMaster:
@@ -400,6 +386,22 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, rt *route, params []string) 
 			WriteError(ctx, perr)
 			return
 		}
+	}
+	// The body's type and size are checked once the caller is known: a caller without
+	// credentials learns 401, whatever it sent.
+	if rt.JSONBody {
+		if !isJSONContentType(ctx.Request.Header.ContentType()) {
+			WriteError(ctx, push.Errorf(push.CodeUnsupportedMedia, "Content-Type must be application/json"))
+			return
+		}
+	}
+	limit := rt.MaxBody
+	if limit <= 0 {
+		limit = s.cfg.MaxBodyBytes
+	}
+	if len(ctx.Request.Body()) > limit {
+		WriteError(ctx, push.Errorf(push.CodeTooLarge, "request body is larger than %d bytes", limit))
+		return
 	}
 	if err := rt.handler(ctx, &c); err != nil {
 		if pe := asPushError(err); pe != nil {
