@@ -167,17 +167,15 @@ func (s *Server) listInstallations(ctx *fasthttp.RequestCtx, c *Call) error {
 			if h.max == 0 {
 				return nil
 			}
-			e := sortEntry{raw: raw, doc: doc, vals: make([]any, len(p.Order))}
+			e := sortEntry{vals: make([]any, len(p.Order))}
 			for i, k := range p.Order {
 				e.vals[i] = doc[k.Field]
 			}
 			e.oid, _ = doc[fObjectID].(string)
 			if h.Len() < h.max {
-				e.raw = slices.Clone(raw)
-				heap.Push(h, e)
+				heap.Push(h, e.detached())
 			} else if h.less(e, h.items[0]) {
-				e.raw = slices.Clone(raw)
-				h.items[0] = e
+				h.items[0] = e.detached()
 				heap.Fix(h, 0)
 			}
 			return nil
@@ -210,8 +208,8 @@ func (s *Server) listInstallations(ctx *fasthttp.RequestCtx, c *Call) error {
 			return 0
 		})
 		if p.Skip < len(sorted) {
-			for _, e := range sorted[p.Skip:] {
-				page = append(page, project(e.doc, e.raw, p.Keys))
+			if page, err = s.fetchPage(qctx, app.ID, p, sorted[p.Skip:]); err != nil {
+				return listError(err, app.ID)
 			}
 		}
 	}
@@ -347,11 +345,69 @@ func pointHint(h query.Hints) ([]string, push.IDKind, bool) {
 	return nil, "", false
 }
 
+// sortEntry is what an ordered query keeps of a match while it scans: the order values and
+// the objectId, about a hundred bytes, so that skip+limit entries (up to 11,000) stay small
+// whatever the documents' size. The page's documents are read again at the end (fetchPage).
 type sortEntry struct {
 	vals []any
 	oid  string
-	raw  []byte
-	doc  map[string]any
+}
+
+// detached is e with its strings copied out of the decoded document, which shares one copy
+// of the document's bytes among all its strings (jsondoc.Decode): keeping one would keep it.
+func (e sortEntry) detached() sortEntry {
+	for i, v := range e.vals {
+		e.vals[i] = detach(v)
+	}
+	e.oid = strings.Clone(e.oid)
+	return e
+}
+
+func detach(v any) any {
+	switch v := v.(type) {
+	case string:
+		return strings.Clone(v)
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = detach(x)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			out[strings.Clone(k)] = detach(x)
+		}
+		return out
+	}
+	return v
+}
+
+// fetchPage reads the documents of an ordered query's page by objectId, in order. One deleted
+// since the scan, or changed so that the where no longer matches it, is left out.
+func (s *Server) fetchPage(ctx context.Context, appID string, p *ListParams, entries []sortEntry) ([][]byte, error) {
+	page := make([][]byte, 0, len(entries))
+	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		inst, err := s.deps.Installations.GetInstallation(ctx, appID, e.oid)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cannot read installation %s: %w", e.oid, err)
+		}
+		doc, err := jsondoc.DecodeObject(inst.Doc)
+		if err != nil {
+			return nil, fmt.Errorf("cannot decode installation %s: %w", e.oid, err)
+		}
+		if !p.Where.MatchesAll() && !p.Where.Match(query.MapDoc(doc)) {
+			continue
+		}
+		page = append(page, project(doc, inst.Doc, p.Keys))
+	}
+	return page, nil
 }
 
 // docHeap keeps the best max entries of an ordered query; its root is the worst kept.

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -166,5 +167,45 @@ func TestInstallationsUpsertRacingTheSweep(t *testing.T) {
 	other, _ := e.create(`{"deviceType":"android","installationId":"other"}`)
 	if got := e.get(other); got["registrationId"] != reg {
 		t.Fatalf("the device that took %s: %v", reg, got)
+	}
+}
+
+// An ordered query keeps only order values and ids while it scans, and reads its page's
+// documents at the end: what changed in between is read as it is then, and an installation
+// deleted, or no longer matching, is left out.
+func TestInstallationsOrderedPageReadAtTheEnd(t *testing.T) {
+	e, hs := newHookEnv(t)
+	oids := make([]string, 6)
+	for i := range oids {
+		oids[i], _ = e.create(fmt.Sprintf(`{"deviceType":"android","installationId":"o%d","rank":%d,"keep":true}`, i, i))
+	}
+	hs.mu.Lock()
+	hs.onGet = func(string) { // after the page's first read (rank 4): the scan is over
+		hs.mu.Lock()
+		hs.onGet = nil
+		hs.mu.Unlock()
+		if r := e.do("DELETE", "/1.1/installations/"+oids[2], "", e.masterHeaders()...); r.Status != 200 {
+			t.Errorf("delete: %d %s", r.Status, r.Body)
+		}
+		if r := e.do("PUT", "/1.1/installations/"+oids[3], `{"keep":false}`, e.appHeaders()...); r.Status != 200 {
+			t.Errorf("put: %d %s", r.Status, r.Body)
+		}
+		if r := e.do("PUT", "/1.1/installations/"+oids[1], `{"note":"changed"}`, e.appHeaders()...); r.Status != 200 {
+			t.Errorf("put: %d %s", r.Status, r.Body)
+		}
+	}
+	hs.mu.Unlock()
+	r := e.do("GET", "/1.1/installations?where="+url.QueryEscape(`{"keep":true}`)+"&order=-rank&skip=1&limit=4&keys=rank,note", "", e.masterHeaders()...)
+	if r.Status != 200 {
+		t.Fatalf("list: %d %s", r.Status, r.Body)
+	}
+	var got []string
+	for _, res := range r.JSON(t)["results"].([]any) {
+		m := res.(map[string]any)
+		got = append(got, fmt.Sprintf("%v %v", m["rank"], m["note"]))
+	}
+	// Ranks 4, 3, 2, 1 make the page; 3 no longer matches and 2 is gone.
+	if want := []string{"4 <nil>", "1 changed"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("page %v, want %v", got, want)
 	}
 }
