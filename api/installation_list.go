@@ -46,15 +46,53 @@ func (k OrderKey) Compare(a, b any) int {
 	return c
 }
 
+// Value is the key's field in doc; a dotted field ("a.b") reads into nested objects.
+func (k OrderKey) Value(doc map[string]any) any {
+	path := k.Field
+	for {
+		head, rest, nested := strings.Cut(path, ".")
+		v := doc[head]
+		if !nested {
+			return v
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		doc, path = m, rest
+	}
+}
+
 // CompareDocs compares two documents by order: the first key that differs decides; 0 when
 // every key is equal (callers break ties).
 func CompareDocs(order []OrderKey, a, b map[string]any) int {
 	for _, k := range order {
-		if c := k.Compare(a[k.Field], b[k.Field]); c != 0 {
+		if c := k.Compare(k.Value(a), k.Value(b)); c != 0 {
 			return c
 		}
 	}
 	return 0
+}
+
+// checkPath checks a field path of order or keys: its root by checkField, as Parse checks
+// only the root name; the other parts must be non-empty and free of '$'.
+func checkPath(path string, checkField func(string) *push.Error) *push.Error {
+	root, rest, _ := strings.Cut(path, ".")
+	if perr := checkField(root); perr != nil {
+		return perr
+	}
+	for _, part := range strings.Split(rest, ".") {
+		if rest == "" {
+			break
+		}
+		if part == "" {
+			return push.Errorf(push.CodeInvalidKeyName, "invalid field path %q: empty part", path)
+		}
+		if strings.Contains(part, "$") {
+			return push.Errorf(push.CodeInvalidKeyChar, "invalid field path %q: '$' is not allowed", path)
+		}
+	}
+	return nil
 }
 
 // ListParams are the query parameters of a listing (GET /1.1/installations,
@@ -105,16 +143,22 @@ func ParseListParams(args *fasthttp.Args, checkField func(name string) *push.Err
 		}
 		p.Skip = n
 	}
+	// Empty entries of order and keys ("a,", "a,,b") are skipped, as Parse does.
 	if v := args.Peek("order"); len(v) > 0 {
 		for _, f := range strings.Split(string(v), ",") {
 			f = strings.TrimSpace(f)
+			if f == "" {
+				continue
+			}
 			k := OrderKey{Field: f}
 			if strings.HasPrefix(f, "-") {
 				k = OrderKey{Field: f[1:], Desc: true}
 			}
-			if perr := checkField(k.Field); perr != nil {
+			if perr := checkPath(k.Field, checkField); perr != nil {
 				return nil, perr
 			}
+			// A field named twice sorts as its last mention says (Parse builds a map).
+			p.Order = slices.DeleteFunc(p.Order, func(o OrderKey) bool { return o.Field == k.Field })
 			p.Order = append(p.Order, k)
 		}
 	}
@@ -122,10 +166,14 @@ func ParseListParams(args *fasthttp.Args, checkField func(name string) *push.Err
 		p.Keys = map[string]bool{fObjectID: true, fCreatedAt: true, fUpdatedAt: true}
 		for _, f := range strings.Split(string(v), ",") {
 			f = strings.TrimSpace(f)
-			if perr := checkField(f); perr != nil {
+			if f == "" {
+				continue
+			}
+			if perr := checkPath(f, checkField); perr != nil {
 				return nil, perr
 			}
-			p.Keys[f] = true
+			root, _, _ := strings.Cut(f, ".") // "a.b" returns all of a, as Parse does
+			p.Keys[root] = true
 		}
 	}
 	if v := args.Peek("count"); len(v) > 0 {
@@ -169,7 +217,7 @@ func (s *Server) listInstallations(ctx *fasthttp.RequestCtx, c *Call) error {
 			}
 			e := sortEntry{vals: make([]any, len(p.Order))}
 			for i, k := range p.Order {
-				e.vals[i] = doc[k.Field]
+				e.vals[i] = k.Value(doc)
 			}
 			e.oid, _ = doc[fObjectID].(string)
 			if h.Len() < h.max {

@@ -221,3 +221,40 @@ func TestInstallationQueryNestedInAndAllRegex(t *testing.T) {
 		t.Errorf("$all mixing values and regexes: got %d %s, want 400 code 300", r.Status, r.Body)
 	}
 }
+
+// order and keys take dotted paths (order by the nested value, keys return the root field, as
+// Parse does), skip empty entries, and a field ordered twice sorts as its last mention says.
+func TestInstallationsListPathsAndEntries(t *testing.T) {
+	e := newEnv(t)
+	for i, v := range []int{3, 1, 2} {
+		e.create(fmt.Sprintf(`{"deviceType":"android","installationId":"p%d","a":{"b":%d,"c":"x%d"},"g":%d}`, i, v, i, v))
+	}
+	list := func(q string) []map[string]any {
+		t.Helper()
+		r := e.do("GET", "/1.1/installations?"+q, "", e.masterHeaders()...)
+		if r.Status != 200 {
+			t.Fatalf("%s: %d %s", q, r.Status, r.Body)
+		}
+		var out []map[string]any
+		for _, x := range r.JSON(t)["results"].([]any) {
+			out = append(out, x.(map[string]any))
+		}
+		return out
+	}
+	nested := func(rs []map[string]any) (bs []any) {
+		for _, r := range rs {
+			bs = append(bs, r["a"].(map[string]any)["b"])
+		}
+		return bs
+	}
+	if got := nested(list("order=-a.b")); fmt.Sprint(got) != "[3 2 1]" {
+		t.Errorf("order=-a.b: %v", got)
+	}
+	if got := nested(list("order=g,-g")); fmt.Sprint(got) != "[3 2 1]" {
+		t.Errorf("order=g,-g (the last mention wins): %v", got)
+	}
+	rs := list("keys=a.b,,&order=,g,")
+	if len(rs) != 3 || len(rs[0]) != 4 || rs[0]["a"] == nil || rs[0]["g"] != nil || fmt.Sprint(nested(rs)) != "[1 2 3]" {
+		t.Errorf("keys=a.b,, order=,g,: %v", rs)
+	}
+}

@@ -390,7 +390,8 @@ func TestInstallationsList(t *testing.T) {
 		{url.Values{"limit": {"x"}}, 300},
 		{url.Values{"skip": {"-1"}}, 300},
 		{url.Values{"skip": {"10001"}}, 300},
-		{url.Values{"order": {"a.b"}}, 121},
+		{url.Values{"order": {"a..b"}}, 105},
+		{url.Values{"order": {"a.$b"}}, 121},
 		{url.Values{"keys": {"$x"}}, 121},
 	}
 	for _, c := range bad {

@@ -189,6 +189,9 @@ func TestPushRecordsListParamsLikeInstallationQuery(t *testing.T) {
 	if ids, _ := list("limit=1&order=createdAt"); len(ids) != 1 || ids[0] != "rec000" {
 		t.Errorf("order=createdAt: %v", ids)
 	}
+	if ids, _ := list("limit=1&order=,createdAt,"); len(ids) != 1 || ids[0] != "rec000" { // empty entries skipped
+		t.Errorf("order=,createdAt,: %v", ids)
+	}
 	// Record fields the installation name rule would refuse are fine in order and keys.
 	if ids, _ := list("limit=1&order=push-time"); len(ids) != 1 || ids[0] != "rec100" {
 		t.Errorf("order=push-time: %v", ids)
@@ -197,7 +200,7 @@ func TestPushRecordsListParamsLikeInstallationQuery(t *testing.T) {
 	if got := r.JSON(t)["results"].([]any)[0].(map[string]any); len(got) != 5 || got["status"] != push.StatusDone || got["push-time"] == nil {
 		t.Errorf("keys=status,push-time: %v", got)
 	}
-	for _, bad := range []string{"limit=abc", "limit=1.5", "skip=-1", "skip=10001", "skip=x", "order=,createdAt"} {
+	for _, bad := range []string{"limit=abc", "limit=1.5", "skip=-1", "skip=10001", "skip=x", "order=-"} {
 		r := e.do(app, master, "GET", "/1.1/notifications?"+bad, "")
 		want := int(push.CodeInvalidQuery)
 		if strings.HasPrefix(bad, "order") {
