@@ -12,6 +12,7 @@ import (
 
 	"github.com/pushd/pushd/api/jsondoc"
 	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/query"
 )
 
 // isoMillis is the timestamp format of every date we write: ISO 8601 UTC with milliseconds.
@@ -107,6 +108,19 @@ func checkFieldName(name string) *push.Error {
 	return nil
 }
 
+// normalizeDate checks a {"__type":"Date","iso":...} value, as Parse does (111 "not a valid
+// Date" otherwise), and rewrites its iso in the API's form (UTC, milliseconds), as Parse
+// returns a stored Date.
+func normalizeDate(field string, d map[string]any) *push.Error {
+	iso, _ := d["iso"].(string)
+	t, ok := query.ParseISO(iso)
+	if !ok || len(d) != 2 {
+		return push.Errorf(push.CodeInvalidType, "field %q is not a valid Date: want {\"__type\":\"Date\",\"iso\":\"YYYY-MM-DDTHH:MM:SS[.sss][Z|±HH:MM]\"}", field)
+	}
+	d["iso"] = FormatTime(t)
+	return nil
+}
+
 // checkNestedKeys rejects '$' and '.' in the keys of nested objects (121) and bounds depth.
 func checkNestedKeys(field string, v any, depth int) *push.Error {
 	if depth > maxNestedDepth {
@@ -114,6 +128,9 @@ func checkNestedKeys(field string, v any, depth int) *push.Error {
 	}
 	switch x := v.(type) {
 	case map[string]any:
+		if x["__type"] == "Date" {
+			return normalizeDate(field, x)
+		}
 		for k, e := range x {
 			if strings.ContainsAny(k, "$.") {
 				return push.Errorf(push.CodeInvalidKeyChar, "key %q inside field %q may not contain '$' or '.'", k, field)

@@ -258,3 +258,36 @@ func TestInstallationsListPathsAndEntries(t *testing.T) {
 		t.Errorf("keys=a.b,, order=,g,: %v", rs)
 	}
 }
+
+// Dates in a document are checked and stored in the API's form, as Parse does: a Date without
+// a valid iso is 111 and changes nothing; an offset or a missing zone becomes UTC milliseconds.
+func TestInstallationsDateValues(t *testing.T) {
+	e := newEnv(t)
+	oid, _ := e.create(`{"deviceType":"android","installationId":"d1","seen":{"__type":"Date","iso":"2024-03-01T23:30:00+08:00"},` +
+		`"trip":{"from":{"__type":"Date","iso":"2024-03-02T01:02:03.4"}},"log":[{"__type":"Date","iso":"2024-03-03T00:00:00Z"}]}`)
+	doc := e.get(oid)
+	if got := fmt.Sprint(doc["seen"], doc["trip"], doc["log"]); got !=
+		"map[__type:Date iso:2024-03-01T15:30:00.000Z] map[from:map[__type:Date iso:2024-03-02T01:02:03.400Z]] [map[__type:Date iso:2024-03-03T00:00:00.000Z]]" {
+		t.Fatalf("stored dates: %s", got)
+	}
+	r := e.do("GET", "/1.1/installations?where="+url.QueryEscape(`{"seen":{"$gt":{"__type":"Date","iso":"2024-03-01T15:00:00Z"}}}`), "", e.masterHeaders()...)
+	if r.Status != 200 || len(r.JSON(t)["results"].([]any)) != 1 {
+		t.Fatalf("query on a stored date: %d %s", r.Status, r.Body)
+	}
+	for _, bad := range []string{
+		`{"seen":{"__type":"Date"}}`,
+		`{"seen":{"__type":"Date","iso":"garbage"}}`,
+		`{"seen":{"__type":"Date","iso":5}}`,
+		`{"seen":{"__type":"Date","iso":"2024-03-01T00:00:00Z","extra":1}}`,
+		`{"trip":{"from":{"__type":"Date","iso":"2024-02-30T00:00:00Z"}}}`,
+		`{"log":{"__op":"Add","objects":[{"__type":"Date","iso":"yesterday"}]}}`,
+	} {
+		r := e.do("PUT", "/1.1/installations/"+oid, bad, e.appHeaders()...)
+		if r.Status != 400 || r.Code(t) != 111 || !strings.Contains(errText(t, r), "not a valid Date") {
+			t.Errorf("PUT %s: %d %s, want 111", bad, r.Status, r.Body)
+		}
+	}
+	if after := e.get(oid); fmt.Sprint(after) != fmt.Sprint(doc) {
+		t.Fatal("a refused Date changed the document")
+	}
+}

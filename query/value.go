@@ -327,6 +327,10 @@ func cmpBool(a, b bool) int {
 	return 1
 }
 
+// ParseISO reads a Date's iso as a where does (parseISO): the API checks stored Dates with it,
+// so that every Date a document holds is one a query can compare.
+func ParseISO(s string) (time.Time, bool) { return parseISO(s) }
+
 // parseISO parses an ISO 8601 timestamp of the form YYYY-MM-DDTHH:MM:SS[.fraction][Z|±HH:MM]
 // without allocating, also on failure (document fields are parsed per row). Without a zone
 // the time is UTC, as pushd's push_time reads it.
