@@ -140,23 +140,29 @@ func (q *Query) NeedsResolve() bool {
 
 // collectFields lists the top-level fields n reads.
 func collectFields(n node, set map[string]struct{}) {
+	eachField(n, false, func(f *fieldNode, _ bool) { set[f.name] = struct{}{} })
+}
+
+// eachField calls fn for every field condition of the logical tree n, with neg telling
+// whether it sits under an odd number of negations ($nor, $not) counted from neg.
+func eachField(n node, neg bool, fn func(f *fieldNode, neg bool)) {
 	switch n := n.(type) {
 	case andNode:
 		for _, c := range n {
-			collectFields(c, set)
+			eachField(c, neg, fn)
 		}
 	case orNode:
 		for _, c := range n {
-			collectFields(c, set)
+			eachField(c, neg, fn)
 		}
 	case norNode:
 		for _, c := range n {
-			collectFields(c, set)
+			eachField(c, !neg, fn)
 		}
 	case notNode:
-		collectFields(n.n, set)
+		eachField(n.n, !neg, fn)
 	case *fieldNode:
-		set[n.name] = struct{}{}
+		fn(n, neg)
 	}
 }
 

@@ -215,26 +215,11 @@ func (s *subPred) resolve(ctx context.Context, run func(ctx context.Context, sub
 // odd number of negations ($nor, $not, field-level $not, a negated sub-query). For a
 // sub-query there, fewer results would mean more matches.
 func markWhole(n node, neg bool) {
-	switch n := n.(type) {
-	case andNode:
-		for _, c := range n {
-			markWhole(c, neg)
-		}
-	case orNode:
-		for _, c := range n {
-			markWhole(c, neg)
-		}
-	case norNode:
-		for _, c := range n {
-			markWhole(c, !neg)
-		}
-	case notNode:
-		markWhole(n.n, !neg)
-	case *fieldNode:
-		for _, p := range n.preds {
+	eachField(n, neg, func(f *fieldNode, neg bool) {
+		for _, p := range f.preds {
 			markWholePred(p, neg)
 		}
-	}
+	})
 }
 
 func markWholePred(p pred, neg bool) {
