@@ -77,14 +77,14 @@ func CompareDocs(order []OrderKey, a, b map[string]any) int {
 // checkPath checks a field path of order or keys: its root by checkField, as Parse checks
 // only the root name; the other parts must be non-empty and free of '$'.
 func checkPath(path string, checkField func(string) *push.Error) *push.Error {
-	root, rest, _ := strings.Cut(path, ".")
+	root, rest, nested := strings.Cut(path, ".")
 	if perr := checkField(root); perr != nil {
 		return perr
 	}
+	if !nested {
+		return nil
+	}
 	for _, part := range strings.Split(rest, ".") {
-		if rest == "" {
-			break
-		}
 		if part == "" {
 			return push.Errorf(push.CodeInvalidKeyName, "invalid field path %q: empty part", path)
 		}

@@ -184,8 +184,9 @@ func (s *Server) lockMatches(ctx context.Context, appID string, ids []push.Devic
 }
 
 // upsertInstallation is one attempt of createInstallation once the body is validated: probe
-// is the body as a new document, r its route. It returns store.ErrDuplicate when the store
-// refuses the write for a device id the body does not carry.
+// is the body as a new document, r its route. An error wrapping store.ErrDuplicate means the
+// store refused the write for a device id another installation holds, which under the locks
+// taken here only a race with the sweep can cause (createInstallation starts over).
 func (s *Server) upsertInstallation(ctx *fasthttp.RequestCtx, c *Call, body, probe map[string]any, r *push.Route) error {
 	ids := r.DeviceIDs()
 	app := c.App

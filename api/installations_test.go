@@ -391,6 +391,7 @@ func TestInstallationsList(t *testing.T) {
 		{url.Values{"skip": {"-1"}}, 300},
 		{url.Values{"skip": {"10001"}}, 300},
 		{url.Values{"order": {"a..b"}}, 105},
+		{url.Values{"keys": {"a."}}, 105},
 		{url.Values{"order": {"a.$b"}}, 121},
 		{url.Values{"keys": {"$x"}}, 121},
 	}
