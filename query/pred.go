@@ -48,16 +48,8 @@ type fieldNode struct {
 
 func (n *fieldNode) match(d Doc) bool {
 	v, ok := d.Get(n.name)
-	for _, p := range n.path {
-		if !ok {
-			break
-		}
-		m, isMap := v.(map[string]any)
-		if !isMap {
-			v, ok = nil, false
-			break
-		}
-		v, ok = m[p]
+	if ok && len(n.path) > 0 {
+		v, ok = walkPath(v, n.path)
 	}
 	for _, p := range n.preds {
 		if !p.test(v, ok) {
@@ -65,6 +57,50 @@ func (n *fieldNode) match(d Doc) bool {
 		}
 	}
 	return true
+}
+
+// walkPath follows path from v into nested objects. Across an array it goes on into every
+// object of the array, as Mongo does: {"a.b": 1} matches {"a": [{"b": 1}, {"b": 2}]}.
+func walkPath(v any, path []string) (any, bool) {
+	for i, p := range path {
+		switch x := v.(type) {
+		case map[string]any:
+			var ok bool
+			if v, ok = x[p]; !ok {
+				return nil, false
+			}
+		case []any:
+			return pathInArray(x, path[i:])
+		default:
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// pathInArray follows path into each object of arr and returns the values found as one array
+// (arrays among them flattened one level), or false when no element has the path.
+func pathInArray(arr []any, path []string) (any, bool) {
+	var out []any
+	for _, e := range arr {
+		m, isMap := e.(map[string]any)
+		if !isMap {
+			continue
+		}
+		v, ok := walkPath(m, path)
+		if !ok {
+			continue
+		}
+		if a, isArr := v.([]any); isArr {
+			out = append(out, a...)
+		} else {
+			out = append(out, v)
+		}
+	}
+	if out == nil {
+		return nil, false
+	}
+	return out, true
 }
 
 // pred is one condition on a field's value; ok is false when the field is missing.

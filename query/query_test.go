@@ -672,3 +672,21 @@ func TestQueryMatchesAll(t *testing.T) {
 		t.Errorf("after Resolve: MatchesAll %v, Match %v; want true, true", q.MatchesAll(), q.Match(MapDoc{}))
 	}
 }
+
+// A dotted path goes on into every object of an array, as Mongo (and so Parse) does.
+func TestQueryDottedPathThroughArrays(t *testing.T) {
+	const doc = `{"trips":[{"city":"Paris","days":3,"tags":["art","food"]},{"city":"Rome","days":5},"not an object"],` +
+		`"profile":{"pets":[{"kind":"cat","vet":{"name":"Ada"}}]}}`
+	runMatch(t, []matchCase{
+		{"any element equal", `{"trips.city":"Rome"}`, doc, true},
+		{"no element equal", `{"trips.city":"Oslo"}`, doc, false},
+		{"comparison on any element", `{"trips.days":{"$gt":4}}`, doc, true},
+		{"$in over the elements", `{"trips.city":{"$in":["Oslo","Paris"]}}`, doc, true},
+		{"arrays found are flattened", `{"trips.tags":"food"}`, doc, true},
+		{"$all across elements", `{"trips.city":{"$all":["Paris","Rome"]}}`, doc, true},
+		{"exists in some element", `{"trips.days":{"$exists":true}}`, doc, true},
+		{"in no element", `{"trips.zip":{"$exists":false}}`, doc, true},
+		{"deeper, through a nested object", `{"profile.pets.vet.name":"Ada"}`, doc, true},
+		{"$ne means no element equals", `{"trips.city":{"$ne":"Rome"}}`, doc, false},
+	})
+}
