@@ -143,6 +143,9 @@ func (s *Server) lockMatches(ctx context.Context, appID string, ids []push.Devic
 		s.locks.unlock(h)
 		return nil, nil, err
 	}
+	if len(matches) == 0 {
+		return h, nil, nil // an id nobody holds can only be taken under its device lock: ours
+	}
 	// recheck looks the ids up again while h is held: done when they point only at
 	// installations among matches (held); else h is released.
 	recheck := func(h held, matches []string) (after []string, done bool, err error) {
