@@ -71,7 +71,7 @@ func viewOf(a *push.App) AppView {
 	}
 	slices.Sort(kinds)
 	return AppView{ID: a.ID, Name: a.Name, Settings: a.Settings, Credentials: kinds,
-		CreatedAt: FormatTime(a.CreatedAt), UpdatedAt: FormatTime(a.UpdatedAt)}
+		CreatedAt: push.FormatTime(a.CreatedAt), UpdatedAt: push.FormatTime(a.UpdatedAt)}
 }
 
 func decodeStrict(body []byte, v any) *push.Error {
@@ -355,7 +355,7 @@ func (s *Server) adminPutCredential(ctx *fasthttp.RequestCtx, c *Call) error {
 	b, _ := json.Marshal(struct {
 		Kind      string `json:"kind"`
 		UpdatedAt string `json:"updatedAt"`
-	}{kind, FormatTime(app.UpdatedAt)})
+	}{kind, push.FormatTime(app.UpdatedAt)})
 	WriteJSON(ctx, fasthttp.StatusOK, b)
 	return nil
 }

@@ -15,46 +15,6 @@ import (
 	"github.com/pushd/pushd/query"
 )
 
-// isoMillis is the timestamp format of every date we write: ISO 8601 UTC with milliseconds.
-const isoMillis = "2006-01-02T15:04:05.000Z"
-
-// FormatTime formats t as the API's timestamps.
-func FormatTime(t time.Time) string {
-	var buf [len(isoMillis)]byte
-	return string(AppendTime(buf[:0], t))
-}
-
-// AppendTime appends t formatted as the API's timestamps (isoMillis) to b. Every upsert writes
-// three of them; this is several times faster than time.Time.AppendFormat, which reads the
-// layout anew on each call. Years outside 0–9999 take AppendFormat.
-func AppendTime(b []byte, t time.Time) []byte {
-	t = t.UTC()
-	year, month, day := t.Date()
-	if year < 0 || year > 9999 {
-		return t.AppendFormat(b, isoMillis)
-	}
-	hour, minute, sec := t.Clock()
-	b = appendDigits(b, year, 4)
-	b = appendDigits(append(b, '-'), int(month), 2)
-	b = appendDigits(append(b, '-'), day, 2)
-	b = appendDigits(append(b, 'T'), hour, 2)
-	b = appendDigits(append(b, ':'), minute, 2)
-	b = appendDigits(append(b, ':'), sec, 2)
-	b = appendDigits(append(b, '.'), t.Nanosecond()/1e6, 3)
-	return append(b, 'Z')
-}
-
-// appendDigits appends the n ≤ 4 lowest decimal digits of v ≥ 0, zero-padded.
-func appendDigits(b []byte, v, n int) []byte {
-	start := len(b)
-	b = append(b, "0000"[:n]...)
-	for i := len(b) - 1; i >= start; i-- {
-		b[i] = byte('0' + v%10)
-		v /= 10
-	}
-	return b
-}
-
 // Built-in installation fields.
 const (
 	fObjectID       = "objectId"
@@ -117,7 +77,7 @@ func normalizeDate(field string, d map[string]any) *push.Error {
 	if !ok || len(d) != 2 {
 		return push.Errorf(push.CodeInvalidType, "field %q is not a valid Date: want {\"__type\":\"Date\",\"iso\":\"YYYY-MM-DDTHH:MM:SS[.sss][Z|±HH:MM]\"}", field)
 	}
-	d["iso"] = FormatTime(t)
+	d["iso"] = push.FormatTime(t)
 	return nil
 }
 
@@ -431,8 +391,8 @@ func routeOf(objectID string, doc map[string]any, updatedAt time.Time) push.Rout
 // buildInstallation stamps the read-only fields into doc and encodes it.
 func buildInstallation(objectID string, doc map[string]any, createdAt, updatedAt time.Time) (push.Installation, error) {
 	doc[fObjectID] = objectID
-	doc[fCreatedAt] = FormatTime(createdAt)
-	doc[fUpdatedAt] = FormatTime(updatedAt)
+	doc[fCreatedAt] = push.FormatTime(createdAt)
+	doc[fUpdatedAt] = push.FormatTime(updatedAt)
 	b, err := jsondoc.AppendMarshal(make([]byte, 0, 512), doc) // most documents fit: one allocation
 	if err != nil {
 		return push.Installation{}, fmt.Errorf("cannot encode installation %s: %w", objectID, err)

@@ -442,7 +442,7 @@ func appendTimeID(b []byte, field string, t time.Time, oid string) []byte {
 	b = append(b, `{"`...)
 	b = append(b, field...)
 	b = append(b, `":"`...)
-	b = AppendTime(b, t) // digits and -:.TZ only: nothing to escape
+	b = push.AppendTime(b, t) // digits and -:.TZ only: nothing to escape
 	b = append(b, `","objectId":`...)
 	return append(jsondoc.AppendString(b, oid), '}')
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/store"
 )
 
@@ -406,7 +407,7 @@ func TestInstallationsList(t *testing.T) {
 func TestInstallationsAppendTimeIDMatchesEncodingJSON(t *testing.T) {
 	now := time.Date(2031, 2, 3, 4, 5, 6, 789_000_000, time.FixedZone("x", 3600))
 	for _, oid := range []string{"0a1b2c3d4e5f60718293a4b5", "", `q"uote`, `back\slash`, "<b>&", "\x01", "ünï", "\u2028", "bad\xff"} {
-		tb, _ := json.Marshal(FormatTime(now))
+		tb, _ := json.Marshal(push.FormatTime(now))
 		ob, _ := json.Marshal(oid)
 		want := `{"updatedAt":` + string(tb) + `,"objectId":` + string(ob) + `}`
 		if got := string(appendTimeID(nil, fUpdatedAt, now, oid)); got != want {

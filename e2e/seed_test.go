@@ -54,7 +54,7 @@ func prepareData(t *testing.T, data string, s *pushsim, settings push.AppSetting
 	}
 	tokens := make([]string, n)
 	insts := make([]push.Installation, n)
-	ts := api.FormatTime(now)
+	ts := push.FormatTime(now)
 	for i := range insts {
 		tokens[i] = fmt.Sprintf("%064x", 0xe2e0000000+i)
 		oid := fmt.Sprintf("e2e%021d", i)

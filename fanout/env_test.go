@@ -159,7 +159,7 @@ func testFields(i int, now time.Time) (push.Route, []testKV) {
 	}
 	kvs := make([]testKV, 0, 12)
 	kvs = append(kvs, testKV{"objectId", r.ObjectID}, testKV{"deviceType", r.DeviceType}, testKV{"age", float64(i % 100)},
-		testKV{"createdAt", now.UTC().Format(isoMillis)}, testKV{"updatedAt", time.UnixMilli(r.UpdatedAt).UTC().Format(isoMillis)})
+		testKV{"createdAt", now.UTC().Format(push.TimeLayout)}, testKV{"updatedAt", time.UnixMilli(r.UpdatedAt).UTC().Format(push.TimeLayout)})
 	if r.Invalid {
 		kvs = append(kvs, testKV{"valid", false})
 	}

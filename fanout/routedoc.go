@@ -102,12 +102,10 @@ func (d *rowDoc) Get(field string) (any, bool) {
 		if d.r.UpdatedAt == 0 {
 			return d.docField(field)
 		}
-		return time.UnixMilli(d.r.UpdatedAt).UTC().Format(isoMillis), true
+		return push.FormatTime(time.UnixMilli(d.r.UpdatedAt)), true
 	}
 	return d.docField(field)
 }
-
-const isoMillis = "2006-01-02T15:04:05.000Z"
 
 func (d *rowDoc) str(slot int, s, field string) (any, bool) {
 	if s == "" {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pushd/pushd/api"
+	"github.com/pushd/pushd/push"
 )
 
 func TestPushAcceptedAnswerMatchesEncodingJSON(t *testing.T) {
@@ -14,7 +14,7 @@ func TestPushAcceptedAnswerMatchesEncodingJSON(t *testing.T) {
 		want, _ := json.Marshal(struct {
 			ObjectID  string `json:"objectId"`
 			CreatedAt string `json:"createdAt"`
-		}{oid, api.FormatTime(at)})
+		}{oid, push.FormatTime(at)})
 		if got := appendAccepted(nil, oid, at); string(got) != string(want) {
 			t.Errorf("appendAccepted(%q) = %s, want %s", oid, got, want)
 		}

@@ -281,14 +281,14 @@ func appendAccepted(b []byte, objectID string, createdAt time.Time) []byte {
 			q, _ := json.Marshal(struct {
 				ObjectID  string `json:"objectId"`
 				CreatedAt string `json:"createdAt"`
-			}{objectID, api.FormatTime(createdAt)})
+			}{objectID, push.FormatTime(createdAt)})
 			return append(b, q...)
 		}
 	}
 	b = append(b, `{"objectId":"`...)
 	b = append(b, objectID...)
 	b = append(b, `","createdAt":"`...)
-	b = append(b, api.FormatTime(createdAt)...) // digits and -:.TZ only
+	b = push.AppendTime(b, createdAt) // digits and -:.TZ only
 	return append(b, `"}`...)
 }
 

@@ -37,8 +37,8 @@ func recordJSON(n *push.Notification) map[string]any {
 		"objectId":       n.ObjectID,
 		"notificationId": n.NotificationID,
 		"status":         n.Status,
-		"createdAt":      api.FormatTime(n.CreatedAt),
-		"updatedAt":      api.FormatTime(n.UpdatedAt),
+		"createdAt":      push.FormatTime(n.CreatedAt),
+		"updatedAt":      push.FormatTime(n.UpdatedAt),
 		"msg":            json.RawMessage(n.Data),
 		"prod":           n.Prod,
 		"from-service":   "push",
@@ -80,10 +80,10 @@ func recordJSON(n *push.Notification) map[string]any {
 		m["deviceCount"] = n.DeviceCount
 	}
 	if !n.PushTime.IsZero() {
-		m["push-time"] = api.FormatTime(n.PushTime)
+		m["push-time"] = push.FormatTime(n.PushTime)
 	}
 	if !n.ExpiresAt.IsZero() {
-		m["expiration_time"] = api.FormatTime(n.ExpiresAt)
+		m["expiration_time"] = push.FormatTime(n.ExpiresAt)
 	}
 	if n.ExpirationInterval != 0 {
 		m["expiration_interval"] = n.ExpirationInterval

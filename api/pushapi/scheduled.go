@@ -24,7 +24,7 @@ func scheduledJSON(sp *push.Scheduled) map[string]any {
 	return map[string]any{
 		"id":          sp.ID,
 		"expire_time": sp.DueAt.UnixMilli(),
-		"createdAt":   api.FormatTime(sp.CreatedAt),
+		"createdAt":   push.FormatTime(sp.CreatedAt),
 		"push_msg": map[string]any{
 			"through":        nil,
 			"app-id":         sp.AppID,

@@ -1,4 +1,4 @@
-package api
+package push
 
 import (
 	"math/rand/v2"
@@ -22,7 +22,7 @@ func TestAppendTimeMatchesTimeFormat(t *testing.T) {
 		times = append(times, time.Unix(r.Int64N(400*365*86400)-100*365*86400, r.Int64N(1e9)).In(east)) // 1870–2270
 	}
 	for _, tm := range times {
-		want := tm.UTC().Format(isoMillis)
+		want := tm.UTC().Format(TimeLayout)
 		if got := string(AppendTime([]byte("x"), tm)); got != "x"+want {
 			t.Fatalf("AppendTime(%v) = %q, want %q", tm, got, "x"+want)
 		}
@@ -42,7 +42,7 @@ func BenchmarkFormatTime(b *testing.B) {
 	})
 	b.Run("AppendFormat", func(b *testing.B) {
 		for b.Loop() {
-			buf = now.UTC().AppendFormat(buf[:0], isoMillis)
+			buf = now.UTC().AppendFormat(buf[:0], TimeLayout)
 		}
 	})
 }
