@@ -38,6 +38,10 @@ var readOnlyFields = map[string]bool{fObjectID: true, fCreatedAt: true, fUpdated
 
 var stringFields = []string{fDeviceType, fDeviceToken, fInstallationID, fRegistrationID, fVendor, fDeviceProfile, fAPNsTopic, fAPNsTeamID, fTimeZone}
 
+// typedFields are the built-in fields whose values have a type: a null there is an absent
+// field (validateDoc).
+var typedFields = append([]string{fChannels, fValid, fBadge}, stringFields...)
+
 // Field and value limits.
 const (
 	maxFieldName   = 128      // longest field name
@@ -277,9 +281,17 @@ func containsValue(list []any, v any) bool {
 	return false
 }
 
-// validateDoc checks the built-in fields of a complete document and canonicalises the
-// device ids in place.
+// validateDoc checks the built-in fields of a complete document, drops those that are null,
+// and canonicalises the device ids in place.
 func validateDoc(doc map[string]any) *push.Error {
+	// A null built-in field is an absent one, as a null parameter is everywhere in this API:
+	// {"vendor":null} removes vendor as {"__op":"Delete"} does, and a required field that is
+	// null is missing. Parse clients read a null and a missing field alike.
+	for _, f := range typedFields {
+		if v, ok := doc[f]; ok && v == nil {
+			delete(doc, f)
+		}
+	}
 	for _, f := range stringFields {
 		if v, ok := doc[f]; ok {
 			if _, isStr := v.(string); !isStr {
@@ -323,7 +335,7 @@ func validateDoc(doc map[string]any) *push.Error {
 	if p, ok := doc[fDeviceProfile].(string); ok && !push.ValidProfile(p) {
 		return push.Errorf(push.CodeValidation, "invalid deviceProfile %q: empty, or a letter followed by letters, digits and '_'", p)
 	}
-	if v, ok := doc[fChannels]; ok && v != nil {
+	if v, ok := doc[fChannels]; ok {
 		arr, ok := v.([]any)
 		if !ok {
 			return push.Errorf(push.CodeInvalidType, "channels must be an array of strings")

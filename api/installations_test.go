@@ -160,6 +160,10 @@ func TestInstallationsBadInput(t *testing.T) {
 		{"badge type", `{"deviceType":"android","installationId":"a","badge":"1"}`, 111},
 		{"unknown op", `{"deviceType":"android","installationId":"a","n":{"__op":"Multiply"}}`, 111},
 		{"vendor type", `{"deviceType":"android","installationId":"a","vendor":1}`, 111},
+		// A null built-in field is absent, so a null required one is missing.
+		{"deviceType null", `{"deviceType":null,"installationId":"a"}`, 113},
+		{"android iid null", `{"deviceType":"android","installationId":null}`, 113},
+		{"ios token null", `{"deviceType":"ios","deviceToken":null}`, 113},
 		{"deviceType changed on upsert", `{"deviceType":"ios","installationId":"keep","deviceToken":"` + tokA + `"}`, 117},
 	}
 	for _, c := range cases {
@@ -468,3 +472,55 @@ func TestInstallationsLocationUsesPublicURL(t *testing.T) {
 		}
 	}
 }
+
+// TestInstallationsNullBuiltInIsAbsent checks that null on a built-in field removes it, on
+// create, upsert and PUT (as {"__op":"Delete"} does), while a custom field keeps its null.
+func TestInstallationsNullBuiltInIsAbsent(t *testing.T) {
+	e := newEnv(t)
+	builtIns := []string{"vendor", "registrationId", "deviceProfile", "apnsTopic", "apnsTeamId", "timeZone", "channels", "valid", "badge"}
+	absent := func(oid string, fields ...string) {
+		t.Helper()
+		doc := e.get(oid)
+		for _, f := range fields {
+			if v, ok := doc[f]; ok {
+				t.Fatalf("%s = %v after null, want it absent: %v", f, v, doc)
+			}
+		}
+	}
+	oid, r := e.create(`{"deviceType":"android","installationId":"n1","vendor":null,"registrationId":null,"deviceProfile":null,` +
+		`"apnsTopic":null,"apnsTeamId":null,"timeZone":null,"channels":null,"valid":null,"badge":null,"custom":null}`)
+	if r.Status != 201 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	absent(oid, builtIns...)
+	if doc := e.get(oid); doc["custom"] != nil || !hasKey(doc, "custom") {
+		t.Fatalf("custom = %v, want a stored null: %v", doc["custom"], doc)
+	}
+
+	set := `{"vendor":"mi","registrationId":"reg-n1","deviceProfile":"p1","apnsTopic":"t","apnsTeamId":"T",` +
+		`"timeZone":"Asia/Shanghai","channels":["a"],"valid":true,"badge":3}`
+	if r := e.do("PUT", "/1.1/installations/"+oid, set, e.appHeaders()...); r.Status != 200 {
+		t.Fatalf("PUT: %d %s", r.Status, r.Body)
+	}
+	if doc := e.get(oid); doc["vendor"] != "mi" || doc["registrationId"] != "reg-n1" {
+		t.Fatalf("PUT did not set the fields: %v", doc)
+	}
+	nulls := `{"vendor":null,"registrationId":null,"deviceProfile":null,"apnsTopic":null,"apnsTeamId":null,` +
+		`"channels":null,"valid":null,"badge":null}`
+	if r := e.do("PUT", "/1.1/installations/"+oid, nulls, e.appHeaders()...); r.Status != 200 {
+		t.Fatalf("PUT nulls: %d %s", r.Status, r.Body)
+	}
+	absent(oid, "vendor", "registrationId", "deviceProfile", "apnsTopic", "apnsTeamId", "channels", "valid", "badge")
+	// registrationId is gone from the device index too: another installation may take it.
+	if _, r := e.create(`{"deviceType":"android","installationId":"n2","registrationId":"reg-n1"}`); r.Status != 201 {
+		t.Fatalf("reusing the removed registrationId: %d %s", r.Status, r.Body)
+	}
+
+	// The upsert ("the app was opened") merges the same way.
+	if _, r := e.create(`{"deviceType":"android","installationId":"n1","timeZone":null}`); r.Status != 200 {
+		t.Fatalf("upsert: %d %s", r.Status, r.Body)
+	}
+	absent(oid, "timeZone")
+}
+
+func hasKey(m map[string]any, k string) bool { _, ok := m[k]; return ok }
