@@ -521,6 +521,17 @@ func TestInstallationsNullBuiltInIsAbsent(t *testing.T) {
 		t.Fatalf("upsert: %d %s", r.Status, r.Body)
 	}
 	absent(oid, "timeZone")
+
+	// A null device id is missing where it is required, and a change where it is not.
+	ios, _ := e.create(`{"deviceType":"ios","deviceToken":"` + tokA + `","installationId":"n3"}`)
+	for _, c := range []struct {
+		oid, body string
+		code      int
+	}{{oid, `{"installationId":null}`, 113}, {ios, `{"deviceToken":null}`, 113}, {ios, `{"installationId":null}`, 117}} {
+		if r := e.do("PUT", "/1.1/installations/"+c.oid, c.body, e.appHeaders()...); r.Status != 400 || r.Code(t) != c.code {
+			t.Fatalf("PUT %s: %d %s, want code %d", c.body, r.Status, r.Body, c.code)
+		}
+	}
 }
 
 func hasKey(m map[string]any, k string) bool { _, ok := m[k]; return ok }
