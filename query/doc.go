@@ -14,7 +14,9 @@
 //	                                  an array operand means exact array equality;
 //	                                  {"k": null} also matches a missing field
 //	$eq $ne       equal / not equal   $ne on an array field: no element equals
-//	$lt $lte $gt $gte                 numbers, strings, dates, booleans; any array element
+//	$lt $lte $gt $gte                 numbers, strings, dates, booleans; any array element;
+//	                                  or a date relative to the query's instant (ParseAt):
+//	                                  {"$relativeTime": "3 days ago" | "in 2 hours" | "now"}
 //	$in $nin      list membership     any element in the list / no element in the list;
 //	                                  arrays in the list are flattened one level (Parse)
 //	$all          every listed value is contained (an empty list matches nothing); or,

@@ -4,6 +4,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/pushd/pushd/push"
 )
@@ -15,6 +16,7 @@ const maxFieldName = 128
 type parser struct {
 	conds int
 	subs  int
+	now   time.Time // what {"$relativeTime": …} counts from
 }
 
 func (p *parser) count() error {
@@ -202,7 +204,10 @@ func (p *parser) ops(field string, m map[string]any, depth int, q *Query) ([]pre
 				preds = append(preds, &nePred{eq: eqPred{v: val}})
 			}
 		case "$lt", "$lte", "$gt", "$gte":
-			val, err := operand(x, field)
+			val, isRelative, err := relativeOperand(x, p.now, k, field)
+			if !isRelative && err == nil {
+				val, err = operand(x, field)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -310,6 +315,9 @@ func (p *parser) ops(field string, m map[string]any, depth int, q *Query) ([]pre
 			q.subs = append(q.subs, sp)
 			preds = append(preds, sp)
 		default:
+			if k == "$relativeTime" {
+				return nil, errQuery("$relativeTime on field %q works only with $lt, $lte, $gt and $gte", field)
+			}
 			return nil, errQuery("unsupported operator %s on field %q", clip(k), field)
 		}
 	}

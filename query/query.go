@@ -3,6 +3,7 @@ package query
 import (
 	"encoding/json"
 	"sort"
+	"time"
 
 	"github.com/pushd/pushd/push"
 )
@@ -53,6 +54,13 @@ type Query struct {
 // (Date, GeoPoint, Pointer) or a createdAt/updatedAt string that is no time, 300 for
 // everything else (other __type values included).
 func Parse(where json.RawMessage) (*Query, error) {
+	return ParseAt(where, time.Now())
+}
+
+// ParseAt is Parse with the instant a {"$relativeTime": …} operand counts from: "3 days ago"
+// is 72 hours before now. Callers that evaluate a query more than once, or on behalf of a
+// push that fans out over minutes, pass one instant so that every evaluation agrees.
+func ParseAt(where json.RawMessage, now time.Time) (*Query, error) {
 	if len(where) > MaxQueryBytes {
 		return nil, errQuery("query is %d bytes, more than the limit of %d", len(where), MaxQueryBytes)
 	}
@@ -66,7 +74,7 @@ func Parse(where json.RawMessage) (*Query, error) {
 	if err := json.Unmarshal(where, &x); err != nil {
 		return nil, push.Errorf(push.CodeInvalidJSON, "invalid JSON in where: %s", clip(err.Error()))
 	}
-	p := &parser{}
+	p := &parser{now: now.Truncate(time.Millisecond).UTC()}
 	q, err := p.query(x, 0, "where")
 	if err != nil {
 		return nil, err

@@ -19,6 +19,7 @@ var fuzzDocs = []string{
 }
 
 var fuzzSeeds = []string{
+	`{"updatedAt":{"$gt":{"$relativeTime":"1 yr 2 wks 3 days ago"},"$lte":{"$relativeTime":"in 5 mins"}}}`,
 	`{"deviceType":"ios","channels":"sports","badge":{"$gt":3}}`,
 	`{"channels":{"$all":["a","b"]},"deviceType":{"$in":["ios","android"]}}`,
 	`{"objectId":{"$in":["a","b"]},"valid":{"$ne":false}}`,
