@@ -108,15 +108,16 @@ type ListParams struct {
 
 // ParseListParams parses where, limit, skip, order, keys and count. limit: an integer outside
 // 0..1000 falls back to the default 100 (the original service's behaviour), a non-integer is 300;
-// skip outside 0..10,000 or not an integer is 300; where errors are 107/111/300. checkField
-// validates the field names of order and keys (nil: the installation field-name rule).
-func ParseListParams(args *fasthttp.Args, checkField func(name string) *push.Error) (*ListParams, *push.Error) {
+// skip outside 0..10,000 or not an integer is 300; where errors are 107/111/300, and its
+// relative times count from now. checkField validates the field names of order and keys (nil:
+// the installation field-name rule).
+func ParseListParams(args *fasthttp.Args, now time.Time, checkField func(name string) *push.Error) (*ListParams, *push.Error) {
 	if checkField == nil {
 		checkField = checkFieldName
 	}
 	p := &ListParams{Limit: defaultLimit}
 	where := append([]byte(nil), args.Peek("where")...)
-	q, err := query.Parse(where)
+	q, err := query.ParseAt(where, now)
 	if err != nil {
 		if pe := asPushError(err); pe != nil {
 			return nil, pe
@@ -184,7 +185,7 @@ func ParseListParams(args *fasthttp.Args, checkField func(name string) *push.Err
 
 // listInstallations is GET /1.1/installations (master key): the generic object query.
 func (s *Server) listInstallations(ctx *fasthttp.RequestCtx, c *Call) error {
-	p, perr := ParseListParams(ctx.QueryArgs(), nil)
+	p, perr := ParseListParams(ctx.QueryArgs(), c.Now, nil)
 	if perr != nil {
 		return perr
 	}

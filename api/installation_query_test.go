@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/query"
@@ -182,6 +183,25 @@ func TestInstallationQueryDateStrings(t *testing.T) {
 		r, _ := e.queryIDs(where)
 		if r.Status != 400 || r.Code(t) != 111 || !strings.Contains(r.JSON(t)["error"].(string), "ISO 8601") {
 			t.Errorf("where %s: got %d %s, want 400 code 111 naming ISO 8601", where, r.Status, r.Body)
+		}
+	}
+}
+
+// {"$relativeTime": …} counts from the request's time: the listing sees the devices refreshed
+// in the last days of the server's clock, and a malformed relative time is 300.
+func TestInstallationQueryRelativeTime(t *testing.T) {
+	e := newEnv(t) // e.now is 2026-03-04T05:06:07.891Z
+	old, _ := e.create(`{"deviceType":"android","installationId":"rel-old"}`)
+	e.now = e.now.AddDate(0, 0, 10)
+	recent, _ := e.create(`{"deviceType":"android","installationId":"rel-new"}`)
+	e.now = e.now.Add(time.Hour)
+	e.wantIDs(`{"updatedAt":{"$gt":{"$relativeTime":"3 days ago"}}}`, recent)
+	e.wantIDs(`{"updatedAt":{"$lt":{"$relativeTime":"1 week ago"}}}`, old)
+	e.wantIDs(`{"createdAt":{"$gte":{"$relativeTime":"10 days 1 hour ago"}}}`, old, recent)
+	e.wantIDs(`{"createdAt":{"$gt":{"$relativeTime":"in 1 min"}}}`)
+	for _, where := range []string{`{"updatedAt":{"$gt":{"$relativeTime":"3 days"}}}`, `{"updatedAt":{"$relativeTime":"3 days ago"}}`} {
+		if r, _ := e.queryIDs(where); r.Status != 400 || r.Code(t) != 300 || !strings.Contains(r.JSON(t)["error"].(string), "$relativeTime") {
+			t.Errorf("where %s: got %d %s, want 400 code 300 naming $relativeTime", where, r.Status, r.Body)
 		}
 	}
 }

@@ -48,6 +48,7 @@ func TestPushBadInputChangesNothing(t *testing.T) {
 		{"unknown platform key", "/1.1/push", `{"data":{"alert":"x","huawei":{"alert":"y"}}}`, 400, 142},
 		{"platform key outside the edition", "/1.1/push", `{"data":{"alert":"x","fcm":{"alert":"y"}}}`, 400, 142},
 		{"where that does not parse", "/1.1/push", `{"data":{"alert":"x"},"where":{"badge":{"$frobnicate":1}}}`, 400, 300},
+		{"relative time without ago", "/1.1/push", `{"data":{"alert":"x"},"where":{"updatedAt":{"$gt":{"$relativeTime":"7 days"}}}}`, 400, 300},
 		{"bad channel name", "/1.1/push", `{"data":{"alert":"x"},"channels":["a b"]}`, 400, 112},
 	}
 	for _, c := range cases {

@@ -55,7 +55,7 @@ func (s *Service) push(ctx *fasthttp.RequestCtx, c *api.Call) error {
 		return perr
 	}
 	where := req.MergedWhere()
-	q, err := query.Parse(where)
+	q, err := query.ParseAt(where, c.Now) // to check it: the fan-out reads it again (push.Job.QueryAt)
 	if err != nil {
 		return err
 	}

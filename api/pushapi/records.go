@@ -235,7 +235,7 @@ func recordField(name string) *push.Error {
 // unless order says otherwise (ties keep that order); where is evaluated on the record as this
 // API shows it.
 func (s *Service) listRecords(ctx *fasthttp.RequestCtx, c *api.Call) error {
-	p, perr := api.ParseListParams(ctx.QueryArgs(), recordField)
+	p, perr := api.ParseListParams(ctx.QueryArgs(), c.Now, recordField)
 	if perr != nil {
 		return perr
 	}

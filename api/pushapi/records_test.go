@@ -182,6 +182,11 @@ func TestPushRecordsListParamsLikeInstallationQuery(t *testing.T) {
 	if ids, count := list("limit=2&count=true"); len(ids) != 2 || count != float64(total) {
 		t.Errorf("count=true: %d results, count %v", len(ids), count)
 	}
+	// A where's relative times count from the request's clock, here t0: records created
+	// more than a minute after it are rec061..rec100.
+	if ids, _ := list("limit=1000&where=" + url.QueryEscape(`{"createdAt":{"$gt":{"$relativeTime":"in 1 min"}}}`)); len(ids) != total-61 || ids[len(ids)-1] != "rec061" {
+		t.Errorf("createdAt after in 1 min: %d results %v", len(ids), ids)
+	}
 	// Newest first by default; skip pages through that order.
 	if ids, _ := list("limit=2&skip=1"); len(ids) != 2 || ids[0] != "rec099" || ids[1] != "rec098" {
 		t.Errorf("default order with skip: %v", ids)
