@@ -36,7 +36,7 @@ func (w *Worker) buildJob(ctx context.Context, job *push.Job) (*jobState, error)
 		js.buckets = push.DefaultBuckets
 	}
 	if job.Kind != push.JobDevices {
-		q, err := query.Parse(job.Where)
+		q, err := query.ParseAt(job.Where, job.QueryTime())
 		if err != nil {
 			return nil, fmt.Errorf("cannot parse where of job %s: %w", job.ID, err)
 		}

@@ -241,7 +241,7 @@ func (p *Planner) split(job *push.Job, buckets int) ([]push.Task, error) {
 	if job.Kind == push.JobDevices {
 		return p.pointTasks(job, deviceKind(job.DeviceType, job.Vendor), job.DeviceIDs), nil
 	}
-	q, err := query.Parse(job.Where)
+	q, err := query.ParseAt(job.Where, job.QueryTime())
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,7 @@ func TestPlannerTaskWire(t *testing.T) {
 			Topic: "com.example", APNsTeamID: "T1", NotificationChannel: "ch",
 			ExpiresAt: time.Date(2026, 11, 23, 1, 2, 3, 4000000, time.UTC), FlowControl: 1500,
 			CreatedAt: time.Date(2026, 11, 22, 1, 2, 3, 0, time.UTC),
+			QueryAt:   time.Date(2026, 11, 22, 5, 0, 0, 0, time.UTC),
 		},
 		Source: push.SourceChannel, Channel: "news\u2028<x>", BucketLo: 8, BucketHi: 16,
 		IDKind: push.KindToken, IDs: []string{"t1", "t\"2"}, Rate: 93.75, Of: 32,

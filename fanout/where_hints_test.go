@@ -171,3 +171,42 @@ func TestFanoutWhereThatCannotRunEndsThePush(t *testing.T) {
 		t.Fatalf("record done with %d of %d tasks", rec.TasksDone, rec.Tasks)
 	}
 }
+
+// A where's relative times count from the job's QueryTime, in the planner and in the worker's
+// filter (createdAt read from the document, updatedAt from the route), not from the clock of
+// the moment each task runs.
+func TestFanoutWhereRelativeTime(t *testing.T) {
+	e := newEnv(t)
+	e.createApp(16, nil)
+	ids := e.seedDocs(16,
+		`{"objectId":"old","deviceType":"android","installationId":"iid-old","createdAt":"2020-01-01T00:00:00.000Z"}`,
+		`{"objectId":"new","deviceType":"android","installationId":"iid-new","createdAt":"2020-01-09T00:00:00.000Z"}`,
+	)
+	snd := newRecSender()
+	e.start(DefaultWorkerConfig(), snd, 1)
+	fired := time.Date(2020, 1, 10, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		where string
+		at    time.Time
+		want  []string
+	}{
+		{`{"createdAt":{"$gt":{"$relativeTime":"3 days ago"}}}`, fired, ids[1:]},
+		{`{"createdAt":{"$lte":{"$relativeTime":"1 week ago"}}}`, fired, ids[:1]},
+		{`{"createdAt":{"$gt":{"$relativeTime":"3 days ago"}}}`, fired.AddDate(0, 0, -8), ids},
+		{`{"updatedAt":{"$gt":{"$relativeTime":"1 hour ago"}}}`, time.Now(), ids},
+		{`{"updatedAt":{"$gt":{"$relativeTime":"1 hour ago"}}}`, time.Now().Add(2 * time.Hour), nil},
+	} {
+		snd.mu.Lock()
+		clear(snd.got)
+		snd.mu.Unlock()
+		job := e.submit(push.Job{Where: json.RawMessage(c.where), QueryAt: c.at})
+		e.waitDone(job.NotificationObjectID)
+		snd.mu.Lock()
+		got := make(map[string]int, len(snd.got))
+		for k, v := range snd.got {
+			got[k] = v
+		}
+		snd.mu.Unlock()
+		wantDelivered(t, fmt.Sprintf("%s at %v", c.where, c.at), got, c.want...)
+	}
+}

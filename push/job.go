@@ -34,6 +34,20 @@ type Job struct {
 	ExpiresAt            time.Time       `json:"expiresAt,omitzero"`    // zero: no expiry
 	FlowControl          int             `json:"flowControl,omitempty"` // targets per second, 0 = off
 	CreatedAt            time.Time       `json:"createdAt"`
+	// QueryAt is when a scheduled push fired: the instant its where's relative times
+	// ({"$relativeTime":"7 days ago"}) count from. Zero for a push sent at once, whose
+	// relative times count from CreatedAt (see QueryTime).
+	QueryAt time.Time `json:"queryAt,omitzero"`
+}
+
+// QueryTime is the instant the job's where is evaluated at: every task of the job reads its
+// relative times from it, so they all select the same installations however long the fan-out
+// takes.
+func (j *Job) QueryTime() time.Time {
+	if !j.QueryAt.IsZero() {
+		return j.QueryAt
+	}
+	return j.CreatedAt
 }
 
 // Source is where a task reads its installations from.

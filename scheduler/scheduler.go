@@ -114,6 +114,7 @@ func (s *Scheduler) Tick(ctx context.Context) (int, error) {
 
 func (s *Scheduler) fire(ctx context.Context, sp *push.Scheduled) (bool, error) {
 	job := sp.Job
+	job.QueryAt = s.now().UTC() // "7 days ago" in its where means before it fired
 	_, err := s.store.UpdateNotification(ctx, sp.AppID, job.NotificationObjectID, func(n *push.Notification) error {
 		if n.Status == push.StatusScheduled {
 			n.Status = push.StatusInQueue

@@ -60,10 +60,10 @@ func (e *env) schedule(t *testing.T, appID string, due time.Time) push.Scheduled
 }
 
 // jobs collects the job ids that reach push.jobs.
-func (e *env) jobs(t *testing.T) (func() []string, context.CancelFunc) {
+func (e *env) jobs(t *testing.T) (func() []push.Job, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var mu sync.Mutex
-	var ids []string
+	var jobs []push.Job
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -73,15 +73,15 @@ func (e *env) jobs(t *testing.T) (func() []string, context.CancelFunc) {
 				t.Errorf("bad job: %v", err)
 			}
 			mu.Lock()
-			ids = append(ids, j.ID)
+			jobs = append(jobs, j)
 			mu.Unlock()
 			return nil
 		})
 	}()
-	return func() []string {
+	return func() []push.Job {
 			mu.Lock()
 			defer mu.Unlock()
-			return append([]string(nil), ids...)
+			return append([]push.Job(nil), jobs...)
 		}, func() {
 			cancel()
 			<-done
@@ -111,8 +111,13 @@ func TestSchedulerFiresDuePushOnce(t *testing.T) {
 	got, stop := e.jobs(t)
 	defer stop()
 	waitfor.True(t, 5*time.Second, "the fired job in push.jobs", func() bool { return len(got()) == 1 })
-	if ids := got(); ids[0] != due.Job.ID {
-		t.Fatalf("fired job %q, want %q", ids[0], due.Job.ID)
+	fired := got()[0]
+	if fired.ID != due.Job.ID {
+		t.Fatalf("fired job %q, want %q", fired.ID, due.Job.ID)
+	}
+	// The where's relative times count from when the push fired, not from when it was accepted.
+	if !fired.QueryAt.Equal(e.now) || !fired.CreatedAt.Equal(due.Job.CreatedAt) || !fired.QueryTime().Equal(e.now) {
+		t.Fatalf("fired job queryAt %v createdAt %v, want %v and %v", fired.QueryAt, fired.CreatedAt, e.now, due.Job.CreatedAt)
 	}
 	rec, err := e.st.GetNotification(ctx, "app1", due.Job.NotificationObjectID)
 	if err != nil || rec.Status != push.StatusInQueue {
@@ -176,7 +181,7 @@ func TestSchedulerRefiresSameJobAfterCrashAndAfterDowntime(t *testing.T) {
 	got, stop := e.jobs(t)
 	defer stop()
 	waitfor.True(t, 5*time.Second, "two appends of the job", func() bool { return len(got()) == 2 })
-	if ids := got(); ids[0] != sp.Job.ID || ids[1] != sp.Job.ID {
-		t.Fatalf("appended jobs %v, want the same id %q twice (fan-out plans a job id once)", ids, sp.Job.ID)
+	if jobs := got(); jobs[0].ID != sp.Job.ID || jobs[1].ID != sp.Job.ID {
+		t.Fatalf("appended jobs %q and %q, want the same id %q twice (fan-out plans a job id once)", jobs[0].ID, jobs[1].ID, sp.Job.ID)
 	}
 }
