@@ -37,13 +37,45 @@ type OrderKey struct {
 	Desc  bool
 }
 
-// Compare compares two values of the key's field in the key's direction, with query.Compare.
+// Compare compares two values of the key's field in the key's direction, with query.Compare,
+// except that an array sorts as Mongo (and so Parse) sorts it: by its smallest element
+// ascending and by its largest descending, and an empty array below null and missing.
 func (k OrderKey) Compare(a, b any) int {
-	c := query.Compare(a, b)
+	a, emptyA := k.sortValue(a)
+	b, emptyB := k.sortValue(b)
+	var c int
+	switch {
+	case emptyA && emptyB:
+	case emptyA:
+		c = -1
+	case emptyB:
+		c = 1
+	default:
+		c = query.Compare(a, b)
+	}
 	if k.Desc {
 		return -c
 	}
 	return c
+}
+
+// sortValue is what v sorts by in the key's direction: v itself, or an array's smallest
+// (ascending) or largest (descending) element; empty reports an empty array.
+func (k OrderKey) sortValue(v any) (_ any, empty bool) {
+	arr, ok := v.([]any)
+	if !ok {
+		return v, false
+	}
+	if len(arr) == 0 {
+		return nil, true
+	}
+	best := arr[0]
+	for _, e := range arr[1:] {
+		if c := query.Compare(e, best); (c < 0 && !k.Desc) || (c > 0 && k.Desc) {
+			best = e
+		}
+	}
+	return best, false
 }
 
 // Value is the key's field in doc; a dotted field ("a.b") reads into nested objects.

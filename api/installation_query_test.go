@@ -279,6 +279,38 @@ func TestInstallationsListPathsAndEntries(t *testing.T) {
 	}
 }
 
+// An array field sorts as Mongo sorts it, for Parse clients: by its smallest element
+// ascending, by its largest descending, an empty array below a missing field either way.
+func TestInstallationsOrderByArray(t *testing.T) {
+	e := newEnv(t)
+	for _, d := range []string{
+		`"name":"mid","tags":[5,2,9]`, `"name":"low","tags":[1,10]`, `"name":"one","tags":[7]`,
+		`"name":"empty","tags":[]`, `"name":"none"`, `"name":"scalar","tags":4`,
+	} {
+		e.create(`{"deviceType":"android","installationId":"arr-` + strings.SplitN(d, `"`, 5)[3] + `",` + d + `}`)
+	}
+	names := func(order string) string {
+		t.Helper()
+		r := e.do("GET", "/1.1/installations?order="+order+",name&keys=name", "", e.masterHeaders()...)
+		if r.Status != 200 {
+			t.Fatalf("order=%s: %d %s", order, r.Status, r.Body)
+		}
+		var out []string
+		for _, x := range r.JSON(t)["results"].([]any) {
+			out = append(out, x.(map[string]any)["name"].(string))
+		}
+		return strings.Join(out, " ")
+	}
+	// Ascending by the smallest: empty < none (missing) < low 1 < mid 2 < scalar 4 < one 7.
+	if got, want := names("tags"), "empty none low mid scalar one"; got != want {
+		t.Errorf("order=tags: %s, want %s", got, want)
+	}
+	// Descending by the largest: low 10 > mid 9 > one 7 > scalar 4 > none > empty.
+	if got, want := names("-tags"), "low mid one scalar none empty"; got != want {
+		t.Errorf("order=-tags: %s, want %s", got, want)
+	}
+}
+
 // Dates in a document are checked and stored in the API's form, as Parse does: a Date without
 // a valid iso is 111 and changes nothing; an offset or a missing zone becomes UTC milliseconds.
 func TestInstallationsDateValues(t *testing.T) {
