@@ -255,6 +255,13 @@ func (s *Server) upsertInstallation(ctx *fasthttp.RequestCtx, c *Call, body, pro
 	if perr := validateDoc(doc); perr != nil {
 		return perr
 	}
+	// Removing an installationId or deviceToken the record has (a null, or a Delete) is a
+	// change, refused as on PUT; a new token for the same installation is not (it rotates).
+	for _, f := range [...]struct{ field, had string }{{fInstallationID, existing.InstallationID}, {fDeviceToken, existing.DeviceToken}} {
+		if _, kept := doc[f.field]; f.had != "" && !kept {
+			return push.Errorf(push.CodeReadOnlyKey, "%s of installation %s may not be removed", f.field, target)
+		}
+	}
 	for _, stale := range stale {
 		err := s.deps.Installations.DeleteInstallation(bg, app.ID, app.Settings.Buckets, stale)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {

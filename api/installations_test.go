@@ -532,6 +532,21 @@ func TestInstallationsNullBuiltInIsAbsent(t *testing.T) {
 			t.Fatalf("PUT %s: %d %s, want code %d", c.body, r.Status, r.Body, c.code)
 		}
 	}
+	// The upsert treats it alike: an iOS installation keeps its installationId, an Android one
+	// its FCM deviceToken.
+	if r := e.do("POST", "/1.1/installations", `{"deviceType":"ios","deviceToken":"`+tokA+`","installationId":null}`, e.appHeaders()...); r.Status != 400 || r.Code(t) != 117 {
+		t.Fatalf("upsert with a null installationId: %d %s, want code 117", r.Status, r.Body)
+	}
+	if doc := e.get(ios); doc["installationId"] != "n3" {
+		t.Fatalf("installationId after the upsert: %v", doc)
+	}
+	fcm, _ := e.create(`{"deviceType":"android","installationId":"n4","deviceToken":"fcm-Token-1"}`)
+	if r := e.do("POST", "/1.1/installations", `{"deviceType":"android","installationId":"n4","deviceToken":{"__op":"Delete"}}`, e.appHeaders()...); r.Status != 400 || r.Code(t) != 117 {
+		t.Fatalf("upsert deleting the deviceToken: %d %s, want code 117", r.Status, r.Body)
+	}
+	if doc := e.get(fcm); doc["deviceToken"] != "fcm-Token-1" {
+		t.Fatalf("deviceToken after the upsert: %v", doc)
+	}
 }
 
 func hasKey(m map[string]any, k string) bool { _, ok := m[k]; return ok }

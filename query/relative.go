@@ -18,6 +18,13 @@ var relativeUnits = map[string]int64{
 	"sec": 1, "secs": 1, "second": 1, "seconds": 1,
 }
 
+// maxRelativeSeconds bounds the sum of a $relativeTime: ±8.64e15 ms, the range of a
+// JavaScript Date, beyond which Parse Server's relativeTimeToDate yields an Invalid Date. It
+// also keeps now+sum far inside what time.Unix represents (which wraps, silently, for sums
+// that still fit an int64 of seconds), and does not depend on now, so a where accepted when a
+// push is scheduled cannot fail when it fires.
+const maxRelativeSeconds = 8_640_000_000_000
+
 // notDates are the built-in fields that never hold a date: a $relativeTime on them is an
 // error, as Parse Server refuses it on a field whose schema type is not Date.
 var notDates = map[string]bool{
@@ -99,6 +106,9 @@ func relativeTime(text string, now time.Time) (time.Time, error) {
 			return time.Time{}, relativeError("out of range")
 		}
 		secs = next
+	}
+	if secs > maxRelativeSeconds || secs < -maxRelativeSeconds {
+		return time.Time{}, relativeError("out of range")
 	}
 	if past {
 		if secs == math.MinInt64 {

@@ -38,6 +38,8 @@ func TestRelativeTime(t *testing.T) {
 	for _, text := range []string{
 		"", "3 days", "yesterday", "in 3 days ago", "3 ago", "in days", "1.5 days ago", "1e3 days ago",
 		"3 months ago", "x days ago", "in 3 fortnights", "9223372036854775807 years ago", "in 300000000000 years",
+		// Sums that fit int64 seconds but not a time.Time (time.Unix wraps), nor a JavaScript Date.
+		"in 292471208600 years", "292471208600 years ago", "in 300000 years",
 	} {
 		if got, err := relativeTime(text, now); err == nil {
 			t.Errorf("relativeTime(%q) = %v, want an error", text, got)
@@ -104,6 +106,7 @@ func TestQueryRelativeTimeErrors(t *testing.T) {
 		{`{"deviceType":{"$gt":{"$relativeTime":"now"}}}`, "holds no dates"},
 		{`{"channels":{"$lt":{"$relativeTime":"now"}}}`, "holds no dates"},
 		{`{"updatedAt":{"$gt":{"$relativeTime":"99999999999999 years ago"}}}`, "out of range"},
+		{`{"updatedAt":{"$gt":{"$relativeTime":"in 292471208600 years"}}}`, "out of range"},
 	} {
 		_, err := ParseAt(json.RawMessage(c.where), time.Now())
 		var perr *push.Error
