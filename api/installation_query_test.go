@@ -309,6 +309,23 @@ func TestInstallationsOrderByArray(t *testing.T) {
 	if got, want := names("-tags"), "low mid one scalar none empty"; got != want {
 		t.Errorf("order=-tags: %s, want %s", got, want)
 	}
+
+	// A dotted path goes into the objects of an array, as the where language does (decisions,
+	// where language 13): the cities found sort as one array.
+	e2 := newEnv(t)
+	for _, d := range []string{
+		`"name":"a","trips":[{"city":"Rome"},{"city":"Oslo"}]`, `"name":"b","trips":[{"city":"Lima"},{"x":1},7]`,
+		`"name":"c","trips":{"city":"Paris"}`, `"name":"d","trips":[{"city":["Bonn","Zurich"]}]`, `"name":"e","trips":[{"y":2}]`,
+	} {
+		e2.create(`{"deviceType":"android","installationId":"trip-` + strings.SplitN(d, `"`, 5)[3] + `",` + d + `}`)
+	}
+	e = e2
+	if got, want := names("trips.city"), "e d b a c"; got != want { // missing, Bonn, Lima, Oslo, Paris
+		t.Errorf("order=trips.city: %s, want %s", got, want)
+	}
+	if got, want := names("-trips.city"), "d a c b e"; got != want { // Zurich, Rome, Paris, Lima, missing
+		t.Errorf("order=-trips.city: %s, want %s", got, want)
+	}
 }
 
 // Dates in a document are checked and stored in the API's form, as Parse does: a Date without
