@@ -34,6 +34,9 @@ const (
 	// MaxExpirationInterval (10 years, in seconds) guards the time arithmetic; gateways keep
 	// messages for weeks at most.
 	MaxExpirationInterval = 10 * 365 * 24 * 3600
+	// MaxScheduleAhead bounds push_time: the stores key a schedule by its due time in Unix
+	// nanoseconds, which overflow after 2262 (a wrapped key is due at once).
+	MaxScheduleAhead = MaxExpirationInterval * time.Second
 	// ScheduleAfter: a push_time at least this far after now schedules the push; an earlier
 	// one is ignored and the push is sent at once (spec "Scheduled push lifecycle").
 	ScheduleAfter = time.Minute
@@ -169,6 +172,9 @@ func DecodePush(body []byte, ed push.Edition, prodHeader string, now time.Time) 
 		t, perr := parseTime("push_time", raw)
 		if perr != nil {
 			return nil, perr
+		}
+		if t.After(now.Add(MaxScheduleAhead)) {
+			return nil, push.Errorf(push.CodeValidation, "push_time must be at most 10 years from now")
 		}
 		r.PushTime = &t
 		r.Scheduled = !t.Before(now.Add(ScheduleAfter))

@@ -77,6 +77,7 @@ func TestWirePushBad(t *testing.T) {
 		{"expiration_time now", "", `{"data":{"alert":"x"},"expiration_time":"2030-01-02T03:04:05Z"}`, push.CodeValidation, "in the past"},
 		{"expiration_time before push_time", "", `{"data":{"alert":"x"},"push_time":"2030-01-03T00:00:00Z","expiration_time":"2030-01-02T12:00:00Z"}`, push.CodeValidation, "not after push_time"},
 		{"expiration_time garbage", "", `{"data":{"alert":"x"},"expiration_time":"tomorrow"}`, push.CodeValidation, "expiration_time is not an ISO 8601"},
+		{"push_time past the schedule keys (wraps to due now)", "", `{"data":{"alert":"x"},"push_time":"2300-01-01T00:00:00Z"}`, push.CodeValidation, "push_time must be at most"},
 		{"both expirations", "", `{"data":{"alert":"x"},"expiration_time":"2031-01-01T00:00:00Z","expiration_interval":60}`, push.CodeValidation, "cannot both"},
 		{"interval zero", "", `{"data":{"alert":"x"},"expiration_interval":0}`, push.CodeValidation, "expiration_interval must be between"},
 		{"interval fraction", "", `{"data":{"alert":"x"},"expiration_interval":1.5}`, push.CodeInvalidType, "expiration_interval must be an integer"},
@@ -267,6 +268,9 @@ func TestWirePushMergedWhere(t *testing.T) {
 		{`{"data":{"alert":"x"},"channels":["n","m"],"where":{}}`, `{"channels":{"$in":["n","m"]}}`},
 		{`{"data":{"alert":"x"},"channels":"n","where":{"a":1}}`, `{"a":1,"channels":{"$in":["n"]}}`},
 		{`{"data":{"alert":"x"},"channels":"n","where":{"channels":"m"}}`, `{"$and":[{"channels":"m"},{"channels":{"$in":["n"]}}]}`},
+		// "" is the broadcast channel: every device, so no condition (no installation stores "").
+		{`{"data":{"alert":"x"},"channels":""}`, ``},
+		{`{"data":{"alert":"x"},"channels":["n",""],"where":{"a":1}}`, `{"a":1}`},
 	}
 	for _, c := range cases {
 		r, perr := DecodePush([]byte(c.body), cn, "", testNow)
