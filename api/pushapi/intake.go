@@ -101,9 +101,6 @@ func (s *Service) pushDevices(ctx *fasthttp.RequestCtx, c *api.Call) error {
 	job.DeviceIDs = req.DeviceIDs
 	job.Vendor = req.Vendor
 	job.DeviceProfile = req.DeviceProfile
-	if req.Channel != "" {
-		job.NotificationChannel = req.Channel
-	}
 	return s.accept(ctx, c, &n, &job, false)
 }
 
@@ -180,6 +177,14 @@ func (s *Service) accept(rctx *fasthttp.RequestCtx, c *api.Call, n *push.Notific
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(rctx), writeTimeout)
 	defer cancel()
 	if n.ReqID != "" {
+		// Calls of this process with one req_id go one at a time: a retry that comes while the
+		// first call is still writing waits for its outcome, instead of answering 200 for a
+		// push that may yet fail (and have its claim released).
+		unlock, err := s.reqs.lock(ctx, app.ID+"\x00"+n.ReqID)
+		if err != nil {
+			return push.Errorf(push.CodeUnavailable, "a push with req_id %s is still being accepted: retry", n.ReqID)
+		}
+		defer unlock()
 		prev, claimed, err := s.st.ClaimReqID(ctx, app.ID, n.ReqID, store.ReqClaim{ObjectID: n.ObjectID, CreatedAt: n.CreatedAt}, ReqIDWindow)
 		if err != nil {
 			return fmt.Errorf("cannot claim req_id of app %s: %w", app.ID, err)

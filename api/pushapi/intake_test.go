@@ -3,12 +3,23 @@ package pushapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttputil"
+
+	"github.com/pushd/pushd/api"
+	"github.com/pushd/pushd/api/limit"
+	"github.com/pushd/pushd/internal/waitfor"
 	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/queue"
 )
 
 const okPush = `{"data":{"alert":"hello"},"channels":["sports"]}`
@@ -237,5 +248,75 @@ func TestPushScheduledListedCancelledAndImmediateWindow(t *testing.T) {
 	}
 	if r := e.do(app, master, "GET", "/1.1/tables/Notifications/"+oid, ""); r.Status != 404 {
 		t.Fatalf("cancelled push's record: %d, want removed", r.Status)
+	}
+}
+
+// gateLog fails the first Append once release is closed; later Appends go through.
+type gateLog struct {
+	Log
+	entered, release chan struct{}
+	once             sync.Once
+}
+
+func (g *gateLog) Append(ctx context.Context, topic string, recs ...queue.Record) error {
+	first := false
+	g.once.Do(func() { first = true })
+	if first {
+		close(g.entered)
+		<-g.release
+		return errors.New("log unavailable")
+	}
+	return g.Log.Append(ctx, topic, recs...)
+}
+
+// A retry that comes while the first call with its req_id is still being accepted must not
+// be told 200 for a push that then fails: it waits, and (the first failing) becomes the push.
+func TestPushReqIDRetryDuringAFailingFirstCall(t *testing.T) {
+	e := newEnv(t)
+	app := e.newApp(nil)
+	g := &gateLog{Log: e.log, entered: make(chan struct{}), release: make(chan struct{})}
+	set := metrics.NewSet()
+	srv, err := api.New(api.Config{}, api.Deps{Apps: e.st, Installations: e.st, Metrics: set, Now: e.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := New(Deps{Store: e.st, Log: g, Limiter: limit.New(e.clock, set), Metrics: set})
+	svc.Register(srv)
+	ln := fasthttputil.NewInmemoryListener()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = srv.RunListener(ctx, ln) }()
+	e.client = &fasthttp.Client{Dial: func(string) (net.Conn, error) { return ln.Dial() }}
+
+	body := `{"data":{"alert":"x"},"req_id":"retry1"}`
+	first, retry := make(chan resp, 1), make(chan resp, 1)
+	go func() { first <- e.do(app, master, "POST", "/1.1/push", body) }()
+	<-g.entered // the first call holds the claim and is appending its job
+	go func() { retry <- e.do(app, master, "POST", "/1.1/push", body) }()
+	waitfor.True(t, 10*time.Second, "the retry waiting for the first call", func() bool { return svc.reqs.waiting.Load() == 1 })
+	close(g.release)
+	if f := <-first; f.Status != 500 {
+		t.Fatalf("first call: %d %s, want 500", f.Status, f.Body)
+	}
+	r := <-retry
+	if r.Status != 200 {
+		t.Fatalf("retry: %d %s", r.Status, r.Body)
+	}
+	oid := r.JSON(t)["objectId"]
+	jobs := e.jobs()
+	if len(jobs) != 1 || jobs[0].NotificationObjectID != oid {
+		t.Fatalf("retry answered 200 %s, but push.jobs holds %+v", r.Body, jobs)
+	}
+}
+
+func TestPushDevicesNotificationChannelWinsOverChannel(t *testing.T) {
+	e := newEnv(t)
+	app := e.newApp(nil)
+	r := e.do(app, master, "POST", "/1.1/push/devices", `{"device_type":"android","device_ids":["i1"],"data":{"alert":"x"},"channel":"c1","_notificationChannel":"nc1"}`)
+	if r.Status != 200 {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	if jobs := e.jobs(); len(jobs) != 1 || jobs[0].NotificationChannel != "nc1" {
+		t.Fatalf("jobs %+v, want notification channel nc1 (_notificationChannel wins over channel)", jobs)
 	}
 }

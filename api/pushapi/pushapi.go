@@ -11,6 +11,8 @@ package pushapi
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -84,6 +86,7 @@ type Service struct {
 	zl  *zap.Logger
 
 	volume *volumeCache
+	reqs   keyLocks // req_ids being accepted by this process
 
 	// noSync is st's RecordNoSyncer, or nil; jobSyncsStore is Deps.LogSyncsStore.
 	noSync        RecordNoSyncer
@@ -110,6 +113,7 @@ func New(d Deps) *Service {
 		st: d.Store, log: d.Log, lim: d.Limiter, zl: d.Logger.Named("pushapi"),
 		noSync: noSync, jobSyncsStore: d.LogSyncsStore,
 		volume:    newVolumeCache(d.Store.DailyVolume),
+		reqs:      keyLocks{m: make(map[string]chan struct{})},
 		accepted:  d.Metrics.GetOrCreateCounter(`pushd_api_pushes_total{result="accepted"}`),
 		scheduled: d.Metrics.GetOrCreateCounter(`pushd_api_pushes_total{result="scheduled"}`),
 		dupes:     d.Metrics.GetOrCreateCounter(`pushd_api_pushes_total{result="duplicate"}`),
@@ -130,4 +134,39 @@ func (s *Service) Register(srv *api.Server) {
 	srv.Register(api.Route{Method: "GET", Path: "/1.1/tables/Notifications/:oid", Name: "notification_object", Auth: api.AuthMaster}, s.getByObjectID)
 	srv.Register(api.Route{Method: "GET", Path: "/1.1/scheduledPushMessages", Name: "scheduled_list", Auth: api.AuthMaster}, s.listScheduled)
 	srv.Register(api.Route{Method: "DELETE", Path: "/1.1/scheduledPushMessages/:id", Name: "scheduled_delete", Auth: api.AuthMaster}, s.deleteScheduled)
+}
+
+// keyLocks serialises the calls of this process that hold one key.
+type keyLocks struct {
+	mu      sync.Mutex
+	m       map[string]chan struct{}
+	waiting atomic.Int32 // callers waiting for a key, for tests
+}
+
+// lock waits until no other call holds key, or ctx ends, then holds it until unlock.
+func (k *keyLocks) lock(ctx context.Context, key string) (unlock func(), err error) {
+	for {
+		k.mu.Lock()
+		busy, ok := k.m[key]
+		if !ok {
+			done := make(chan struct{})
+			k.m[key] = done
+			k.mu.Unlock()
+			return func() {
+				k.mu.Lock()
+				delete(k.m, key)
+				k.mu.Unlock()
+				close(done)
+			}, nil
+		}
+		k.mu.Unlock()
+		k.waiting.Add(1)
+		select {
+		case <-busy:
+			k.waiting.Add(-1)
+		case <-ctx.Done():
+			k.waiting.Add(-1)
+			return nil, ctx.Err()
+		}
+	}
 }
