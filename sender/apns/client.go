@@ -71,7 +71,7 @@ func (c *Credentials) NewClient(route string, cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("cannot build apns client: no certificate for route %q", route)
 	}
 	dial := func() (*apns2.Client, error) { return newConn(cfg, host, cl.tok, cert), nil }
-	cl.conns = gateway.NewConns(cfg.MaxConns, cfg.StreamsPerConn, dial, func(a *apns2.Client) { a.CloseIdleConnections() })
+	cl.conns = gateway.NewBoundedConns(cfg.MaxConns, cfg.StreamsPerConn, dial, func(a *apns2.Client) { a.CloseIdleConnections() })
 	return cl, nil
 }
 
@@ -92,9 +92,13 @@ func newConn(cfg Config, host string, tok *token.Token, cert *tls.Certificate) *
 			d.Config = c
 			return d.DialContext(ctx, network, addr)
 		},
-		ReadIdleTimeout:            cfg.ReadIdleTimeout,
-		PingTimeout:                cfg.PingTimeout,
-		StrictMaxConcurrentStreams: true,
+		ReadIdleTimeout: cfg.ReadIdleTimeout,
+		PingTimeout:     cfg.PingTimeout,
+		// Not StrictMaxConcurrentStreams: with more callers than the server's limit (APNs allows
+		// one stream on a fresh token-auth connection) it stalls the connection until the
+		// request timeout (golang/go#70809, as in sender/fcm newConn). The bounded Conns keeps
+		// callers per connection at StreamsPerConn; above the server's limit the transport
+		// opens another connection rather than wait.
 	}
 	a := &apns2.Client{
 		Host:       host,
@@ -154,8 +158,11 @@ func (cl *Client) Send(ctx context.Context, d *push.Delivery) gateway.Reply {
 		CollapseID:  m.CollapseID,
 		Expiration:  m.Expiration,
 	}
-	conn, err := cl.conns.Acquire()
+	conn, err := cl.conns.AcquireContext(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return gateway.TransportReply(ctx.Err(), "apns", "cannot reach apns")
+		}
 		return gateway.Reply{Kind: gateway.KindRetry, Reason: "apns client closed"}
 	}
 	defer conn.Release()

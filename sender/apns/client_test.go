@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -338,5 +339,53 @@ func TestAPNsClientConnectionsGrowOnlyWhenSaturated(t *testing.T) {
 	}
 	if n := cl.Conns(); n < 2 || n > 4 {
 		t.Fatalf("16 concurrent requests at 2 streams per connection opened %d connections, want 2..4", n)
+	}
+}
+
+// TestAPNsClientConcurrentSendsBeyondStreamLimit: more callers than the server's
+// SETTINGS_MAX_CONCURRENT_STREAMS (APNs allows 1 on a fresh token-auth connection and lowers
+// it at will). With StrictMaxConcurrentStreams and a sharing Conns the connection stalls until
+// the request timeout (golang/go#70809, as TestFCMClientConcurrentSendsBeyondStreamLimit).
+func TestAPNsClientConcurrentSendsBeyondStreamLimit(t *testing.T) {
+	for _, c := range []struct {
+		name                                    string
+		serverStreams, maxConns, streamsPerConn int
+	}{
+		{"limit as advertised", 8, 2, 8},
+		// A server advertising fewer streams than StreamsPerConn: the transport replays the
+		// streams refused before SETTINGS arrived and opens more connections rather than stall.
+		// (A limit of 1, as on a fresh token-auth connection, still costs refused streams and
+		// their retries here: see docs/decisions.md, senders.)
+		{"server limit below StreamsPerConn", 4, 2, 16},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSim(t, sim.APNsConfig{MaxConcurrentStreams: c.serverStreams})
+			cfg := simConfig(s)
+			cfg.MaxConns, cfg.StreamsPerConn, cfg.RequestTimeout = c.maxConns, c.streamsPerConn, 10*time.Minute
+			cl := mustClient(t, tokenCreds(t, s, testTeam), delivery(devToken(0)), cfg)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			const senders, per = 64, 24
+			var (
+				mu     sync.Mutex
+				failed = map[string]int{}
+				wg     sync.WaitGroup
+			)
+			for g := range senders {
+				wg.Go(func() {
+					for i := range per {
+						if r := cl.Send(ctx, delivery(devToken(g*per+i))); r.Kind != gateway.KindSent {
+							mu.Lock()
+							failed[r.Kind.String()+" "+r.Reason]++
+							mu.Unlock()
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if st := s.Stats(); len(failed) > 0 || st.Accepted != senders*per {
+				t.Fatalf("accepted %d of %d; failed sends by reply: %v", st.Accepted, senders*per, failed)
+			}
+		})
 	}
 }
