@@ -514,10 +514,48 @@ func TestSenderInvalidGuard(t *testing.T) {
 	if n := len(e.inv.got()); n != 5 {
 		t.Fatalf("%d installations deleted, want 5", n)
 	}
-	// Once the pool delivers, dead tokens are deleted again.
+	// One success does not lift the guard while dead tokens outnumber successes: a dev push
+	// that reaches a few sandbox devices and many production tokens deletes none of those.
 	send(t, e.d, []push.Delivery{apnsDelivery("app1", 100)})
+	if res := send(t, e.d, ds[:1]); res[0].Outcome != push.OutcomeFailed {
+		t.Fatalf("after one success: %+v", res[0])
+	}
+	// Once successes outnumber the dead-token replies, dead tokens are deleted again.
+	ok := make([]push.Delivery, 25)
+	for i := range ok {
+		ok[i] = apnsDelivery("app1", 200+i)
+	}
+	send(t, e.d, ok)
 	if res := send(t, e.d, ds[:1]); res[0].Outcome != push.OutcomeInvalidToken {
-		t.Fatalf("after a success: %+v", res[0])
+		t.Fatalf("after successes outnumber dead tokens: %+v", res[0])
+	}
+}
+
+// A delivery that expires while it waits for the pool's rate is not sent: it is expired.
+func TestSenderExpiredWhileRateLimited(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.Rates = map[string]float64{"app1/apns": 1}; c.Burst = 1; c.Workers = 1 }, sim.APNsConfig{})
+	e.d.cfg.sleep = func(ctx context.Context, d time.Duration) error { e.clock.add(d); return ctx.Err() }
+	ds := []push.Delivery{apnsDelivery("app1", 0), apnsDelivery("app1", 1)}
+	for i := range ds {
+		m := *ds[i].Message
+		m.Expiration = e.clock.now().Add(500 * time.Millisecond)
+		ds[i].Message = &m
+	}
+	res := send(t, e.d, ds)
+	if res[1].Outcome != push.OutcomeExpired || e.apns.Stats().Requests != 1 {
+		t.Fatalf("sent after a 1s rate wait past its 500ms expiry: %+v, %d requests", res[1], e.apns.Stats().Requests)
+	}
+}
+
+// FCM QUOTA_EXCEEDED without Retry-After waits at least a minute (gateways.md §2.3).
+func TestSenderQuotaWithoutRetryAfterWaitsAMinute(t *testing.T) {
+	e := newEnv(t, nil, sim.APNsConfig{})
+	e.fcm.Inject(1, sim.Fault{Status: 429, Reason: "QUOTA_EXCEEDED"})
+	if res := send(t, e.d, []push.Delivery{fcmDelivery("app1", 0)}); res[0].Outcome != push.OutcomeSent {
+		t.Fatalf("got %+v", res[0])
+	}
+	if got := e.sl.max(); got < time.Minute {
+		t.Fatalf("retried a quota refusal after %s, want >= 1m", got)
 	}
 }
 

@@ -50,11 +50,11 @@ type pool struct {
 	pending  atomic.Int64
 	lastUsed atomic.Int64 // unix nanos
 
-	broken   atomic.Pointer[string] // breaker: the credential rejection reason
-	everSent atomic.Bool
-	invalid  atomic.Int64 // dead-token replies before the first success (InvalidGuard)
-	guard    sync.Once
-	lastLog  atomic.Int64 // unix nanos of the last sampled log line
+	broken  atomic.Pointer[string] // breaker: the credential rejection reason
+	sent    atomic.Int64           // successes (InvalidGuard, TokenScoped)
+	invalid atomic.Int64           // dead-token replies (InvalidGuard)
+	guard   sync.Once
+	lastLog atomic.Int64 // unix nanos of the last sampled log line
 }
 
 func newPool(key poolKey, cl client, cfg *Config, inv TokenInvalidator, m *channelMetrics, log *zap.Logger) *pool {
@@ -170,25 +170,31 @@ func (p *pool) deliver(ctx context.Context, d *push.Delivery) (res push.Result, 
 			if p.cfg.sleep(ctx, w) != nil {
 				return push.Result{Outcome: push.OutcomeFailed, Reason: "canceled"}, false
 			}
+			if exp := d.Message.Expiration; !exp.IsZero() && !p.cfg.now().Before(exp) {
+				return push.Result{Outcome: push.OutcomeExpired}, true // expired while rate-limited
+			}
 		}
 		p.m.inflight.Inc()
 		rep := p.client.Send(ctx, d)
 		p.m.inflight.Dec()
 		switch rep.Kind {
 		case gateway.KindSent:
-			p.everSent.Store(true)
+			p.sent.Add(1)
 			return push.Result{Outcome: push.OutcomeSent}, true
 		case gateway.KindInvalidToken:
-			if g := p.cfg.InvalidGuard; g > 0 && !p.everSent.Load() && p.invalid.Add(1) > int64(g) {
+			// Guard while dead-token replies outnumber successes (gateways.md §0: circuit-break
+			// when the DROP ratio spikes), not only before the first success: a dev push that
+			// reaches a few sandbox devices and many production tokens must not delete those.
+			if n := p.invalid.Add(1); p.cfg.InvalidGuard > 0 && n > int64(p.cfg.InvalidGuard) && n > p.sent.Load() {
 				p.guarded(rep.Reason)
-				return push.Result{Outcome: push.OutcomeFailed, Reason: rep.Reason + ": not deleted, the gateway rejects every token of this pool (wrong environment or credentials?)"}, true
+				return push.Result{Outcome: push.OutcomeFailed, Reason: rep.Reason + ": not deleted, the gateway rejects most tokens of this pool (wrong environment or credentials?)"}, true
 			}
 			p.invalidate(ctx, d, rep.Reason)
 			return push.Result{Outcome: push.OutcomeInvalidToken, Reason: rep.Reason}, true
 		case gateway.KindFailed:
 			return push.Result{Outcome: push.OutcomeFailed, Reason: rep.Reason}, true
 		case gateway.KindCredentials:
-			if rep.TokenScoped && p.everSent.Load() {
+			if rep.TokenScoped && p.sent.Load() > 0 {
 				return push.Result{Outcome: push.OutcomeFailed, Reason: rep.Reason}, true
 			}
 			p.trip(rep.Reason)
@@ -237,7 +243,7 @@ func (p *pool) backoff(attempt int) time.Duration {
 // dead usually means a configuration error (gateways.md §0), not dead tokens.
 func (p *pool) guarded(reason string) {
 	p.guard.Do(func() {
-		p.log.Error("gateway rejects every token of the pool and none succeeded: installations are no longer deleted; check the app's environment and credentials",
+		p.log.Error("gateway rejects most tokens of the pool (more dead-token replies than successes): installations are no longer deleted; check the app's environment and credentials",
 			zap.String("reason", reason), zap.Int("deleted", p.cfg.InvalidGuard))
 	})
 }

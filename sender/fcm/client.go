@@ -170,11 +170,18 @@ func (cl *Client) Send(ctx context.Context, d *push.Delivery) gateway.Reply {
 	switch r.Kind {
 	case gateway.KindRetry:
 		r.RetryAfter = gateway.ParseRetryAfter(res.Header.Get("Retry-After"), time.Now())
+		if r.RetryAfter == 0 && r.Reason == ErrQuotaExceeded {
+			r.RetryAfter = quotaBackoff
+		}
 	case gateway.KindAuth:
 		cl.ts.invalidate(bearer)
 	}
 	return r
 }
+
+// quotaBackoff is the least wait after QUOTA_EXCEEDED without Retry-After: Google asks for
+// exponential backoff starting at one minute for project and topic quotas (gateways.md §2.3).
+const quotaBackoff = time.Minute
 
 // maxErrorBody bounds the error reply we read: Google's are a few hundred bytes.
 const maxErrorBody = 64 << 10
