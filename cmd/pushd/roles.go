@@ -184,6 +184,19 @@ func (v invalidator) InvalidateToken(ctx context.Context, appID, objectID, devic
 		if objectID == "" {
 			return nil
 		}
+	} else {
+		// The installation may have a new token since the scan (FCM and vendor tokens rotate;
+		// the old one then answers UNREGISTERED): delete it only while it still has deviceID.
+		inst, err := v.st.GetInstallation(ctx, appID, objectID)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("cannot read installation %s of app %s: %w", objectID, appID, err)
+		}
+		if inst.DeviceID() != deviceID {
+			return nil
+		}
 	}
 	err = v.st.DeleteInstallation(ctx, appID, app.Settings.Buckets, objectID)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/store"
+	"github.com/pushd/pushd/store/pebble"
+)
+
+// A dead-token reply deletes the installation only while it still has that token: FCM rotates
+// tokens, and the old one answers UNREGISTERED after the app stored the new one.
+func TestInvalidateTokenKeepsRotatedInstallation(t *testing.T) {
+	ctx := context.Background()
+	st, err := pebble.Open(t.TempDir(), pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	app := push.App{ID: "app1"}
+	app.Settings.Buckets = 16
+	if err := st.CreateApp(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	inst := push.Installation{
+		Route: push.Route{ObjectID: "obj1", DeviceType: push.DeviceAndroid, Vendor: "fcm", RegistrationID: "tok-new", InstallationID: "iid1"},
+		Doc:   []byte(`{"objectId":"obj1","deviceType":"android","vendor":"fcm","registrationId":"tok-new","installationId":"iid1"}`),
+	}
+	if err := st.PutInstallation(ctx, "app1", 16, inst); err != nil {
+		t.Fatal(err)
+	}
+	inv := invalidator{st}
+	if err := inv.InvalidateToken(ctx, "app1", "obj1", "tok-old"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.GetInstallation(ctx, "app1", "obj1"); err != nil {
+		t.Fatalf("the old token's UNREGISTERED deleted the installation holding the new one: %v", err)
+	}
+	if err := inv.InvalidateToken(ctx, "app1", "obj1", "tok-new"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.GetInstallation(ctx, "app1", "obj1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the current token's dead reply kept the installation: %v", err)
+	}
+}
