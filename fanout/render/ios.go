@@ -143,7 +143,7 @@ func renderIOS(m attrs, opts Options) (*push.Message, error) {
 	if msg.PushType == "voip" {
 		limit = maxAPNsVoIPPayload
 	}
-	if b.Len() > limit {
+	if b.Len()+escapeGrowth(b.Bytes()) > limit {
 		return nil, ErrTooLarge
 	}
 	msg.Body = b.Bytes()
@@ -202,4 +202,12 @@ func mustString(s string) json.RawMessage {
 	var b bytes.Buffer
 	appendString(&b, s)
 	return b.Bytes()
+}
+
+// escapeGrowth is how many bytes the APNs client adds to a payload: sideshow/apns2 sends the
+// notification through json.Marshal, which rewrites <, > and & as \u003c, \u003e, \u0026 (+5
+// bytes each) and U+2028, U+2029 as \u2028, \u2029 (+3 each); APNs measures what is sent.
+func escapeGrowth(p []byte) int {
+	n := 5 * (bytes.Count(p, []byte("<")) + bytes.Count(p, []byte(">")) + bytes.Count(p, []byte("&")))
+	return n + 3*(bytes.Count(p, []byte("\u2028"))+bytes.Count(p, []byte("\u2029")))
 }

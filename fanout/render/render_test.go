@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -208,6 +209,7 @@ func TestRenderErrors(t *testing.T) {
 		{"bad badge", `{"alert":"x","badge":"increment"}`, push.ChannelAPNs, time.Time{}, ErrBadData},
 		{"unknown channel", `{"alert":"x"}`, "web", time.Time{}, ErrUnknownChannel},
 		{"too large", `{"alert":"` + string(make([]byte, 0)) + longString(4100) + `"}`, push.ChannelAPNs, time.Time{}, ErrTooLarge},
+		{"too large once sent (apns2 escapes & as \\u0026)", `{"alert":"` + strings.Repeat("&", 100) + longString(3950) + `"}`, push.ChannelAPNs, time.Time{}, ErrTooLarge},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
