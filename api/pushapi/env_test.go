@@ -33,6 +33,7 @@ type env struct {
 	mu     sync.Mutex
 	now    time.Time
 	close  func()
+	svc    *Service
 }
 
 func (e *env) clock() time.Time {
@@ -47,13 +48,14 @@ func (e *env) advance(d time.Duration) {
 	e.mu.Unlock()
 }
 
-func newEnv(t *testing.T) *env {
+// newEnv starts an env on a temporary directory; each opt may change the service's Deps.
+func newEnv(t *testing.T, opts ...func(*Deps)) *env {
 	t.Helper()
-	return newEnvAt(t, t.TempDir())
+	return newEnvAt(t, t.TempDir(), opts...)
 }
 
 // newEnvAt is newEnv on a given data directory; close stops it early (it is idempotent).
-func newEnvAt(t *testing.T, dir string) *env {
+func newEnvAt(t *testing.T, dir string, opts ...func(*Deps)) *env {
 	t.Helper()
 	st, err := pebble.Open(dir, pebble.Options{})
 	if err != nil {
@@ -69,7 +71,12 @@ func newEnvAt(t *testing.T, dir string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	New(Deps{Store: st, Log: lg, Limiter: limit.New(e.clock, set), Metrics: set, LogSyncsStore: true}).Register(srv)
+	deps := Deps{Store: st, Log: lg, Limiter: limit.New(e.clock, set), Metrics: set, LogSyncsStore: true}
+	for _, o := range opts {
+		o(&deps)
+	}
+	e.svc = New(deps)
+	e.svc.Register(srv)
 	ln := fasthttputil.NewInmemoryListener()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

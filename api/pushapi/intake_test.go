@@ -5,18 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
-	"github.com/valyala/fasthttp"
-	"github.com/valyala/fasthttp/fasthttputil"
-
-	"github.com/pushd/pushd/api"
-	"github.com/pushd/pushd/api/limit"
 	"github.com/pushd/pushd/internal/waitfor"
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/queue"
@@ -272,28 +265,19 @@ func (g *gateLog) Append(ctx context.Context, topic string, recs ...queue.Record
 // A retry that comes while the first call with its req_id is still being accepted must not
 // be told 200 for a push that then fails: it waits, and (the first failing) becomes the push.
 func TestPushReqIDRetryDuringAFailingFirstCall(t *testing.T) {
-	e := newEnv(t)
+	var g *gateLog
+	e := newEnv(t, func(d *Deps) {
+		g = &gateLog{Log: d.Log, entered: make(chan struct{}), release: make(chan struct{})}
+		d.Log = g
+	})
 	app := e.newApp(nil)
-	g := &gateLog{Log: e.log, entered: make(chan struct{}), release: make(chan struct{})}
-	set := metrics.NewSet()
-	srv, err := api.New(api.Config{}, api.Deps{Apps: e.st, Installations: e.st, Metrics: set, Now: e.clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc := New(Deps{Store: e.st, Log: g, Limiter: limit.New(e.clock, set), Metrics: set})
-	svc.Register(srv)
-	ln := fasthttputil.NewInmemoryListener()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = srv.RunListener(ctx, ln) }()
-	e.client = &fasthttp.Client{Dial: func(string) (net.Conn, error) { return ln.Dial() }}
 
 	body := `{"data":{"alert":"x"},"req_id":"retry1"}`
 	first, retry := make(chan resp, 1), make(chan resp, 1)
 	go func() { first <- e.do(app, master, "POST", "/1.1/push", body) }()
 	<-g.entered // the first call holds the claim and is appending its job
 	go func() { retry <- e.do(app, master, "POST", "/1.1/push", body) }()
-	waitfor.True(t, 10*time.Second, "the retry waiting for the first call", func() bool { return svc.reqs.waiting.Load() == 1 })
+	waitfor.True(t, 10*time.Second, "the retry waiting for the first call", func() bool { return e.svc.reqs.waiting.Load() == 1 })
 	close(g.release)
 	if f := <-first; f.Status != 500 {
 		t.Fatalf("first call: %d %s, want 500", f.Status, f.Body)
