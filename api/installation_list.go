@@ -78,44 +78,12 @@ func (k OrderKey) sortValue(v any) (_ any, empty bool) {
 	return best, false
 }
 
-// Value is the key's field in doc. A dotted field ("a.b") reads into nested objects, and into
-// every object of an array on its way, as Mongo sorts: the values found there act as one array
-// (arrays among them flattened one level), which sorts as an array does (Compare); none found
-// is missing.
+// Value is the key's field in doc, read as a where reads a field (query.FieldValue): a dotted
+// field goes into nested objects, and into every object of an array on its way, the values
+// found there acting as one array, which sorts as an array does (Compare). Missing is nil.
 func (k OrderKey) Value(doc map[string]any) any {
-	return pathValue(doc, k.Field)
-}
-
-func pathValue(doc map[string]any, path string) any {
-	head, rest, nested := strings.Cut(path, ".")
-	v := doc[head]
-	if !nested {
-		return v
-	}
-	switch v := v.(type) {
-	case map[string]any:
-		return pathValue(v, rest)
-	case []any:
-		var found []any
-		for _, e := range v {
-			m, ok := e.(map[string]any)
-			if !ok {
-				continue
-			}
-			switch x := pathValue(m, rest).(type) {
-			case nil:
-			case []any:
-				found = append(found, x...)
-			default:
-				found = append(found, x)
-			}
-		}
-		if len(found) == 0 {
-			return nil
-		}
-		return found
-	}
-	return nil
+	v, _ := query.FieldValue(doc, k.Field)
+	return v
 }
 
 // CompareDocs compares two documents by order: the first key that differs decides; 0 when

@@ -3,6 +3,7 @@ package query
 import (
 	"encoding/json"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/pushd/pushd/push"
@@ -35,6 +36,17 @@ type MapDoc map[string]any
 func (m MapDoc) Get(field string) (any, bool) {
 	v, ok := m[field]
 	return v, ok
+}
+
+// FieldValue is the value a field name (dotted or not) reaches in doc, as a where reads it:
+// into nested objects, and into every object of an array on the way, whose values found act as
+// one array (arrays among them flattened one level). ok is false when the field is missing.
+func FieldValue(doc map[string]any, field string) (v any, ok bool) {
+	root, rest, nested := strings.Cut(field, ".")
+	if v, ok = doc[root]; !ok || !nested {
+		return v, ok
+	}
+	return walkPath(v, strings.Split(rest, "."))
 }
 
 type emptyDoc struct{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -689,4 +690,27 @@ func TestQueryDottedPathThroughArrays(t *testing.T) {
 		{"deeper, through a nested object", `{"profile.pets.vet.name":"Ada"}`, doc, true},
 		{"$ne means no element equals", `{"trips.city":{"$ne":"Rome"}}`, doc, false},
 	})
+}
+
+func TestQueryFieldValue(t *testing.T) {
+	d := map[string]any(doc(t, `{"a":{"b":1},"trips":[{"city":"Rome"},{"x":1},{"city":["Oslo","Bern"]},7],"n":null}`))
+	for _, c := range []struct {
+		field string
+		want  any
+		ok    bool
+	}{
+		{"a", map[string]any{"b": float64(1)}, true},
+		{"a.b", float64(1), true},
+		{"a.c", nil, false},
+		{"trips.city", []any{"Rome", "Oslo", "Bern"}, true},
+		{"trips.y", nil, false},
+		{"n", nil, true},
+		{"n.x", nil, false},
+		{"missing", nil, false},
+	} {
+		got, ok := FieldValue(d, c.field)
+		if ok != c.ok || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("FieldValue(%q) = %v, %v; want %v, %v", c.field, got, ok, c.want, c.ok)
+		}
+	}
 }
