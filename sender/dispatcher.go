@@ -25,9 +25,11 @@ type AppSource interface {
 }
 
 // TokenInvalidator deletes the installation whose token a gateway reported dead. objectID is
-// "" for a listed device id without a stored installation.
+// "" for a listed device id without a stored installation; since is when the gateway learned
+// the token was dead (zero when it does not say): an installation refreshed after that keeps
+// its token.
 type TokenInvalidator interface {
-	InvalidateToken(ctx context.Context, appID, objectID, deviceID string) error
+	InvalidateToken(ctx context.Context, appID, objectID, deviceID string, since time.Time) error
 }
 
 // Dispatcher routes deliveries to pools. See the package doc.

@@ -48,14 +48,21 @@ func (a *apps) set(app push.App) {
 
 // invalidations records InvalidateToken calls.
 type invalidations struct {
-	mu   sync.Mutex
-	list []string
+	mu    sync.Mutex
+	list  []string
+	since map[string]time.Time // by deviceID, when the gateway said
 }
 
-func (v *invalidations) InvalidateToken(_ context.Context, appID, objectID, deviceID string) error {
+func (v *invalidations) InvalidateToken(_ context.Context, appID, objectID, deviceID string, since time.Time) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.list = append(v.list, appID+"/"+objectID+"/"+deviceID)
+	if !since.IsZero() {
+		if v.since == nil {
+			v.since = map[string]time.Time{}
+		}
+		v.since[deviceID] = since
+	}
 	return nil
 }
 
@@ -246,6 +253,13 @@ func TestSenderDispatchOutcomes(t *testing.T) {
 		if !wantInv[k] {
 			t.Fatalf("unexpected invalidation %s", k)
 		}
+	}
+	// Only APNs 410 says since when a token is dead; the invalidator gets it.
+	e.inv.mu.Lock()
+	since := e.inv.since
+	e.inv.mu.Unlock()
+	if len(since) != 1 || since[apnsToken(1)].IsZero() || time.Since(since[apnsToken(1)]) > time.Hour {
+		t.Fatalf("invalidations' since %v, want the 410 timestamp of %s only", since, apnsToken(1))
 	}
 	if st := e.apns.Stats(); st.Requests != 3 || st.PerToken[apnsToken(3)] != 0 {
 		t.Fatalf("apns simulator: %d requests (want 3: the expired one is never sent)", st.Requests)

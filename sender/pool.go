@@ -189,7 +189,7 @@ func (p *pool) deliver(ctx context.Context, d *push.Delivery) (res push.Result, 
 				p.guarded(rep.Reason)
 				return push.Result{Outcome: push.OutcomeFailed, Reason: rep.Reason + ": not deleted, the gateway rejects most tokens of this pool (wrong environment or credentials?)"}, true
 			}
-			p.invalidate(ctx, d, rep.Reason)
+			p.invalidate(ctx, d, rep)
 			return push.Result{Outcome: push.OutcomeInvalidToken, Reason: rep.Reason}, true
 		case gateway.KindFailed:
 			return push.Result{Outcome: push.OutcomeFailed, Reason: rep.Reason}, true
@@ -248,13 +248,13 @@ func (p *pool) guarded(reason string) {
 	})
 }
 
-func (p *pool) invalidate(ctx context.Context, d *push.Delivery, reason string) {
+func (p *pool) invalidate(ctx context.Context, d *push.Delivery, rep gateway.Reply) {
 	if p.inv == nil {
 		return
 	}
-	if err := p.inv.InvalidateToken(ctx, d.AppID, d.Target.ObjectID, d.Target.DeviceID); err != nil {
+	if err := p.inv.InvalidateToken(ctx, d.AppID, d.Target.ObjectID, d.Target.DeviceID, rep.Since); err != nil {
 		p.m.invErrors.Inc()
-		p.sampled("cannot delete an installation with a dead token", zap.String("reason", reason), zap.Error(err))
+		p.sampled("cannot delete an installation with a dead token", zap.String("reason", rep.Reason), zap.Error(err))
 	}
 }
 

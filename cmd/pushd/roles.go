@@ -164,12 +164,13 @@ func gatewayTLS(caFile string) (*tls.Config, error) {
 // token is marked invalid, and all later messages to it are dropped".
 type invalidator struct{ st store.Store }
 
-func (v invalidator) InvalidateToken(ctx context.Context, appID, objectID, deviceID string) error {
+func (v invalidator) InvalidateToken(ctx context.Context, appID, objectID, deviceID string, since time.Time) error {
 	app, err := v.st.GetApp(ctx, appID)
 	if err != nil {
 		return fmt.Errorf("cannot read app %s: %w", appID, err)
 	}
-	if objectID == "" {
+	listed := objectID == ""
+	if listed {
 		// A listed device id: find its installation, if it has one.
 		for _, kind := range []push.IDKind{push.KindToken, push.KindRegID} {
 			oid, err := v.st.LookupDevice(ctx, appID, kind, deviceID)
@@ -184,19 +185,23 @@ func (v invalidator) InvalidateToken(ctx context.Context, appID, objectID, devic
 		if objectID == "" {
 			return nil
 		}
-	} else {
-		// The installation may have a new token since the scan (FCM and vendor tokens rotate;
-		// the old one then answers UNREGISTERED): delete it only while it still has deviceID.
-		inst, err := v.st.GetInstallation(ctx, appID, objectID)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("cannot read installation %s of app %s: %w", objectID, appID, err)
-		}
-		if inst.DeviceID() != deviceID {
-			return nil
-		}
+	}
+	inst, err := v.st.GetInstallation(ctx, appID, objectID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cannot read installation %s of app %s: %w", objectID, appID, err)
+	}
+	// The installation may have a new token since the scan (FCM and vendor tokens rotate; the
+	// old one then answers UNREGISTERED): delete it only while it still has deviceID.
+	if !listed && inst.DeviceID() != deviceID {
+		return nil
+	}
+	// APNs says when a token stopped being valid; an installation refreshed since then has
+	// registered the token again and keeps it (gateways.md: DROP unless re-registered after).
+	if !since.IsZero() && inst.UpdatedAt > since.UnixMilli() {
+		return nil
 	}
 	err = v.st.DeleteInstallation(ctx, appID, app.Settings.Buckets, objectID)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {

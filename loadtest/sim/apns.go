@@ -145,7 +145,6 @@ type APNs struct {
 	faults *faults
 	rec    *recorder
 	topics map[string]map[string]bool // team → allowed bundle ids (immutable after start)
-	start  int64                      // ms; the "last seen invalid" time of rate-dead tokens
 
 	tokMu  sync.RWMutex
 	tokens map[string]tokenState // explicit token registry, guarded by tokMu
@@ -196,7 +195,6 @@ func NewAPNs(cfg APNsConfig) (*APNs, error) {
 		faults: newFaults(cfg.Knobs),
 		rec:    newRecorder(cfg.NoTokenStats, cfg.Record),
 		topics: make(map[string]map[string]bool),
-		start:  cfg.Now().UnixMilli(),
 		tokens: make(map[string]tokenState),
 		rate:   make(map[string]tokenWindow),
 	}
@@ -556,7 +554,9 @@ func (s *APNs) tokenAnswer(token, topic string) (string, int64) {
 		return "", 0
 	}
 	if IsDeadToken(token, s.cfg.InvalidTokenRate, s.cfg.Seed) {
-		return reasonUnregistered, s.start
+		// Dead as of this reply: a load test registers its devices after the simulator
+		// starts, and a 410 older than a device's registration means it registered again.
+		return reasonUnregistered, s.now().UnixMilli()
 	}
 	return "", 0
 }

@@ -172,8 +172,11 @@ func (cl *Client) Send(ctx context.Context, d *push.Delivery) gateway.Reply {
 		return gateway.TransportReply(err, "apns", "unreadable apns reply")
 	}
 	r := classify(res.StatusCode, res.Reason)
-	if r.Kind == gateway.KindRetry {
+	switch r.Kind {
+	case gateway.KindRetry:
 		r.RetryAfter = retryAfter
+	case gateway.KindInvalidToken:
+		r.Since = res.Timestamp.Time // zero unless a 410 says when
 	}
 	if r.Kind == gateway.KindAuth {
 		cl.expireToken()

@@ -58,6 +58,10 @@ type Reply struct {
 	// another sender" (FCM SENDER_ID_MISMATCH): once the pool has delivered successfully its
 	// credentials are proven, so the pool fails only this delivery instead of opening the breaker.
 	TokenScoped bool
+	// Since is, for KindInvalidToken, when the gateway learned the token was dead (APNs 410's
+	// timestamp); zero when it does not say. An installation refreshed after it keeps its
+	// token: the app registered it again (gateways.md, APNs 410).
+	Since time.Time
 }
 
 // ParseRetryAfter reads a Retry-After header value: delay-seconds or an HTTP date.
