@@ -30,7 +30,7 @@ var codeStatus = map[push.Code]int{
 	push.CodeTimeout:          fasthttp.StatusGatewayTimeout,
 	push.CodeDuplicateValue:   fasthttp.StatusBadRequest,
 	push.CodeValidation:       fasthttp.StatusBadRequest,
-	push.CodeDailyLimit:       fasthttp.StatusTooManyRequests,
+	push.CodeAppThreshold:     fasthttp.StatusTooManyRequests,
 	push.CodeInvalidQuery:     fasthttp.StatusBadRequest,
 	push.CodeUnauthorized:     fasthttp.StatusUnauthorized,
 	push.CodeForbidden:        fasthttp.StatusForbidden,

@@ -24,7 +24,7 @@ const (
 	CodeTimeout          Code = 124
 	CodeDuplicateValue   Code = 137 // unique value already taken
 	CodeValidation       Code = 142 // validation failed
-	CodeDailyLimit       Code = 154 // app threshold exceeded (daily push volume)
+	CodeAppThreshold     Code = 154 // app threshold exceeded (daily push volume, pending scheduled pushes)
 	CodeInvalidQuery     Code = 300 // query syntax
 	CodeUnauthorized     Code = 401
 	CodeForbidden        Code = 403

@@ -40,7 +40,7 @@ func (s *Service) admit(ctx *fasthttp.RequestCtx, c *api.Call) error {
 		return fmt.Errorf("cannot read the daily volume of app %s: %w", app.ID, err)
 	}
 	if used >= app.Settings.DailyVolume {
-		return push.Errorf(push.CodeDailyLimit, "the daily push volume of this app (%d) is reached: no further push today (UTC)", app.Settings.DailyVolume)
+		return push.Errorf(push.CodeAppThreshold, "the daily push volume of this app (%d) is reached: no further push today (UTC)", app.Settings.DailyVolume)
 	}
 	return nil
 }
@@ -216,10 +216,28 @@ func (s *Service) accept(rctx *fasthttp.RequestCtx, c *api.Call, n *push.Notific
 	return nil
 }
 
+// MaxPendingScheduled is how many scheduled pushes an app may have waiting: the original
+// service's cap for paid apps. It also bounds GET /1.1/scheduledPushMessages.
+const MaxPendingScheduled = 1000
+
 func (s *Service) persist(ctx context.Context, n *push.Notification, job *push.Job, scheduled bool) error {
 	app := n.AppID
 	var sp push.Scheduled
 	if scheduled {
+		// The app's scheduled pushes are counted and added one at a time in this process, so
+		// two at once cannot both take the last place.
+		unlock, err := s.reqs.lock(ctx, "scheduled\x00"+app)
+		if err != nil {
+			return push.Errorf(push.CodeUnavailable, "other scheduled pushes of this app are being accepted: retry")
+		}
+		defer unlock()
+		pending, err := s.st.ListScheduled(ctx, app)
+		if err != nil {
+			return fmt.Errorf("cannot count the scheduled pushes of app %s: %w", app, err)
+		}
+		if len(pending) >= MaxPendingScheduled {
+			return push.Errorf(push.CodeAppThreshold, "this app has %d scheduled pushes waiting, the most it may have: cancel one or wait until one is sent", len(pending))
+		}
 		id, err := s.st.NextID(ctx, "scheduled")
 		if err != nil {
 			return fmt.Errorf("cannot number a scheduled push of app %s: %w", app, err)

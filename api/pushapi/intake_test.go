@@ -304,3 +304,38 @@ func TestPushDevicesNotificationChannelWinsOverChannel(t *testing.T) {
 		t.Fatalf("jobs %+v, want notification channel nc1 (_notificationChannel wins over channel)", jobs)
 	}
 }
+
+// An app may have MaxPendingScheduled scheduled pushes waiting; one more is refused with 154
+// and writes nothing (its req_id stays free), and cancelling one makes room.
+func TestPushScheduledCapPerApp(t *testing.T) {
+	e := newEnv(t)
+	app := e.newApp(nil)
+	ctx := context.Background()
+	due := e.clock().Add(time.Hour)
+	for i := range MaxPendingScheduled {
+		sp := push.Scheduled{ID: int64(i + 1), AppID: app.ID, DueAt: due, CreatedAt: e.clock(),
+			Job: push.Job{ID: fmt.Sprintf("j%d", i), AppID: app.ID, NotificationObjectID: fmt.Sprintf("n%d", i), Kind: push.JobQuery}}
+		if err := e.st.PutScheduled(ctx, sp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	body := fmt.Sprintf(`{"data":{"alert":"later"},"push_time":%q,"req_id":"sched2"}`, due.Format(time.RFC3339))
+	r := e.do(app, master, "POST", "/1.1/push", body)
+	if r.Status != 429 || r.Code(t) != 154 || !strings.Contains(r.JSON(t)["error"].(string), "scheduled pushes waiting") {
+		t.Fatalf("scheduled push over the cap: %d %s, want 429 code 154", r.Status, r.Body)
+	}
+	records := 0
+	if err := e.st.ListNotifications(ctx, app.ID, func(*push.Notification) error { records++; return nil }); err != nil || records != 0 {
+		t.Fatalf("the refused push left %d records (%v)", records, err)
+	}
+	// A push sent at once is not held back by the cap.
+	if r := e.do(app, master, "POST", "/1.1/push", okPush); r.Status != 200 {
+		t.Fatalf("immediate push: %d %s", r.Status, r.Body)
+	}
+	if r := e.do(app, master, "DELETE", "/1.1/scheduledPushMessages/1", ""); r.Status != 200 {
+		t.Fatalf("cancel: %d %s", r.Status, r.Body)
+	}
+	if r := e.do(app, master, "POST", "/1.1/push", body); r.Status != 200 {
+		t.Fatalf("the same req_id after a place freed: %d %s", r.Status, r.Body)
+	}
+}

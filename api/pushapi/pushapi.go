@@ -86,7 +86,7 @@ type Service struct {
 	zl  *zap.Logger
 
 	volume *volumeCache
-	reqs   keyLocks // req_ids being accepted by this process
+	reqs   keyLocks // req_ids, and apps adding a scheduled push, being accepted by this process
 
 	// noSync is st's RecordNoSyncer, or nil; jobSyncsStore is Deps.LogSyncsStore.
 	noSync        RecordNoSyncer
