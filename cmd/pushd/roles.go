@@ -200,7 +200,8 @@ func (v invalidator) InvalidateToken(ctx context.Context, appID, objectID, devic
 	}
 	// APNs says when a token stopped being valid; an installation refreshed since then has
 	// registered the token again and keeps it (gateways.md: DROP unless re-registered after).
-	if !since.IsZero() && inst.UpdatedAt > since.UnixMilli() {
+	// apns2 reads that timestamp to the second: only a refresh in a later second is after it.
+	if !since.IsZero() && inst.UpdatedAt >= since.Truncate(time.Second).Add(time.Second).UnixMilli() {
 		return nil
 	}
 	err = v.st.DeleteInstallation(ctx, appID, app.Settings.Buckets, objectID)
