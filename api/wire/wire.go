@@ -34,15 +34,17 @@ const (
 	// MaxExpirationInterval (10 years, in seconds) guards the time arithmetic; gateways keep
 	// messages for weeks at most.
 	MaxExpirationInterval = 10 * 365 * 24 * 3600
-	// MaxScheduleAhead bounds push_time: the stores key a schedule by its due time in Unix
-	// nanoseconds, which overflow after 2262 (a wrapped key is due at once).
-	MaxScheduleAhead = MaxExpirationInterval * time.Second
 	// ScheduleAfter: a push_time at least this far after now schedules the push; an earlier
 	// one is ignored and the push is sent at once (spec "Scheduled push lifecycle").
 	ScheduleAfter = time.Minute
 	// maxCollapseID is APNs' limit on apns-collapse-id (gateways.md §1.3).
 	maxCollapseID = 64
 )
+
+// MaxPushTime bounds push_time: the stores key a schedule by its due time in Unix
+// nanoseconds, which overflow in 2262 (a wrapped key is due at once, so a typo such as 3026
+// sent the push immediately). 2200 leaves room for expiry arithmetic on top.
+var MaxPushTime = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Common holds the parameters both push endpoints share.
 type Common struct {
@@ -173,8 +175,8 @@ func DecodePush(body []byte, ed push.Edition, prodHeader string, now time.Time) 
 		if perr != nil {
 			return nil, perr
 		}
-		if t.After(now.Add(MaxScheduleAhead)) {
-			return nil, push.Errorf(push.CodeValidation, "push_time must be at most 10 years from now")
+		if !t.Before(MaxPushTime) {
+			return nil, push.Errorf(push.CodeValidation, "push_time must be before %s", MaxPushTime.Format("2006-01-02"))
 		}
 		r.PushTime = &t
 		r.Scheduled = !t.Before(now.Add(ScheduleAfter))

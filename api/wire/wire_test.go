@@ -77,7 +77,7 @@ func TestWirePushBad(t *testing.T) {
 		{"expiration_time now", "", `{"data":{"alert":"x"},"expiration_time":"2030-01-02T03:04:05Z"}`, push.CodeValidation, "in the past"},
 		{"expiration_time before push_time", "", `{"data":{"alert":"x"},"push_time":"2030-01-03T00:00:00Z","expiration_time":"2030-01-02T12:00:00Z"}`, push.CodeValidation, "not after push_time"},
 		{"expiration_time garbage", "", `{"data":{"alert":"x"},"expiration_time":"tomorrow"}`, push.CodeValidation, "expiration_time is not an ISO 8601"},
-		{"push_time past the schedule keys (wraps to due now)", "", `{"data":{"alert":"x"},"push_time":"2300-01-01T00:00:00Z"}`, push.CodeValidation, "push_time must be at most"},
+		{"push_time past the schedule keys (wraps to due now)", "", `{"data":{"alert":"x"},"push_time":"2300-01-01T00:00:00Z"}`, push.CodeValidation, "push_time must be before 2200-01-01"},
 		{"both expirations", "", `{"data":{"alert":"x"},"expiration_time":"2031-01-01T00:00:00Z","expiration_interval":60}`, push.CodeValidation, "cannot both"},
 		{"interval zero", "", `{"data":{"alert":"x"},"expiration_interval":0}`, push.CodeValidation, "expiration_interval must be between"},
 		{"interval fraction", "", `{"data":{"alert":"x"},"expiration_interval":1.5}`, push.CodeInvalidType, "expiration_interval must be an integer"},
@@ -202,6 +202,12 @@ func TestWirePushGood(t *testing.T) {
 			PushRequest{
 				Common:    Common{Data: json.RawMessage(`{"alert":"hi"}`), Prod: "prod", ExpiresAt: time.Date(2030, 1, 4, 0, 0, 0, 0, time.UTC)},
 				PushTime:  &pt,
+				Scheduled: true,
+			}},
+		{"push_time on the last day schedules take", cn, "", `{"data":{"alert":"hi"},"push_time":"2199-12-31T23:59:59Z"}`,
+			PushRequest{
+				Common:    Common{Data: json.RawMessage(`{"alert":"hi"}`), Prod: "prod"},
+				PushTime:  ptr(time.Date(2199, 12, 31, 23, 59, 59, 0, time.UTC)),
 				Scheduled: true,
 			}},
 		{"flow_control below minimum", cn, "", `{"data":{"alert":"hi"},"flow_control":10}`,
