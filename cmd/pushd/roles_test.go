@@ -15,16 +15,7 @@ import (
 // tokens, and the old one answers UNREGISTERED after the app stored the new one.
 func TestInvalidateTokenKeepsRotatedInstallation(t *testing.T) {
 	ctx := context.Background()
-	st, err := pebble.Open(t.TempDir(), pebble.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	app := push.App{ID: "app1"}
-	app.Settings.Buckets = 16
-	if err := st.CreateApp(ctx, app); err != nil {
-		t.Fatal(err)
-	}
+	st := invalidatorStore(t)
 	inst := push.Installation{
 		Route: push.Route{ObjectID: "obj1", DeviceType: push.DeviceAndroid, Vendor: "fcm", RegistrationID: "tok-new", InstallationID: "iid1"},
 		Doc:   []byte(`{"objectId":"obj1","deviceType":"android","vendor":"fcm","registrationId":"tok-new","installationId":"iid1"}`),
@@ -51,16 +42,7 @@ func TestInvalidateTokenKeepsRotatedInstallation(t *testing.T) {
 // registered the token again and keeps it (gateways.md: DROP unless re-registered after).
 func TestInvalidateTokenKeepsReregisteredInstallation(t *testing.T) {
 	ctx := context.Background()
-	st, err := pebble.Open(t.TempDir(), pebble.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	app := push.App{ID: "app1"}
-	app.Settings.Buckets = 16
-	if err := st.CreateApp(ctx, app); err != nil {
-		t.Fatal(err)
-	}
+	st := invalidatorStore(t)
 	tok := "0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9"
 	refreshed := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	inst := push.Installation{
@@ -84,4 +66,20 @@ func TestInvalidateTokenKeepsReregisteredInstallation(t *testing.T) {
 	if _, err := st.GetInstallation(ctx, "app1", "obj1"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a 410 of the second of the installation's refresh kept it: %v", err)
 	}
+}
+
+// invalidatorStore is a Pebble store, closed when t ends, holding app1 with 16 buckets.
+func invalidatorStore(t *testing.T) *pebble.Store {
+	t.Helper()
+	st, err := pebble.Open(t.TempDir(), pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	app := push.App{ID: "app1"}
+	app.Settings.Buckets = 16
+	if err := st.CreateApp(context.Background(), app); err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
