@@ -316,7 +316,7 @@ func (p *parser) ops(field string, m map[string]any, depth int, q *Query) ([]pre
 			preds = append(preds, sp)
 		default:
 			if k == "$relativeTime" {
-				return nil, errQuery("$relativeTime on field %q works only with $lt, $lte, $gt and $gte", field)
+				return nil, errRelativeOperator(field)
 			}
 			return nil, errQuery("unsupported operator %s on field %q", clip(k), field)
 		}

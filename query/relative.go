@@ -61,6 +61,11 @@ func relativeOperand(x any, now time.Time, op, field string) (value, bool, error
 	return value{kind: kindDate, t: t}, true, nil
 }
 
+// errRelativeOperator refuses a $relativeTime anywhere but under $lt, $lte, $gt or $gte.
+func errRelativeOperator(field string) error {
+	return errQuery("$relativeTime on field %q works only with $lt, $lte, $gt and $gte", field)
+}
+
 type relativeError string
 
 func (e relativeError) Error() string { return string(e) }

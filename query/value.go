@@ -71,7 +71,7 @@ func parseValue(x any, field string) (value, error) {
 		v := value{kind: kindObj, keys: keys, vals: make([]value, len(keys))}
 		for i, k := range keys {
 			if k == "$relativeTime" {
-				return value{}, errQuery("$relativeTime on field %q works only with $lt, $lte, $gt and $gte", field)
+				return value{}, errRelativeOperator(field)
 			}
 			if strings.HasPrefix(k, "$") {
 				return value{}, errQuery("operator %s is not allowed inside a value of field %q", k, field)

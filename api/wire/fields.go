@@ -197,14 +197,10 @@ func (f fields) channels(name string) ([]string, *push.Error) {
 		return nil, typeError(name, "a string or an array of strings")
 	}
 	out := list[:0]
-	broadcast := false
 	for _, ch := range list {
 		if !ValidChannel(ch) {
 			return nil, push.Errorf(push.CodeInvalidChannel,
 				"invalid channel name %q: only letters, digits, _, -, = and CJK ideographs are allowed", ch)
-		}
-		if ch == "" {
-			broadcast = true
 		}
 		if !slices.Contains(out, ch) {
 			out = append(out, ch)
@@ -212,7 +208,7 @@ func (f fields) channels(name string) ([]string, *push.Error) {
 	}
 	// "" is the broadcast channel (ORIGINAL-NOTES, code 112): every device is subscribed to
 	// it, and no installation can store it, so it adds no condition.
-	if len(out) == 0 || broadcast {
+	if len(out) == 0 || slices.Contains(out, "") {
 		return nil, nil
 	}
 	return out, nil
