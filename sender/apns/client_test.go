@@ -355,7 +355,7 @@ func TestAPNsClientConcurrentSendsBeyondStreamLimit(t *testing.T) {
 		// A server advertising fewer streams than StreamsPerConn: the transport replays the
 		// streams refused before SETTINGS arrived and opens more connections rather than stall.
 		// (A limit of 1, as on a fresh token-auth connection, still costs refused streams and
-		// their retries here: see docs/decisions.md, senders.)
+		// their retries here: see docs/decisions.md, "Senders", connections.)
 		{"server limit below StreamsPerConn", 4, 2, 16},
 	} {
 		t.Run(c.name, func(t *testing.T) {
