@@ -45,10 +45,16 @@ func (e *env) seedDocs(buckets int, docs ...string) []string {
 // pushTo submits a query push with where and returns the object ids it was delivered to.
 func (e *env) pushTo(snd *recSender, where string) map[string]int {
 	e.t.Helper()
+	return e.pushJob(snd, push.Job{Where: json.RawMessage(where)})
+}
+
+// pushJob is pushTo for a query job of the caller's making.
+func (e *env) pushJob(snd *recSender, job push.Job) map[string]int {
+	e.t.Helper()
 	snd.mu.Lock()
 	clear(snd.got)
 	snd.mu.Unlock()
-	job := e.submit(push.Job{Where: json.RawMessage(where)})
+	job = e.submit(job)
 	e.waitDone(job.NotificationObjectID)
 	snd.mu.Lock()
 	defer snd.mu.Unlock()
@@ -121,17 +127,25 @@ func TestFanoutWhereDeviceTokenKeepsCase(t *testing.T) {
 	}
 }
 
-// A string operand on createdAt/updatedAt is a date in the worker's residual filter too
-// (createdAt read from the document, updatedAt from the route).
-func TestFanoutWhereDateStrings(t *testing.T) {
+// startOldAndNew starts a worker over two Android installations, "old" and "new", created at
+// the given times, and returns it with their ids in that order.
+func startOldAndNew(t *testing.T, oldCreatedAt, newCreatedAt string) (*env, *recSender, []string) {
+	t.Helper()
 	e := newEnv(t)
 	e.createApp(16, nil)
 	ids := e.seedDocs(16,
-		`{"objectId":"old","deviceType":"android","installationId":"iid-old","createdAt":"2019-12-31T23:00:00.000Z"}`,
-		`{"objectId":"new","deviceType":"android","installationId":"iid-new","createdAt":"2020-01-01T01:00:00.000Z"}`,
+		`{"objectId":"old","deviceType":"android","installationId":"iid-old","createdAt":"`+oldCreatedAt+`"}`,
+		`{"objectId":"new","deviceType":"android","installationId":"iid-new","createdAt":"`+newCreatedAt+`"}`,
 	)
 	snd := newRecSender()
 	e.start(DefaultWorkerConfig(), snd, 1)
+	return e, snd, ids
+}
+
+// A string operand on createdAt/updatedAt is a date in the worker's residual filter too
+// (createdAt read from the document, updatedAt from the route).
+func TestFanoutWhereDateStrings(t *testing.T) {
+	e, snd, ids := startOldAndNew(t, "2019-12-31T23:00:00.000Z", "2020-01-01T01:00:00.000Z")
 	for _, c := range []struct {
 		where string
 		want  []string
@@ -176,14 +190,7 @@ func TestFanoutWhereThatCannotRunEndsThePush(t *testing.T) {
 // filter (createdAt read from the document, updatedAt from the route), not from the clock of
 // the moment each task runs.
 func TestFanoutWhereRelativeTime(t *testing.T) {
-	e := newEnv(t)
-	e.createApp(16, nil)
-	ids := e.seedDocs(16,
-		`{"objectId":"old","deviceType":"android","installationId":"iid-old","createdAt":"2020-01-01T00:00:00.000Z"}`,
-		`{"objectId":"new","deviceType":"android","installationId":"iid-new","createdAt":"2020-01-09T00:00:00.000Z"}`,
-	)
-	snd := newRecSender()
-	e.start(DefaultWorkerConfig(), snd, 1)
+	e, snd, ids := startOldAndNew(t, "2020-01-01T00:00:00.000Z", "2020-01-09T00:00:00.000Z")
 	fired := time.Date(2020, 1, 10, 0, 0, 0, 0, time.UTC)
 	for _, c := range []struct {
 		where string
@@ -196,17 +203,7 @@ func TestFanoutWhereRelativeTime(t *testing.T) {
 		{`{"updatedAt":{"$gt":{"$relativeTime":"1 hour ago"}}}`, time.Now(), ids},
 		{`{"updatedAt":{"$gt":{"$relativeTime":"1 hour ago"}}}`, time.Now().Add(2 * time.Hour), nil},
 	} {
-		snd.mu.Lock()
-		clear(snd.got)
-		snd.mu.Unlock()
-		job := e.submit(push.Job{Where: json.RawMessage(c.where), QueryAt: c.at})
-		e.waitDone(job.NotificationObjectID)
-		snd.mu.Lock()
-		got := make(map[string]int, len(snd.got))
-		for k, v := range snd.got {
-			got[k] = v
-		}
-		snd.mu.Unlock()
+		got := e.pushJob(snd, push.Job{Where: json.RawMessage(c.where), QueryAt: c.at})
 		wantDelivered(t, fmt.Sprintf("%s at %v", c.where, c.at), got, c.want...)
 	}
 }
