@@ -11,7 +11,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"go.uber.org/zap"
 
-	"github.com/pushd/pushd/fanout/render"
+	"github.com/pushd/pushd/push/render"
 	"github.com/pushd/pushd/internal/telemetry"
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/queue"

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/pushd/pushd/fanout/render"
+	"github.com/pushd/pushd/push/render"
 	"github.com/pushd/pushd/push"
 )
 

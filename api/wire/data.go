@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/pushd/pushd/fanout/render"
+	"github.com/pushd/pushd/push/render"
 	"github.com/pushd/pushd/push"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pushd/pushd/fanout/render"
+	"github.com/pushd/pushd/push/render"
 	"github.com/pushd/pushd/push"
 )
 
