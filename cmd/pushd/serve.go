@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pushd/pushd/api"
+	"github.com/pushd/pushd/internal/faultpoint"
 	"github.com/pushd/pushd/internal/service"
 	"github.com/pushd/pushd/internal/telemetry"
 	"github.com/pushd/pushd/queue"
@@ -50,6 +51,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks *
 		return err
 	}
 	defer func() { _ = log.Sync() }()
+	if err := faultpoint.Check(); err != nil {
+		return err
+	}
+	if fp := faultpoint.Armed(); fp != "" {
+		log.Warn("a fault point is armed: this process kills itself there (tests only)", zap.String("faultpoint", fp))
+	}
 	p := &parts{cfg: cfg, log: log, reg: telemetry.NewRegistry(true)}
 
 	var g service.Group
