@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pushd/pushd/push/render"
 	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/push/render"
 )
 
 // fuzzSeeds are real request bodies: the spec's examples and the shapes clients send.
