@@ -29,6 +29,8 @@ type serveConfig struct {
 	PublicURL  string
 	DrainDelay time.Duration
 	SweepEvery time.Duration
+	// LogTrimEvery is how often the embedded log deletes the messages every group committed.
+	LogTrimEvery time.Duration
 
 	// Pebble sizes the embedded store's cache and memtables.
 	Pebble pebble.Options
@@ -97,6 +99,7 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	fs.StringVar(&c.Log, "log", envOr("PUSHD_LOG", "embedded"), "durable log: embedded|kafka (PUSHD_LOG)")
 	fs.StringVar(&roles, "roles", envOr("PUSHD_ROLES", strings.Join(knownRoles, ",")), "comma list of roles: api,fanout,scheduler,gateway (PUSHD_ROLES)")
 	fs.BoolVar(&c.Dev, "dev", envBool("PUSHD_DEV", false), "development mode: console logs, a dev app created on first start (PUSHD_DEV)")
+	fs.DurationVar(&c.LogTrimEvery, "log-trim-every", envDuration("PUSHD_LOG_TRIM_EVERY", 30*time.Second), "interval of the embedded log's trim of the messages every consumer group committed (PUSHD_LOG_TRIM_EVERY)")
 	fs.StringVar(&c.LogLevel, "log-level", envOr("PUSHD_LOG_LEVEL", ""), "debug|info|warn|error; default info, debug with --dev (PUSHD_LOG_LEVEL)")
 	fs.StringVar(&c.PublicURL, "public-url", envOr("PUSHD_PUBLIC_URL", ""), "base URL of Location headers, e.g. https://push.example.com; default http://<Host> (PUSHD_PUBLIC_URL)")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", envDuration("PUSHD_DRAIN_DELAY", 0), "on stop, keep serving this long with readiness false before closing the listener (PUSHD_DRAIN_DELAY)")
@@ -197,6 +200,7 @@ func (c *serveConfig) validateDurations() error {
 		v    time.Duration
 	}{
 		{"--sweep-every", c.SweepEvery},
+		{"--log-trim-every", c.LogTrimEvery},
 		{"--cassandra-timeout", c.Cassandra.Timeout},
 	} {
 		if d.v <= 0 {

@@ -61,7 +61,11 @@ func openQueue(ctx context.Context, p *parts, g *service.Group) error {
 		if p.pebble == nil {
 			return errors.New("the embedded log needs --store pebble")
 		}
-		l, err := embedded.Open(p.pebble.DB(), embedded.Options{Logger: p.log.Named("log")})
+		l, err := embedded.Open(p.pebble.DB(), embedded.Options{
+			Logger:       p.log.Named("log"),
+			TrimInterval: p.cfg.LogTrimEvery,
+			Metrics:      p.reg.Add(metrics.NewSet()),
+		})
 		if err != nil {
 			return fmt.Errorf("cannot open the embedded log: %w", err)
 		}

@@ -3,7 +3,6 @@ package embedded
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -230,18 +229,8 @@ func (g *group) consumePartition(ctx context.Context, p *partition, h queue.Hand
 
 // committed is the group's next offset to handle in a partition (0 when nothing committed).
 func (l *Log) committed(topic, group string, p int) (int64, error) {
-	v, closer, err := l.db.Get(commitKey(nil, topic, group, p))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	defer closer.Close()
-	if len(v) != 8 {
-		return 0, errors.New("malformed committed offset")
-	}
-	return int64(binary.BigEndian.Uint64(v)), nil
+	off, _, err := readOffset(l.db, commitKey(nil, topic, group, p))
+	return off, err
 }
 
 // read appends up to limit messages of a partition with offsets in [from, to) to dst. Keys

@@ -64,9 +64,16 @@ func newLog(t *testing.T) queue.Log {
 	var openIt func() queue.Log
 	openIt = func() queue.Log {
 		cur = open(t, dir, testOptions())
-		return queuetest.WithReopen(cur.Log, func(t *testing.T) queue.Log {
-			cur.close(t)
-			return openIt()
+		return queuetest.With(cur.Log, queuetest.Hooks{
+			Reopen: func(t *testing.T) queue.Log {
+				cur.close(t)
+				return openIt()
+			},
+			Trim: func(t *testing.T) {
+				if err := cur.trim(); err != nil {
+					t.Fatalf("trim: %v", err)
+				}
+			},
 		})
 	}
 	l := openIt()

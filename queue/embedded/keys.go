@@ -10,6 +10,10 @@ import (
 //
 //	message:   'q' 'm' len(topic) topic partition(u32 BE) offset(u64 BE) → envelope
 //	committed: 'q' 'c' len(topic) topic len(group) group partition(u32 BE) → next offset (u64 BE)
+//	floor:     'q' 't' len(topic) topic partition(u32 BE) → trimmed offset (u64 BE)
+//
+// A partition's floor is written in the batch of the trim that deleted its messages below it:
+// offsets below the floor were assigned once and are never assigned again.
 //
 // Big-endian fixed-width integers keep byte order equal to numeric order, so a partition's
 // messages are one contiguous key range sorted by offset.
@@ -17,6 +21,7 @@ const (
 	prefixQueue     = 'q'
 	kindMessage     = 'm'
 	kindCommitted   = 'c'
+	kindFloor       = 't'
 	envelopeVersion = 1
 )
 
@@ -65,6 +70,16 @@ func commitKey(dst []byte, topic, group string, partition int) []byte {
 	dst = topicCommitPrefix(dst, topic)
 	dst = appendName(dst, group)
 	return binary.BigEndian.AppendUint32(dst, uint32(partition))
+}
+
+func floorKey(dst []byte, topic string, partition int) []byte {
+	dst = append(dst, prefixQueue, kindFloor)
+	dst = appendName(dst, topic)
+	return binary.BigEndian.AppendUint32(dst, uint32(partition))
+}
+
+func offsetValue(off int64) []byte {
+	return binary.BigEndian.AppendUint64(nil, uint64(off))
 }
 
 // prefixEnd is the smallest key greater than every key starting with p.

@@ -20,7 +20,9 @@
 // A background trimmer deletes, per partition, the messages below the smallest committed
 // offset of the groups known for the topic (groups with committed offsets in the DB or
 // members in this process). A group that never comes back therefore holds the log; a group
-// that first joins after a trim starts at the oldest message still kept.
+// that first joins after a trim starts at the oldest message still kept. Trimming never
+// lowers the next offset: Open recovers it above every committed offset and the trim floor,
+// so a partition the trimmer emptied goes on from where it was (see recoverTopic).
 //
 // All methods are safe for concurrent use. The Log does not own the DB: close the Log (which
 // stops every consumer) before closing the DB.
@@ -32,8 +34,10 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/cockroachdb/pebble/v2"
 	"go.uber.org/zap"
 
@@ -61,6 +65,19 @@ type Options struct {
 	// FetchBatch is how many messages a partition goroutine reads per iterator (default 256);
 	// it bounds the memory a partition holds.
 	FetchBatch int
+	// Metrics receives the log's metrics (per topic); nil means a private set. A set serves
+	// one Log.
+	Metrics *metrics.Set
+}
+
+// topicMetrics are the metrics of one topic.
+type topicMetrics struct {
+	// trimmed counts the offsets the trimmer deleted (messages, and the rare gaps of failed
+	// Appends).
+	trimmed *metrics.Counter
+	// rewound counts the messages Open found below a group's committed offset and handed
+	// again (see recoverTopic); anything but 0 calls for a look at the logs.
+	rewound *metrics.Counter
 }
 
 // Log is the embedded queue.Log.
@@ -77,8 +94,8 @@ type Log struct {
 	done   chan struct{} // closed by Close
 	wg     sync.WaitGroup
 
-	trimMu  sync.Mutex         // serializes trims; guards trimmed
-	trimmed map[string][]int64 // per topic, per partition: offset below which a trim already ran
+	trimMu  sync.Mutex               // serializes trims
+	metrics map[string]*topicMetrics // per topic; immutable after Open
 }
 
 type topic struct {
@@ -90,6 +107,10 @@ type topic struct {
 type partition struct {
 	id int
 
+	// floor: every offset below was trimmed (or never held a message). Written under
+	// Log.trimMu, read by the retained-messages gauge.
+	floor atomic.Int64
+
 	mu       sync.Mutex
 	next     int64         // next offset to assign
 	inflight []int64       // first offsets of Appends assigned but not yet applied, ascending
@@ -97,8 +118,7 @@ type partition struct {
 	changed  chan struct{} // closed and replaced whenever visible advances
 }
 
-// Open recovers the next offset of every partition (by seeking its last message) and starts
-// the trimmer.
+// Open recovers the next offset of every partition (see recoverTopic) and starts the trimmer.
 func Open(db *pebble.DB, opts Options) (*Log, error) {
 	parts := opts.Partitions
 	if parts == nil {
@@ -112,7 +132,7 @@ func Open(db *pebble.DB, opts Options) (*Log, error) {
 		topics:  make(map[string]*topic, len(parts)),
 		groups:  make(map[groupKey]*group),
 		done:    make(chan struct{}),
-		trimmed: make(map[string][]int64),
+		metrics: make(map[string]*topicMetrics, len(parts)),
 	}
 	if l.log == nil {
 		l.log = zap.NewNop()
@@ -121,6 +141,10 @@ func Open(db *pebble.DB, opts Options) (*Log, error) {
 	if l.batch <= 0 {
 		l.batch = 256
 	}
+	set := opts.Metrics
+	if set == nil {
+		set = metrics.NewSet()
+	}
 	for name, n := range parts {
 		if err := checkName("topic", name); err != nil {
 			return nil, fmt.Errorf("cannot open queue log: %w", err)
@@ -128,16 +152,18 @@ func Open(db *pebble.DB, opts Options) (*Log, error) {
 		if n <= 0 {
 			return nil, fmt.Errorf("cannot open queue log: topic %s has %d partitions", name, n)
 		}
-		t := &topic{name: name, parts: make([]*partition, n)}
-		for i := range t.parts {
-			next, err := lastOffset(db, name, i)
-			if err != nil {
-				return nil, fmt.Errorf("cannot recover partition %d of topic %s: %w", i, name, err)
-			}
-			t.parts[i] = &partition{id: i, next: next, visible: next, changed: make(chan struct{})}
+		label := fmt.Sprintf("{topic=%q}", name)
+		m := &topicMetrics{
+			trimmed: set.NewCounter("pushd_queue_trimmed_messages_total" + label),
+			rewound: set.NewCounter("pushd_queue_rewound_messages_total" + label),
+		}
+		t, err := l.recoverTopic(name, n, m)
+		if err != nil {
+			return nil, fmt.Errorf("cannot open queue log: %w", err)
 		}
 		l.topics[name] = t
-		l.trimmed[name] = make([]int64, n)
+		l.metrics[name] = m
+		set.NewGauge("pushd_queue_retained_messages"+label, t.retained)
 	}
 	interval := opts.TrimInterval
 	if interval == 0 {
@@ -150,24 +176,18 @@ func Open(db *pebble.DB, opts Options) (*Log, error) {
 	return l, nil
 }
 
-// lastOffset is one past the offset of the partition's last message (0 when empty).
-func lastOffset(db *pebble.DB, topic string, p int) (int64, error) {
-	it, err := db.NewIter(&pebble.IterOptions{
-		LowerBound: partitionPrefix(nil, topic, p),
-		UpperBound: partitionEnd(nil, topic, p),
-	})
-	if err != nil {
-		return 0, err
+// retained is the number of offsets assigned and not yet trimmed in the topic: messages
+// waiting for a group or for the next trim (and the rare gaps of failed Appends).
+func (t *topic) retained() float64 {
+	var n int64
+	for _, p := range t.parts {
+		floor := p.floor.Load() // before next: a trim only raises it to a committed offset ≤ next
+		p.mu.Lock()
+		next := p.next
+		p.mu.Unlock()
+		n += next - floor
 	}
-	var next int64
-	if it.Last() {
-		next = offsetOfKey(it.Key()) + 1
-	}
-	if err := it.Error(); err != nil {
-		_ = it.Close()
-		return 0, err
-	}
-	return next, it.Close()
+	return float64(n)
 }
 
 // Partitions returns the partition count of topic, 0 for an unknown topic.

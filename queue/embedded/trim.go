@@ -1,7 +1,6 @@
 package embedded
 
 import (
-	"encoding/binary"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -26,75 +25,68 @@ func (l *Log) trimLoop(interval time.Duration) {
 
 // trim deletes, in every partition, the messages below the smallest committed offset of the
 // groups known for the topic: groups with committed offsets in the DB and groups with
-// members in this process. A known group with no commit in a partition holds it at 0.
+// members in this process. A known group with no commit in a partition holds it at 0. The
+// partition's floor is written in the same batch (see recoverTopic).
 func (l *Log) trim() error {
 	l.trimMu.Lock()
 	defer l.trimMu.Unlock()
 	b := l.db.NewBatch()
 	defer b.Close()
+	type trimmed struct {
+		p        *partition
+		from, to int64
+		m        *topicMetrics
+	}
+	var done []trimmed
 	for name, t := range l.topics {
 		low, err := l.lowWater(name, len(t.parts))
 		if err != nil {
 			return err
 		}
-		trimmed := l.trimmed[name]
-		for p, off := range low {
-			if off <= trimmed[p] {
+		for i, off := range low {
+			p := t.parts[i]
+			from := p.floor.Load()
+			if off <= from {
 				continue
 			}
-			if err := b.DeleteRange(messageKey(nil, name, p, trimmed[p]), messageKey(nil, name, p, off), nil); err != nil {
+			if err := b.DeleteRange(messageKey(nil, name, i, from), messageKey(nil, name, i, off), nil); err != nil {
 				return err
 			}
-			trimmed[p] = off
+			if err := b.Set(floorKey(nil, name, i), offsetValue(off), nil); err != nil {
+				return err
+			}
+			done = append(done, trimmed{p: p, from: from, to: off, m: l.metrics[name]})
 		}
 	}
 	if b.Empty() {
 		return nil
 	}
-	// Not synced: a lost trim is redone by the next one (trimmed restarts at 0 after Open).
-	return b.Commit(pebble.NoSync)
+	// Not synced: a trim lost in a crash is redone by the next one, and the floor written here
+	// only backs up the committed offsets it was computed from (see recoverTopic).
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return err
+	}
+	for _, d := range done {
+		d.p.floor.Store(d.to)
+		d.m.trimmed.Add(int(d.to - d.from))
+	}
+	return nil
 }
 
 // lowWater returns, per partition, the smallest committed offset among the topic's known
 // groups; all zero when no group is known.
 func (l *Log) lowWater(topic string, n int) ([]int64, error) {
-	perGroup := make(map[string][]int64)
+	perGroup, err := l.committedOffsets(topic, n)
+	if err != nil {
+		return nil, err
+	}
 	l.mu.Lock()
 	for k := range l.groups {
-		if k.topic == topic {
+		if k.topic == topic && perGroup[k.group] == nil {
 			perGroup[k.group] = make([]int64, n)
 		}
 	}
 	l.mu.Unlock()
-
-	prefix := topicCommitPrefix(nil, topic)
-	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
-	if err != nil {
-		return nil, err
-	}
-	for ok := it.First(); ok; ok = it.Next() {
-		g, p, err := decodeCommitKey(it.Key()[len(prefix):])
-		if err != nil || p >= n {
-			continue // foreign or stale key: ignore
-		}
-		v, err := it.ValueAndErr()
-		if err != nil {
-			_ = it.Close()
-			return nil, err
-		}
-		if len(v) != 8 {
-			continue
-		}
-		offs := perGroup[g]
-		if offs == nil {
-			offs = make([]int64, n)
-			perGroup[g] = offs
-		}
-		offs[p] = int64(binary.BigEndian.Uint64(v))
-	}
-	if err := it.Close(); err != nil {
-		return nil, err
-	}
 	low := make([]int64, n)
 	first := true
 	for _, offs := range perGroup {

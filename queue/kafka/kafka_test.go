@@ -57,11 +57,19 @@ func newLog(t *testing.T) queue.Log {
 			t.Fatalf("New: %v", err)
 		}
 		cur = l
-		return queuetest.WithReopen(l, func(t *testing.T) queue.Log {
-			if err := cur.Close(); err != nil {
-				t.Errorf("Close: %v", err)
-			}
-			return openIt()
+		return queuetest.With(l, queuetest.Hooks{
+			Reopen: func(t *testing.T) queue.Log {
+				if err := cur.Close(); err != nil {
+					t.Errorf("Close: %v", err)
+				}
+				return openIt()
+			},
+			Trim: func(t *testing.T) {
+				// Retention: delete every partition up to its end (offset -1).
+				for p := range queuetest.Topics[queuetest.Topic] {
+					deleteRecords(t, c.ListenAddrs(), queuetest.Topic, int32(p), -1)
+				}
+			},
 		})
 	}
 	l := openIt()

@@ -36,15 +36,8 @@ type Reopener interface {
 // WithReopen wraps l so that the suite can reopen it with reopen (which must close l and
 // whatever backs it, then open a new log on the same data).
 func WithReopen(l queue.Log, reopen func(t *testing.T) queue.Log) queue.Log {
-	return reopenable{Log: l, reopen: reopen}
+	return With(l, Hooks{Reopen: reopen})
 }
-
-type reopenable struct {
-	queue.Log
-	reopen func(t *testing.T) queue.Log
-}
-
-func (r reopenable) Reopen(t *testing.T) queue.Log { return r.reopen(t) }
 
 // timeout bounds every wait of the suite; generous because Kafka rebalances take seconds.
 const timeout = 30 * time.Second
@@ -60,6 +53,7 @@ func Run(t *testing.T, newLog func(t *testing.T) queue.Log) {
 	t.Run("MembersSplitAndTakeOver", func(t *testing.T) { testTakeOver(t, newLog(t)) })
 	t.Run("MembersChurn", func(t *testing.T) { testChurn(t, newLog(t)) })
 	t.Run("AppendRejectsBadInput", func(t *testing.T) { testBadInput(t, newLog(t)) })
+	t.Run("TrimmedReopenAppend", func(t *testing.T) { testTrimmedReopen(t, newLog(t)) })
 }
 
 func testBadInput(t *testing.T, l queue.Log) {
