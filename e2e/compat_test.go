@@ -151,4 +151,3 @@ func appSettings() push.AppSettings {
 	st.Buckets = 16
 	return st
 }
-
