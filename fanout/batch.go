@@ -17,6 +17,7 @@ type batch struct {
 	preReason string
 	cursor    []byte // the task cursor once this batch is final
 	last      bool
+	bd        badgeScratch // per-target APNs payloads of an "Increment" push
 }
 
 func newBatch(size int) *batch {

@@ -2,6 +2,7 @@ package fanout
 
 import (
 	"context"
+	"time"
 
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/queue"
@@ -47,6 +48,16 @@ type PlannerStore interface {
 	GetApp(ctx context.Context, appID string) (push.App, error)
 }
 
+// Badges writes the badges of a push whose badge is "Increment" (store.Store.IncrementBadges).
+type Badges interface {
+	IncrementBadges(ctx context.Context, appID string, buckets int, pushID string, objectIDs []string, badges []int64) error
+}
+
+// DeadTokens reads the dead-token marks of device ids listed by /1.1/push/devices.
+type DeadTokens interface {
+	DeadToken(ctx context.Context, appID, deviceID string) (time.Time, error)
+}
+
 // WorkerStore is what a worker uses.
 type WorkerStore interface {
 	Scanner
@@ -54,6 +65,8 @@ type WorkerStore interface {
 	Records
 	Checkpoints
 	Apps
+	Badges
+	DeadTokens
 }
 
 // Appender appends records to the log (queue/embedded, queue/kafka).

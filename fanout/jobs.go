@@ -23,6 +23,9 @@ type jobState struct {
 	msgs    [nChannels]*push.Message
 	msgErrs [nChannels]string       // why a channel's message could not be rendered
 	msgOut  [nChannels]push.Outcome // and how its targets end: failed, or expired
+	// badge is the APNs payload template of a push whose badge is "Increment": each iOS
+	// target gets its own payload (see badges.go). nil for every other push.
+	badge *render.Badged
 }
 
 // buildJob reads the app, parses and resolves the where, and renders the messages.
@@ -60,6 +63,9 @@ func (w *Worker) buildJob(ctx context.Context, job *push.Job) (*jobState, error)
 			continue
 		}
 		js.msgs[i] = m
+	}
+	if bm, ok := msgs.(badgedMessages); ok && js.msgs[0] != nil {
+		js.badge = bm.Badged()
 	}
 	return js, nil
 }

@@ -160,6 +160,7 @@ func (r *run) sendBatch(ctx context.Context, b *batch) error {
 		pt := b.pre.total()
 		w.m.failed.Add(int(pt.Failed))
 		w.m.expired.Add(int(pt.Expired))
+		w.m.invalidTokens.Add(int(pt.InvalidTokens))
 	}
 	if n > 0 {
 		if err := r.deliver(ctx, b); err != nil {
@@ -198,6 +199,11 @@ func (r *run) deliver(ctx context.Context, b *batch) error {
 	}
 	if err := r.pace.wait(ctx, len(ds)); err != nil {
 		return err
+	}
+	if r.js.badge != nil {
+		if err := r.badges(ctx, b, ds); err != nil {
+			return err
+		}
 	}
 	clear(res)
 	// A batch handed to the sender is finished even when ctx ends (SIGTERM, a rebalance):

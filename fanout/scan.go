@@ -181,9 +181,18 @@ func (s *scanner) scanPoints(ctx context.Context) error {
 		}
 		switch {
 		case job.Kind == push.JobDevices && !found:
-			// A listed id with no installation: deliver with the request's options.
+			// A listed id with no installation: deliver with the request's options, unless
+			// the gateway said it is dead (the spec drops later messages to it).
 			synth = deviceRoute(job, t.IDKind, id)
-			s.target(&synth)
+			dead, err := s.dead(ctx, t.IDKind, id)
+			if err != nil {
+				return err
+			}
+			if dead {
+				s.deadTarget(&synth)
+			} else {
+				s.target(&synth)
+			}
 		case job.Kind == push.JobDevices:
 			if inst.DeviceProfile == "" {
 				inst.DeviceProfile = job.DeviceProfile

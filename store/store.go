@@ -68,6 +68,21 @@ type Store interface {
 	// indexes included, and says how many it removed. An implementation may leave those
 	// updated in cutoff's last hour to a later call (store/pebble keys its index by the hour).
 	DeleteInactive(ctx context.Context, appID string, buckets int, cutoff time.Time, limit int) (int, error)
+	// IncrementBadges serves a push whose badge is "Increment": for push pushID it sets the
+	// badge of each installation of objectIDs to push.NextBadge of its document and writes
+	// that badge to badges[i]. Once per installation per push: a later call with the same
+	// pushID (a batch sent again after a crash) writes nothing and gives the badge the first
+	// call set, unless another push incremented that installation in between. A missing
+	// installation gets badge 1 and nothing is written. UpdatedAt is left alone (a push is
+	// no app open), and the write need not be synced: the task checkpoint that follows it is.
+	IncrementBadges(ctx context.Context, appID string, buckets int, pushID string, objectIDs []string, badges []int64) error
+
+	// Dead device ids named in /1.1/push/devices. MarkDeadToken remembers that the gateway
+	// reported deviceID of the app dead at since; DeadToken returns that time, or ErrNotFound.
+	// A PutInstallation that gives an installation deviceID (one it did not hold) forgets the
+	// mark in the same write. A mark may disappear push.DeadTokenWindow after since.
+	MarkDeadToken(ctx context.Context, appID, deviceID string, since time.Time) error
+	DeadToken(ctx context.Context, appID, deviceID string) (time.Time, error)
 
 	// Push records.
 	CreateNotification(ctx context.Context, n push.Notification) error

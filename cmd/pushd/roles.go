@@ -164,8 +164,10 @@ func gatewayTLS(caFile string) (*tls.Config, error) {
 	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }
 
-// invalidator deletes the installation whose token a gateway reported dead: the spec's "the
-// token is marked invalid, and all later messages to it are dropped".
+// invalidator deletes the installation whose token a gateway reported dead and remembers the
+// token for push.DeadTokenWindow: the spec's "the token is marked invalid, and all later
+// messages to it are dropped". A /1.1/push/devices id with no installation is only
+// remembered; fan-out drops later pushes to a remembered id that still has no installation.
 type invalidator struct{ st store.Store }
 
 func (v invalidator) InvalidateToken(ctx context.Context, appID, objectID, deviceID string, since time.Time) error {
@@ -187,11 +189,14 @@ func (v invalidator) InvalidateToken(ctx context.Context, appID, objectID, devic
 			}
 		}
 		if objectID == "" {
-			return nil
+			return v.markDead(ctx, appID, deviceID)
 		}
 	}
 	inst, err := v.st.GetInstallation(ctx, appID, objectID)
 	if errors.Is(err, store.ErrNotFound) {
+		if listed {
+			return v.markDead(ctx, appID, deviceID)
+		}
 		return nil
 	}
 	if err != nil {
@@ -211,6 +216,16 @@ func (v invalidator) InvalidateToken(ctx context.Context, appID, objectID, devic
 	err = v.st.DeleteInstallation(ctx, appID, app.Settings.Buckets, objectID)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("cannot delete installation %s of app %s: %w", objectID, appID, err)
+	}
+	return v.markDead(ctx, appID, deviceID)
+}
+
+// markDead remembers deviceID as dead from now on. The window counts from the reply, not from
+// APNs's timestamp: that says since when the token has been invalid, which may be long past,
+// and a token dead for a long time is exactly the one worth not sending to again.
+func (v invalidator) markDead(ctx context.Context, appID, deviceID string) error {
+	if err := v.st.MarkDeadToken(ctx, appID, deviceID, time.Now()); err != nil {
+		return fmt.Errorf("cannot remember a dead token of app %s: %w", appID, err)
 	}
 	return nil
 }

@@ -37,6 +37,7 @@ func RunCLI(ctx context.Context, args []string, out io.Writer) error {
 	fs.Float64Var(&k.RatePerSecond, "rate", 0, "requests per second each simulator paces to (0: unlimited)")
 	fs.Uint64Var(&k.Seed, "seed", 1, "seed for random faults, jitter and dead tokens")
 	noTokens := fs.Bool("no-token-stats", false, "do not count accepted pushes per device token")
+	record := fs.Int("record", 0, "keep up to this many accepted notifications per simulator for GET <url>/_sent")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -53,7 +54,7 @@ func RunCLI(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("cannot create credentials directory %s: %w", *dir, err)
 	}
 
-	acfg := APNsConfig{Addr: *apnsAddr, Sandbox: *sandbox, NoTokenStats: *noTokens, Knobs: k}
+	acfg := APNsConfig{Addr: *apnsAddr, Sandbox: *sandbox, NoTokenStats: *noTokens, Record: *record, Knobs: k}
 	if *topics != "" {
 		acfg.Topics = map[string][]string{*teamID: strings.Split(*topics, ",")}
 	}
@@ -62,7 +63,7 @@ func RunCLI(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer apns.Close()
-	fcm, err := NewFCM(FCMConfig{Addr: *fcmAddr, QuotaPerMinute: *quota, AccessTokenTTL: *tokenTTL, NoTokenStats: *noTokens, Knobs: k})
+	fcm, err := NewFCM(FCMConfig{Addr: *fcmAddr, QuotaPerMinute: *quota, AccessTokenTTL: *tokenTTL, NoTokenStats: *noTokens, Record: *record, Knobs: k})
 	if err != nil {
 		return err
 	}

@@ -22,9 +22,10 @@ type Cache struct {
 }
 
 type slot struct {
-	once sync.Once
-	msg  *push.Message
-	err  error
+	once   sync.Once
+	msg    *push.Message
+	badged *Badged // apns only: the per-target template of a "badge": "Increment" push
+	err    error
 }
 
 // NewCache returns the render cache of job. The render time of each channel (for FCM's
@@ -40,9 +41,26 @@ func (c *Cache) Get(channel string) (*push.Message, error) {
 	if i < 0 {
 		return nil, fmt.Errorf("cannot render the %s payload: %w", channel, ErrUnknownChannel)
 	}
-	s := &c.slots[i]
-	s.once.Do(func() { s.msg, s.err = Render(c.data, channels[i], c.opts) })
+	s := c.render(i)
 	return s.msg, s.err
+}
+
+// Badged returns the per-target APNs template of a push whose badge is "Increment", or nil
+// (no Increment, or no APNs message). It renders the APNs message on first use, as Get does.
+func (c *Cache) Badged() *Badged {
+	return c.render(slotOf(push.ChannelAPNs)).badged
+}
+
+func (c *Cache) render(i int) *slot {
+	s := &c.slots[i]
+	s.once.Do(func() {
+		if channels[i] == push.ChannelAPNs {
+			s.msg, s.badged, s.err = RenderBadged(c.data, c.opts)
+			return
+		}
+		s.msg, s.err = Render(c.data, channels[i], c.opts)
+	})
+	return s
 }
 
 func slotOf(channel string) int {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"strconv"
 
 	"github.com/pushd/pushd/push"
 )
@@ -14,9 +15,42 @@ var apsOrder = []string{"alert", "badge", "sound", "thread-id", "category", "con
 	"mutable-content", "url-args", "target-content-id"}
 
 // badgeIncrement is the one string badge value the spec allows. It asks for the device's
-// stored badge plus one, which a payload rendered once for every target cannot express: the
-// badge is left out of the payload (docs/decisions.md, "Push payloads").
+// stored badge plus one, which a payload rendered once for every target cannot carry: the
+// shared payload leaves the badge out, and a Badged template lets fan-out write each target's
+// own (docs/decisions.md, "Push payloads").
 const badgeIncrement = "Increment"
+
+// maxBadgeDigits is the room a Badged payload reserves for the badge: push.MaxBadge's digits.
+const maxBadgeDigits = 10
+
+// Badged is the APNs payload of a push whose badge is "Increment", with the badge left for each
+// target to fill in (its installation's stored badge plus one). It is immutable and shared.
+type Badged struct {
+	head, tail []byte // the payload is head, the badge's digits, tail
+}
+
+// Len is the most bytes AppendBody appends.
+func (t *Badged) Len() int { return len(t.head) + maxBadgeDigits + len(t.tail) }
+
+// AppendBody appends to dst the payload with badge n (0 ≤ n ≤ push.MaxBadge).
+func (t *Badged) AppendBody(dst []byte, n int64) []byte {
+	dst = append(dst, t.head...)
+	dst = strconv.AppendInt(dst, min(max(n, 0), push.MaxBadge), 10)
+	return append(dst, t.tail...)
+}
+
+// RenderBadged renders data's APNs message as Render does and, when its badge is "Increment",
+// the per-target template of its payload (nil otherwise). The message's own Body then has no
+// badge: fan-out sends each target the template's payload instead.
+func RenderBadged(data json.RawMessage, opts Options) (*push.Message, *Badged, error) {
+	var bt *Badged
+	opts.badged = &bt
+	msg, err := Render(data, push.ChannelAPNs, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return msg, bt, nil
+}
 
 // renderIOS renders the APNs payload. The flat attributes build aps; an aps object (the
 // Apple-style form) is merged over them key by key. collapse-id, apns-priority and
@@ -72,7 +106,8 @@ func renderIOS(m attrs, opts Options) (*push.Message, error) {
 			}
 		}
 	}
-	if err := normalizeAPS(aps); err != nil {
+	increment, err := normalizeAPS(aps)
+	if err != nil {
 		return nil, err
 	}
 	ca, _, err := aps.num("content-available")
@@ -81,6 +116,7 @@ func renderIOS(m attrs, opts Options) (*push.Message, error) {
 	}
 	_, hasAlert := aps["alert"]
 	_, hasBadge := aps["badge"]
+	hasBadge = hasBadge || increment
 	_, hasSound := aps["sound"]
 	// Content: an alert, a background push (content-available=1), or the Apple-style form,
 	// whose aps APNs judges itself.
@@ -115,55 +151,85 @@ func renderIOS(m attrs, opts Options) (*push.Message, error) {
 		msg.Priority = 5 // APNs requires 5 for background pushes (gateways.md §1.3)
 	}
 
+	limit := maxAPNsPayload
+	if msg.PushType == "voip" {
+		limit = maxAPNsVoIPPayload
+	}
+	body, _, err := writeIOSBody(aps, m, false)
+	if err != nil {
+		return nil, err
+	}
+	if len(body)+escapeGrowth(body) > limit {
+		return nil, ErrTooLarge
+	}
+	msg.Body = body
+	if increment {
+		// The template, with the badge where apsOrder puts it; checked at its longest.
+		tb, at, err := writeIOSBody(aps, m, true)
+		if err != nil {
+			return nil, err
+		}
+		bt := &Badged{head: tb[:at:at], tail: tb[at:]}
+		if bt.Len()+escapeGrowth(tb) > limit {
+			return nil, ErrTooLarge
+		}
+		if opts.badged != nil {
+			*opts.badged = bt
+		}
+	}
+	return msg, nil
+}
+
+// writeIOSBody writes the APNs payload of aps and m's custom attributes. With badgeSlot it
+// writes the "badge" key with no value and says where the value goes.
+func writeIOSBody(aps, m attrs, badgeSlot bool) (body []byte, at int, err error) {
 	var b bytes.Buffer
 	b.Grow(256)
 	root := newObj(&b)
 	root.key("aps")
 	w := newObj(&b)
 	for _, k := range apsOrder {
+		if k == "badge" && badgeSlot {
+			w.key(k)
+			at = b.Len()
+			continue
+		}
 		if v, ok := aps[k]; ok {
 			if err := w.raw(k, v); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 		}
 	}
 	for _, k := range sortedKeys(aps, func(k string) bool { return !slices.Contains(apsOrder, k) }) {
 		if err := w.raw(k, aps[k]); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
 	w.close()
 	for _, k := range sortedKeys(m, isCustom) {
 		if err := root.raw(k, m[k]); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
 	root.close()
-	limit := maxAPNsPayload
-	if msg.PushType == "voip" {
-		limit = maxAPNsVoIPPayload
-	}
-	if b.Len()+escapeGrowth(b.Bytes()) > limit {
-		return nil, ErrTooLarge
-	}
-	msg.Body = b.Bytes()
-	return msg, nil
+	return b.Bytes(), at, nil
 }
 
-// normalizeAPS drops badge "Increment" and turns the sound object's boolean critical into
-// the 0/1 number APNs expects.
-func normalizeAPS(aps attrs) error {
+// normalizeAPS removes badge "Increment" (and says it was there) and turns the sound object's
+// boolean critical into the 0/1 number APNs expects.
+func normalizeAPS(aps attrs) (increment bool, err error) {
 	if v, ok := aps["badge"]; ok && isString(v) {
 		var s string
 		if err := json.Unmarshal(v, &s); err != nil || s != badgeIncrement {
-			return ErrBadData
+			return false, ErrBadData
 		}
 		delete(aps, "badge")
+		increment = true
 	}
 	if v, ok := aps["sound"]; ok && isObject(v) {
 		snd, err := decodeObject(v)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if c, ok := snd["critical"]; ok {
 			switch string(bytes.TrimSpace(c)) {
@@ -176,14 +242,14 @@ func normalizeAPS(aps attrs) error {
 			w := newObj(&b)
 			for _, k := range sortedKeys(snd, nil) {
 				if err := w.raw(k, snd[k]); err != nil {
-					return err
+					return false, err
 				}
 			}
 			w.close()
 			aps["sound"] = b.Bytes()
 		}
 	}
-	return nil
+	return increment, nil
 }
 
 // alertObject returns obj (an alert object's members) with title added, as JSON.

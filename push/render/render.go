@@ -68,6 +68,9 @@ type Options struct {
 	// (intake checks several channels of one request); nil: Render decodes data. Render
 	// does not modify them.
 	Members map[string]json.RawMessage
+	// badged receives the Badged template of an APNs payload whose badge is "Increment"
+	// (RenderBadged).
+	badged **Badged
 }
 
 // OptionsFor returns the options of a job.

@@ -133,6 +133,12 @@ func (s *Store) PutInstallation(ctx context.Context, appID string, buckets int, 
 			}
 		}
 	}
+	// A device id the installation gains was registered again: forget that it was dead.
+	for _, d := range inst.Route.DeviceIDs() {
+		if !found || !containsID(old.inst.Route.DeviceIDs(), d) {
+			b.Query(cqlDeadDelete, appID, d.ID)
+		}
+	}
 	route := store.AppendRoute(nil, &inst.Route)
 	b.Query(cqlInstInsert, appID, oid, bucket, inst.DeviceType, route, inst.CreatedAt, inst.UpdatedAt, inst.Doc)
 	b.Query(cqlBucketInsert, appID, bucket, inst.DeviceType, oid, route, inst.Doc)
@@ -170,6 +176,7 @@ func (s *Store) deleteStored(ctx context.Context, appID string, st *stored) erro
 	o, oid := &st.inst, st.inst.ObjectID
 	b := s.s.NewBatch(gocql.LoggedBatch).WithContext(ctx)
 	b.Query(cqlInstDelete, appID, oid)
+	b.Query(cqlBadgeDelete, appID, oid)
 	b.Query(cqlBucketDelete, appID, st.bucket, o.DeviceType, oid)
 	for _, ch := range o.Channels {
 		b.Query(cqlChannelDelete, appID, ch, st.bucket, o.DeviceType, oid)

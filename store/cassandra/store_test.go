@@ -72,7 +72,8 @@ func TestStoreCassandraSchemaDeployed(t *testing.T) {
 	}
 	for _, want := range []string{"apps", "installations", "installations_by_bucket", "installations_by_channel",
 		"installations_by_device", "notifications", "notifications_by_id", "notifications_by_nid",
-		"scheduled_pushes", "scheduled_by_id", "id_counters", "req_ids", "daily_volume", "task_progress"} {
+		"scheduled_pushes", "scheduled_by_id", "id_counters", "req_ids", "daily_volume", "task_progress",
+		"installation_badges", "dead_tokens"} {
 		if !tables[want] {
 			t.Errorf("schema lacks table %s", want)
 		}

@@ -228,6 +228,17 @@ func (s *Store) putInstBatch(appID string, buckets int, inst *push.Installation,
 		_ = b.Close()
 		return nil, err
 	}
+	// A device id the installation gains was registered again: forget that it was dead.
+	for i, d := range ids {
+		if owned[i] {
+			continue
+		}
+		key = deadKey(key[:0], appID, d.ID)
+		if err := b.Delete(key, nil); err != nil {
+			_ = b.Close()
+			return nil, err
+		}
+	}
 	return b, nil
 }
 
@@ -342,6 +353,9 @@ func deleteInstRows(b *pebble.Batch, appID string, st *stored) error {
 		if err := b.Delete(key, nil); err != nil {
 			return err
 		}
+	}
+	if err := b.Delete(badgeKey(key[:0], appID, oid), nil); err != nil {
+		return err
 	}
 	return b.Delete(updatedKey(key[:0], appID, st.inst.UpdatedAt, oid), nil)
 }

@@ -27,6 +27,8 @@ import (
 //	'r' app reqId                               → createdAt, expiresAt, objectId (req_ids)
 //	'v' app day                                 → total, int64                   (daily_volume)
 //	'p' jobId taskId                            → TaskProgress JSON              (task_progress)
+//	'g' app objectId                            → pushId, badge                  (installation_badges)
+//	'k' app deviceId                            → dead since, unix ms            (dead_tokens)
 //
 // Times in keys are int64-encoded: updatedHour in unix milliseconds, updatedAt truncated to its
 // hour (updatedSlot: a refresh within the hour leaves the row alone; rows written before that
@@ -48,6 +50,8 @@ const (
 	tReqID       = 'r'
 	tVolume      = 'v'
 	tProgress    = 'p'
+	tBadge       = 'g'
+	tDead        = 'k'
 
 	reservedQueue = 'q' // queue/embedded; never written here
 )

@@ -45,6 +45,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ClaimReqID", testClaimReqID},
 		{"DailyVolume", testDailyVolume},
 		{"TaskProgress", testTaskProgress},
+		{"InstallationBadgeIncrement", testBadgeIncrement},
+		{"DeadTokens", testDeadTokens},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
