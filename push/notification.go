@@ -100,6 +100,9 @@ type Notification struct {
 	// push, since a req_id retry or the re-driver (scheduler.Redriver) appends it again. The
 	// store indexes records holding one (store.Store.PendingJobs). Never shown by the API.
 	PendingJob *Job `json:"pendingJob,omitempty"`
+	// PendingBy names the API process (one id per start) that wrote PendingJob and appends
+	// it: a req_id retry served by that same process knows the append finished.
+	PendingBy string `json:"pendingBy,omitempty"`
 }
 
 // PendingSince is when n's pending job became pending: the instant the store indexes it by.
