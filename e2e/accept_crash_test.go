@@ -111,10 +111,16 @@ func TestE2EAcceptCrashLosesNoPush(t *testing.T) {
 		t.Run(point, func(t *testing.T) {
 			before := s.stats.mustGet(t, true).PerToken
 			oid := seedDueScheduled(t, data, c.appID, "crash")
-			p := startArmed(t, data, point, args...)
-			p.waitOutput(regexp.MustCompile(`faultpoint `+regexp.QuoteMeta(point)+` reached`), startTimeout)
-			p.kill()
-			p = startPushd(t, data, args...)
+			// The due push fires at the scheduler's first tick, maybe before the API serves:
+			// wait for the kill, not for the API.
+			if err := os.Setenv(faultpoint.Env, point); err != nil {
+				t.Fatal(err)
+			}
+			armed := start(t, "pushd", bin(t, "pushd"), append([]string{"serve", "--data", data, "--addr", "127.0.0.1:0", "--log-level", "info"}, args...)...)
+			os.Unsetenv(faultpoint.Env)
+			armed.waitOutput(regexp.MustCompile(`faultpoint `+regexp.QuoteMeta(point)+` reached`), startTimeout)
+			armed.kill()
+			p := startPushd(t, data, args...)
 			c.base = p.base
 			rec := c.waitDone(t, oid)
 			if rec.Devices != n || rec.Successes != n || rec.IOSSuccesses != n || rec.Failures != 0 {
