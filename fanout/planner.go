@@ -82,8 +82,10 @@ func (p *Planner) handle(ctx context.Context, m queue.Message) error {
 var errSkipJob = errors.New("job needs no planning")
 
 // Plan splits one job into tasks, records how many on its push record (in-queue →
-// in-process), then appends the tasks. It is idempotent: a job planned again after a crash
-// yields the same task ids, the record keeps its first plan, and workers skip finished tasks.
+// in-process, dropping the record's pending job in the same write), then appends the tasks.
+// It is idempotent: a job planned again (redelivered after a crash, or appended twice by a
+// req_id retry or scheduler.Redriver) yields the same task ids, the record keeps its first
+// plan, workers skip finished tasks, and a task finished twice is counted once.
 func (p *Planner) Plan(ctx context.Context, job *push.Job) error {
 	log := p.logger.With(zap.String(telemetry.KeyAppID, job.AppID), zap.String(telemetry.KeyJobID, job.ID))
 	app, err := p.st.GetApp(ctx, job.AppID)
@@ -109,6 +111,7 @@ func (p *Planner) Plan(ctx context.Context, job *push.Job) error {
 				return errSkipJob
 			}
 			n.Status = push.StatusDone
+			n.PendingJob, n.PendingBy = nil, ""
 			n.Errors = appendReason(n.Errors, perr.Error(), 20)
 			n.UpdatedAt = time.Now()
 			return nil
@@ -131,6 +134,7 @@ func (p *Planner) Plan(ctx context.Context, job *push.Job) error {
 			}
 		}
 		n.Status = push.StatusInProcess
+		n.PendingJob, n.PendingBy = nil, "" // taken: no re-driver appends it again
 		n.Tasks = len(tasks)
 		n.TasksDone = 0
 		n.TasksFinished = nil

@@ -92,6 +92,25 @@ type Notification struct {
 	// their job id prefix): fan-out adds a task's counts in the same update that lists it,
 	// so a task finished twice (redelivery after a crash) is counted once.
 	TasksFinished []string `json:"tasksFinished,omitempty"`
+
+	// PendingJob is the push's job while it waits for the planner: written in the same store
+	// write as the record's in-queue status (at accept, or when a scheduled push fires), and
+	// cleared by the planner in the write that takes the record in-process. A record that
+	// holds one can always be sent: a crash between its write and the log append loses no
+	// push, since a req_id retry or the re-driver (scheduler.Redriver) appends it again. The
+	// store indexes records holding one (store.Store.PendingJobs). Never shown by the API.
+	PendingJob *Job `json:"pendingJob,omitempty"`
+	// PendingBy names the API process (one id per start) that wrote PendingJob and appends
+	// it: a req_id retry served by that same process knows the append finished.
+	PendingBy string `json:"pendingBy,omitempty"`
+}
+
+// PendingSince is when n's pending job became pending: the instant the store indexes it by.
+func (n *Notification) PendingSince() time.Time {
+	if n.PendingJob == nil {
+		return time.Time{}
+	}
+	return n.PendingJob.QueryTime()
 }
 
 // Scheduled is a push waiting for its send time.

@@ -1,6 +1,7 @@
-// Package scheduler fires due scheduled pushes exactly once. A scheduled push is a stored
-// push.Scheduled holding its complete job; firing appends that job to the push.jobs log and
-// then removes the schedule. A crash between the two appends the same job again at the next
+// Package scheduler fires due scheduled pushes exactly once, and re-drives the jobs whose
+// append to the log was lost (Redriver). A scheduled push is a stored push.Scheduled holding
+// its complete job; firing writes the job into the push record (in-queue), appends it to the
+// push.jobs log and then removes the schedule. A crash in between fires it again at the next
 // start; the job keeps its id, and fan-out does not plan a job id twice, so the push is sent
 // once. A push whose time passed while the server was down fires at the first tick after start.
 //
@@ -17,6 +18,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"go.uber.org/zap"
 
+	"github.com/pushd/pushd/internal/faultpoint"
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/queue"
 	"github.com/pushd/pushd/store"
@@ -112,15 +114,43 @@ func (s *Scheduler) Tick(ctx context.Context) (int, error) {
 	}
 }
 
+// The scheduler's fault points (internal/faultpoint), between the writes of a firing: the
+// record (in-queue, holding the job), the job's append, the schedule's removal.
+var (
+	fpAfterRecord = faultpoint.Define("scheduler/after-record")
+	fpAfterJob    = faultpoint.Define("scheduler/after-job")
+)
+
+// errNoWrite aborts a record update that has nothing to write.
+var errNoWrite = errors.New("record needs no update")
+
+// fire moves the record in-queue holding the job, appends the job, then removes the schedule.
+// A crash before the removal fires the schedule again at the next tick: the record already
+// holds the job then, and the same job (same QueryAt) is appended again, unless the planner
+// took it already, when only the schedule is removed.
 func (s *Scheduler) fire(ctx context.Context, sp *push.Scheduled) (bool, error) {
-	job := sp.Job
-	job.QueryAt = s.now().UTC() // "7 days ago" in its where means before it fired
-	_, err := s.store.UpdateNotification(ctx, sp.AppID, job.NotificationObjectID, func(n *push.Notification) error {
-		if n.Status == push.StatusScheduled {
-			n.Status = push.StatusInQueue
-			n.UpdatedAt = s.now().UTC()
+	var (
+		job       push.Job
+		appendJob bool
+	)
+	now := s.now().UTC()
+	_, err := s.store.UpdateNotification(ctx, sp.AppID, sp.Job.NotificationObjectID, func(n *push.Notification) error {
+		job, appendJob = sp.Job, true
+		switch {
+		case n.Status == push.StatusScheduled:
+			job.QueryAt = now // "7 days ago" in its where means before it fired
+			pj := job
+			n.Status, n.PendingJob, n.PendingBy = push.StatusInQueue, &pj, ""
+			n.UpdatedAt = now
+			return nil
+		case n.Status == push.StatusInQueue && n.PendingJob != nil:
+			job = *n.PendingJob // fired before a crash: the same job again
+		case n.Status == push.StatusInQueue:
+			job.QueryAt = now // a record written before records held their job
+		default:
+			appendJob = false // the planner took the job: only the schedule is left
 		}
-		return nil
+		return errNoWrite
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		// The record was deleted: the push was cancelled. Drop the schedule.
@@ -129,21 +159,25 @@ func (s *Scheduler) fire(ctx context.Context, sp *push.Scheduled) (bool, error) 
 		}
 		return false, nil
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, errNoWrite) {
 		return false, fmt.Errorf("cannot mark scheduled push %d of app %s in queue: %w", sp.ID, sp.AppID, err)
 	}
-	body, err := json.Marshal(&job)
-	if err != nil {
-		return false, fmt.Errorf("BUG: cannot encode job %s: %w", job.ID, err)
+	fpAfterRecord.Hit()
+	if appendJob {
+		body, err := json.Marshal(&job)
+		if err != nil {
+			return false, fmt.Errorf("BUG: cannot encode job %s: %w", job.ID, err)
+		}
+		rec := queue.Record{
+			Partition: queue.PartitionForKey([]byte(job.AppID), s.log.Partitions(queue.TopicJobs)),
+			Key:       []byte(job.AppID),
+			Value:     body,
+		}
+		if err := s.log.Append(ctx, queue.TopicJobs, rec); err != nil {
+			return false, fmt.Errorf("cannot append job of scheduled push %d of app %s: %w", sp.ID, sp.AppID, err)
+		}
 	}
-	rec := queue.Record{
-		Partition: queue.PartitionForKey([]byte(job.AppID), s.log.Partitions(queue.TopicJobs)),
-		Key:       []byte(job.AppID),
-		Value:     body,
-	}
-	if err := s.log.Append(ctx, queue.TopicJobs, rec); err != nil {
-		return false, fmt.Errorf("cannot append job of scheduled push %d of app %s: %w", sp.ID, sp.AppID, err)
-	}
+	fpAfterJob.Hit()
 	if err := s.store.DeleteScheduled(ctx, sp.AppID, sp.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return false, fmt.Errorf("cannot remove fired scheduled push %d of app %s: %w", sp.ID, sp.AppID, err)
 	}

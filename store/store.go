@@ -84,8 +84,15 @@ type Store interface {
 	MarkDeadToken(ctx context.Context, appID, deviceID string, since time.Time) error
 	DeadToken(ctx context.Context, appID, deviceID string) (time.Time, error)
 
-	// Push records.
+	// Push records. A record holding a PendingJob is indexed by its PendingSince, in the same
+	// write as the record, until an update or a delete drops the job; PendingJobs lists them.
 	CreateNotification(ctx context.Context, n push.Notification) error
+	// CreateScheduledNotification writes a scheduled push's record and its schedule in one
+	// write: a crash leaves both or neither. ErrExists as CreateNotification.
+	CreateScheduledNotification(ctx context.Context, n push.Notification, sc push.Scheduled) error
+	// PendingJobs lists up to limit records of the app holding a PendingJob pending since
+	// before the cutoff, longest pending first.
+	PendingJobs(ctx context.Context, appID string, before time.Time, limit int) ([]push.Notification, error)
 	GetNotification(ctx context.Context, appID, objectID string) (push.Notification, error)
 	// UpdateNotification reads, applies fn and writes atomically with respect to other
 	// UpdateNotification calls on the same record. fn returning an error aborts.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pushd/pushd/api"
 	"github.com/pushd/pushd/api/wire"
+	"github.com/pushd/pushd/internal/faultpoint"
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/query"
 	"github.com/pushd/pushd/queue"
@@ -166,10 +167,26 @@ func newJob(n *push.Notification, cm *wire.Common) push.Job {
 	}
 }
 
+// The accept path's fault points (internal/faultpoint), between its durable writes: the req_id
+// claim, the record holding its job (or the record and its schedule, one write), the job's
+// append to the log, and the answer.
+var (
+	fpAfterClaim  = faultpoint.Define("accept/after-claim")
+	fpAfterRecord = faultpoint.Define("accept/after-record")
+	fpAfterJob    = faultpoint.Define("accept/after-job")
+)
+
 // accept makes the push durable and answers {objectId, createdAt}. Order: claim the req_id
-// (so a concurrent retry cannot slip in), write the record, then the job (or the schedule).
-// Any failure undoes what was written, so a failed call leaves nothing behind and a retry
-// with the same req_id is a new push.
+// (so a concurrent retry cannot slip in), write the record holding the job (a scheduled push:
+// the record and its schedule, in one write), then append the job. Any failure undoes what was
+// written, so a failed call leaves nothing behind and a retry with the same req_id is a new
+// push.
+//
+// A crash leaves one of: a claim without a record, which a retry takes over (it accepts the
+// push under the claimed ids); or a record holding a job that may not be in the log, which a
+// retry appends again before it answers, and scheduler.Redriver appends if no retry comes.
+// So a 200 always stands for a push that will be sent (docs/decisions.md, "Accept is atomic
+// in effect").
 func (s *Service) accept(rctx *fasthttp.RequestCtx, c *api.Call, n *push.Notification, job *push.Job, scheduled bool) error {
 	app := c.App
 	// fasthttp cancels every request's context the moment shutdown begins; a push being
@@ -190,12 +207,25 @@ func (s *Service) accept(rctx *fasthttp.RequestCtx, c *api.Call, n *push.Notific
 			return fmt.Errorf("cannot claim req_id of app %s: %w", app.ID, err)
 		}
 		if !claimed {
-			s.dupes.Inc()
-			writeAccepted(rctx, prev.ObjectID, prev.CreatedAt)
-			return nil
+			done, err := s.retried(ctx, rctx, app.ID, prev)
+			if done || err != nil {
+				return err
+			}
+			// The claim has no record: the call that claimed it died before writing one.
+			// This call is that push: it is accepted under the claimed ids.
+			adopt(n, job, prev)
 		}
+		fpAfterClaim.Hit()
 	}
 	err := s.persist(ctx, n, job, scheduled)
+	if errors.Is(err, store.ErrExists) && n.ReqID != "" {
+		// Another node took the claim over (or wrote the record) first: that record answers.
+		done, rerr := s.retried(ctx, rctx, app.ID, store.ReqClaim{ObjectID: n.ObjectID, CreatedAt: n.CreatedAt})
+		if done || rerr != nil {
+			return rerr
+		}
+		return push.Errorf(push.CodeUnavailable, "the push with req_id %s is being accepted elsewhere: retry", n.ReqID)
+	}
 	if err != nil {
 		// Undo with a context of our own: the request's may be what failed.
 		undo, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -216,13 +246,51 @@ func (s *Service) accept(rctx *fasthttp.RequestCtx, c *api.Call, n *push.Notific
 	return nil
 }
 
+// retried answers a call whose req_id is claimed by prev, if prev's record exists: 200 with
+// prev's ids, after appending its job again if the record still holds it and another process
+// wrote it (that call may have died before its append; if it did not, the planner plans the job
+// once and redelivers its tasks, see fanout.Planner.Plan). done is false when the record does
+// not exist.
+func (s *Service) retried(ctx context.Context, rctx *fasthttp.RequestCtx, app string, prev store.ReqClaim) (done bool, err error) {
+	rec, err := s.st.GetNotification(ctx, app, prev.ObjectID)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("cannot read the push record of a retried req_id of app %s: %w", app, err)
+	}
+	// A record this Service wrote had its append finished (or undone) before the retry got the
+	// req_id's lock; one written by another process, maybe dead before its append, is
+	// appended again.
+	if rec.Status == push.StatusInQueue && rec.PendingJob != nil && rec.PendingBy != s.incarnation {
+		if err := s.appendJob(ctx, rec.PendingJob); err != nil {
+			return false, err
+		}
+		s.reappended.Inc()
+	}
+	s.dupes.Inc()
+	writeAccepted(rctx, prev.ObjectID, prev.CreatedAt)
+	return true, nil
+}
+
+// adopt gives a push the ids of the claim it takes over.
+func adopt(n *push.Notification, job *push.Job, claim store.ReqClaim) {
+	n.ObjectID = claim.ObjectID
+	n.CreatedAt = claim.CreatedAt.UTC()
+	n.UpdatedAt = n.CreatedAt
+	job.ID = n.ObjectID
+	job.NotificationObjectID = n.ObjectID
+	job.CreatedAt = n.CreatedAt
+}
+
 // MaxPendingScheduled is how many scheduled pushes an app may have waiting: the original
 // service's cap for paid apps. It also bounds GET /1.1/scheduledPushMessages.
 const MaxPendingScheduled = 1000
 
+// persist writes the record holding the job and appends the job, or writes the record and the
+// schedule. A record that exists already (a claim taken over elsewhere) is store.ErrExists.
 func (s *Service) persist(ctx context.Context, n *push.Notification, job *push.Job, scheduled bool) error {
 	app := n.AppID
-	var sp push.Scheduled
 	if scheduled {
 		// The app's scheduled pushes are counted and added one at a time in this process, so
 		// two at once cannot both take the last place.
@@ -244,14 +312,21 @@ func (s *Service) persist(ctx context.Context, n *push.Notification, job *push.J
 		}
 		n.Status = push.StatusScheduled
 		n.ScheduledID = id
-		sp = push.Scheduled{ID: id, AppID: app, DueAt: n.PushTime, Job: *job, CreatedAt: n.CreatedAt}
-	} else {
-		n.Status = push.StatusInQueue
+		sp := push.Scheduled{ID: id, AppID: app, DueAt: n.PushTime, Job: *job, CreatedAt: n.CreatedAt}
+		if err := s.st.CreateScheduledNotification(ctx, *n, sp); err != nil {
+			return fmt.Errorf("cannot store scheduled push of app %s: %w", app, err)
+		}
+		fpAfterRecord.Hit()
+		return nil
 	}
-	// The record needs no fsync of its own when a synced write covering it follows before the
-	// answer (RecordNoSyncer).
+	n.Status = push.StatusInQueue
+	pj := *job
+	n.PendingJob, n.PendingBy = &pj, s.incarnation
+	// The record needs no fsync of its own when the job's synced append covers it
+	// (RecordNoSyncer): lost with the append, it leaves a claim without a record, which a
+	// retry takes over.
 	var err error
-	if s.noSync != nil && (scheduled || s.jobSyncsStore) {
+	if s.noSync != nil && s.jobSyncsStore {
 		err = s.noSync.CreateNotificationNoSync(ctx, *n)
 	} else {
 		err = s.st.CreateNotification(ctx, *n)
@@ -259,14 +334,8 @@ func (s *Service) persist(ctx context.Context, n *push.Notification, job *push.J
 	if err != nil {
 		return fmt.Errorf("cannot store push record of app %s: %w", app, err)
 	}
-	if scheduled {
-		if err = s.st.PutScheduled(ctx, sp); err != nil {
-			err = fmt.Errorf("cannot store scheduled push of app %s: %w", app, err)
-		}
-	} else {
-		err = s.appendJob(ctx, job)
-	}
-	if err != nil {
+	fpAfterRecord.Hit()
+	if err := s.appendJob(ctx, job); err != nil {
 		undo, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if derr := s.st.DeleteNotification(undo, app, n.ObjectID); derr != nil && !errors.Is(derr, store.ErrNotFound) {
@@ -274,6 +343,7 @@ func (s *Service) persist(ctx context.Context, n *push.Notification, job *push.J
 		}
 		return err
 	}
+	fpAfterJob.Hit()
 	return nil
 }
 

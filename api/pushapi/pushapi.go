@@ -35,6 +35,7 @@ type Store interface {
 	DailyVolume(ctx context.Context, appID, day string) (int64, error)
 
 	CreateNotification(ctx context.Context, n push.Notification) error
+	CreateScheduledNotification(ctx context.Context, n push.Notification, sc push.Scheduled) error
 	GetNotification(ctx context.Context, appID, objectID string) (push.Notification, error)
 	UpdateNotification(ctx context.Context, appID, objectID string, fn func(*push.Notification) error) (push.Notification, error)
 	DeleteNotification(ctx context.Context, appID, objectID string) error
@@ -42,7 +43,6 @@ type Store interface {
 	NotificationsByNID(ctx context.Context, appID, notificationID string) ([]push.Notification, error)
 
 	NextID(ctx context.Context, name string) (int64, error)
-	PutScheduled(ctx context.Context, s push.Scheduled) error
 	ListScheduled(ctx context.Context, appID string) ([]push.Scheduled, error)
 	GetScheduled(ctx context.Context, appID string, id int64) (push.Scheduled, error)
 	DeleteScheduled(ctx context.Context, appID string, id int64) error
@@ -57,9 +57,8 @@ type Log interface {
 // RecordNoSyncer is an optional Store capability: CreateNotificationNoSync writes a push
 // record without waiting for its fsync; the record is durable once a later synced write to the
 // same store returns (store/pebble documents why). The service uses it only when such a write
-// follows before it answers: the schedule of a scheduled push (PutScheduled, a synced write of
-// the same store), or the job when Deps.LogSyncsStore says the log's Append is such a write.
-// One fsync per push instead of two, and nothing is acknowledged before it is durable.
+// follows before it answers: the job, when Deps.LogSyncsStore says the log's Append is such a
+// write. One fsync per push instead of two, and nothing is acknowledged before it is durable.
 type RecordNoSyncer interface {
 	CreateNotificationNoSync(ctx context.Context, n push.Notification) error
 }
@@ -95,6 +94,10 @@ type Service struct {
 	accepted  *metrics.Counter
 	scheduled *metrics.Counter
 	dupes     *metrics.Counter
+	// incarnation names this Service in the records it writes (push.Notification.PendingBy).
+	incarnation string
+	// reappended counts jobs a req_id retry appended again, its record still holding them.
+	reappended *metrics.Counter
 }
 
 // New builds the service.
@@ -112,11 +115,13 @@ func New(d Deps) *Service {
 	return &Service{
 		st: d.Store, log: d.Log, lim: d.Limiter, zl: d.Logger.Named("pushapi"),
 		noSync: noSync, jobSyncsStore: d.LogSyncsStore,
-		volume:    newVolumeCache(d.Store.DailyVolume),
-		reqs:      keyLocks{m: make(map[string]chan struct{})},
-		accepted:  d.Metrics.GetOrCreateCounter(`pushd_api_pushes_total{result="accepted"}`),
-		scheduled: d.Metrics.GetOrCreateCounter(`pushd_api_pushes_total{result="scheduled"}`),
-		dupes:     d.Metrics.GetOrCreateCounter(`pushd_api_pushes_total{result="duplicate"}`),
+		incarnation: push.NewObjectID(),
+		volume:      newVolumeCache(d.Store.DailyVolume),
+		reqs:        keyLocks{m: make(map[string]chan struct{})},
+		accepted:    d.Metrics.GetOrCreateCounter(`pushd_api_pushes_total{result="accepted"}`),
+		scheduled:   d.Metrics.GetOrCreateCounter(`pushd_api_pushes_total{result="scheduled"}`),
+		dupes:       d.Metrics.GetOrCreateCounter(`pushd_api_pushes_total{result="duplicate"}`),
+		reappended:  d.Metrics.GetOrCreateCounter(`pushd_api_jobs_reappended_total`),
 	}
 }
 

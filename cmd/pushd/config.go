@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pushd/pushd/fanout"
+	"github.com/pushd/pushd/scheduler"
 	"github.com/pushd/pushd/store/cassandra"
 	"github.com/pushd/pushd/store/pebble"
 )
@@ -31,6 +32,9 @@ type serveConfig struct {
 	SweepEvery time.Duration
 	// LogTrimEvery is how often the embedded log deletes the messages every group committed.
 	LogTrimEvery time.Duration
+	// RedriveAfter is scheduler.RedriveConfig.After: how long a push record may hold a job the
+	// planner has not taken before the scheduler role appends it again.
+	RedriveAfter time.Duration
 
 	// Pebble sizes the embedded store's cache and memtables.
 	Pebble pebble.Options
@@ -104,6 +108,7 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	fs.StringVar(&c.PublicURL, "public-url", envOr("PUSHD_PUBLIC_URL", ""), "base URL of Location headers, e.g. https://push.example.com; default http://<Host> (PUSHD_PUBLIC_URL)")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", envDuration("PUSHD_DRAIN_DELAY", 0), "on stop, keep serving this long with readiness false before closing the listener (PUSHD_DRAIN_DELAY)")
 	fs.DurationVar(&c.SweepEvery, "sweep-every", envDuration("PUSHD_SWEEP_EVERY", time.Hour), "interval of the sweeper of inactive installations and old push records (PUSHD_SWEEP_EVERY)")
+	fs.DurationVar(&c.RedriveAfter, "redrive-after", envDuration("PUSHD_REDRIVE_AFTER", scheduler.DefaultRedriveAfter), "scheduler role: append again the job of a push record the planner has not taken after this long, e.g. after a crash between the record and its job (PUSHD_REDRIVE_AFTER)")
 	var brokers string
 	fs.StringVar(&brokers, "kafka-brokers", envOr("PUSHD_KAFKA_BROKERS", ""), "Kafka seed brokers host:port, comma separated, for --log kafka (PUSHD_KAFKA_BROKERS)")
 	c.Cassandra.RegisterFlags(fs, "cassandra-")
@@ -201,6 +206,7 @@ func (c *serveConfig) validateDurations() error {
 	}{
 		{"--sweep-every", c.SweepEvery},
 		{"--log-trim-every", c.LogTrimEvery},
+		{"--redrive-after", c.RedriveAfter},
 		{"--cassandra-timeout", c.Cassandra.Timeout},
 	} {
 		if d.v <= 0 {

@@ -92,10 +92,12 @@ func openQueue(ctx context.Context, p *parts, g *service.Group) error {
 	return nil
 }
 
-// addScheduler wires the scheduler role: it fires due scheduled pushes into push.jobs.
+// addScheduler wires the scheduler role: it fires due scheduled pushes into push.jobs, and
+// re-drives the jobs whose append was lost.
 func addScheduler(p *parts, g *service.Group, _ *testHooks) error {
 	set := p.reg.Add(metrics.NewSet())
 	g.Add("scheduler", scheduler.New(scheduler.Config{}, p.store, p.queue, p.log, set, nil))
+	g.Add("redriver", scheduler.NewRedriver(scheduler.RedriveConfig{After: p.cfg.RedriveAfter}, p.store, p.queue, p.log, set, nil))
 	return nil
 }
 

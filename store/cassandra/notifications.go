@@ -70,6 +70,7 @@ func (s *Store) CreateNotification(ctx context.Context, n push.Notification) err
 	b := s.s.NewBatch(gocql.LoggedBatch).WithContext(ctx)
 	b.Query(cqlNotifInsert, ttl, doc, n.Status, n.AppID, day, n.CreatedAt, n.ObjectID)
 	b.Query(cqlNIDInsert, n.AppID, n.NotificationID, n.ObjectID, ttl)
+	addPending(b, &n)
 	if err := s.s.ExecuteBatch(b); err != nil {
 		return fmt.Errorf("cannot create push record %s of app %s: %w", n.ObjectID, n.AppID, err)
 	}
@@ -121,11 +122,23 @@ func (s *Store) UpdateNotification(ctx context.Context, appID, objectID string, 
 			}
 			return n, fmt.Errorf("cannot update push record %s of app %s: %w", objectID, appID, err)
 		}
+		old := n
+		old.PendingJob = nil
+		if n.PendingJob != nil {
+			j := *n.PendingJob
+			old.PendingJob = &j
+		}
 		oldNID, created := n.NotificationID, n.CreatedAt
 		if err := fn(&n); err != nil {
 			return push.Notification{}, err
 		}
 		n.AppID, n.ObjectID, n.CreatedAt = appID, objectID, created
+		addPend, dropPend := pendingMoved(&old, &n)
+		if addPend { // before the record: the index may hold more than the pending records, never less
+			if err := s.q(ctx, cqlPendingInsert, appID, pendingSince(&n), objectID).Exec(); err != nil {
+				return push.Notification{}, fmt.Errorf("cannot index the pending job of push record %s of app %s: %w", objectID, appID, err)
+			}
+		}
 		doc, err := json.Marshal(n)
 		if err != nil {
 			return push.Notification{}, fmt.Errorf("cannot encode push record %s: %w", objectID, err)
@@ -138,6 +151,11 @@ func (s *Store) UpdateNotification(ctx context.Context, appID, objectID string, 
 		}
 		if !applied {
 			continue
+		}
+		if dropPend {
+			if err := s.q(ctx, cqlPendingDelete, appID, pendingSince(&old), objectID).Exec(); err != nil {
+				return n, fmt.Errorf("cannot drop the pending job row of push record %s of app %s: %w", objectID, appID, err)
+			}
 		}
 		// A finished record's index rows get the TTL its row just got (they were written
 		// without expiry while the push ran); a new notification_id is re-indexed.
@@ -178,6 +196,9 @@ func (s *Store) DeleteNotification(ctx context.Context, appID, objectID string) 
 	b := s.s.NewBatch(gocql.LoggedBatch).WithContext(ctx)
 	b.Query(cqlNotifDelete, appID, ref.day, ref.created, objectID)
 	b.Query(cqlNIDDelete, appID, n.NotificationID, objectID)
+	if n.PendingJob != nil {
+		b.Query(cqlPendingDelete, appID, pendingSince(&n), objectID)
+	}
 	if err := s.s.ExecuteBatch(b); err != nil {
 		return fmt.Errorf("cannot delete push record %s of app %s: %w", objectID, appID, err)
 	}

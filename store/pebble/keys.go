@@ -21,6 +21,7 @@ import (
 //	'n' app objectId                            → Notification JSON              (notifications_by_id + doc)
 //	'o' app ^createdAt objectId                 → ∅                              (notifications, newest first)
 //	'm' app notificationId objectId             → ∅                              (notifications_by_nid)
+//	'j' app pendingSince objectId               → ∅                              (pending_jobs)
 //	's' app id                                  → Scheduled JSON                 (scheduled_by_id)
 //	'w' dueAt app id                            → Scheduled JSON                 (scheduled_pushes, by due time)
 //	'x' name                                    → last id, uint64                (id counters)
@@ -44,6 +45,7 @@ const (
 	tNotif       = 'n'
 	tNotifByTime = 'o'
 	tNotifByNID  = 'm'
+	tPendingJob  = 'j'
 	tSched       = 's'
 	tSchedDue    = 'w'
 	tCounter     = 'x'
@@ -109,6 +111,13 @@ func notifTimeKey(dst []byte, app string, createdNs int64, oid string) []byte {
 
 func notifNIDPrefix(dst []byte, app, nid string) []byte {
 	return appendStr(appendStr(append(dst, tNotifByNID), app), nid)
+}
+
+func pendingPrefix(dst []byte, app string) []byte { return appendStr(append(dst, tPendingJob), app) }
+
+// pendingKey is the pending_jobs row of a record whose job is pending since sinceNs.
+func pendingKey(dst []byte, app string, sinceNs int64, oid string) []byte {
+	return appendStr(appendInt64(pendingPrefix(dst, app), sinceNs), oid)
 }
 
 func schedPrefix(dst []byte, app string) []byte { return appendStr(append(dst, tSched), app) }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -132,7 +133,29 @@ func notificationRows(b *pebble.Batch, old, n *push.Notification) error {
 			return err
 		}
 	}
-	return nil
+	return pendingRows(b, old, n)
+}
+
+// pendingRows adds to b the pending_jobs row of n when it holds a pending job, and the removal
+// of old's when it held one under another key.
+func pendingRows(b *pebble.Batch, old, n *push.Notification) error {
+	var key []byte
+	if n.PendingJob != nil {
+		key = pendingKey(nil, n.AppID, n.PendingSince().UnixNano(), n.ObjectID)
+	}
+	if old != nil && old.PendingJob != nil {
+		k := pendingKey(nil, old.AppID, old.PendingSince().UnixNano(), old.ObjectID)
+		if string(k) == string(key) {
+			return nil
+		}
+		if err := b.Delete(k, nil); err != nil {
+			return err
+		}
+	}
+	if key == nil {
+		return nil
+	}
+	return b.Set(key, nil, nil)
 }
 
 func (s *Store) readNotification(appID, objectID string) (push.Notification, error) {
@@ -219,11 +242,15 @@ func (s *Store) deleteNotification(appID, objectID string, wo *pebble.WriteOptio
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
-	for _, k := range [][]byte{
+	keys := [][]byte{
 		notifKey(nil, appID, objectID),
 		notifTimeKey(nil, appID, n.CreatedAt.UnixNano(), objectID),
 		appendStr(notifNIDPrefix(nil, appID, n.NotificationID), objectID),
-	} {
+	}
+	if n.PendingJob != nil {
+		keys = append(keys, pendingKey(nil, appID, n.PendingSince().UnixNano(), objectID))
+	}
+	for _, k := range keys {
 		if err := b.Delete(k, nil); err != nil {
 			return false, err
 		}
@@ -232,6 +259,80 @@ func (s *Store) deleteNotification(appID, objectID string, wo *pebble.WriteOptio
 		return false, err
 	}
 	return true, nil
+}
+
+// CreateScheduledNotification implements store.Store: the record, its index rows and both rows
+// of the schedule in one synced batch.
+func (s *Store) CreateScheduledNotification(ctx context.Context, n push.Notification, sc push.Scheduled) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	if n.ObjectID == "" || n.AppID == "" || sc.AppID != n.AppID {
+		return errors.New("cannot create a scheduled push record without appId and objectId, or for another app than its schedule")
+	}
+	v, err := json.Marshal(sc)
+	if err != nil {
+		return fmt.Errorf("cannot encode scheduled push %d of app %s: %w", sc.ID, sc.AppID, err)
+	}
+	unlock := s.locks.lockAll([]int{stripeOf("s", sc.AppID, fmt.Sprint(sc.ID)), stripeOf("n", n.AppID, n.ObjectID)})
+	b, err := s.createNotificationBatch(&n)
+	if err != nil {
+		unlock()
+		return fmt.Errorf("cannot create push record %s of app %s: %w", n.ObjectID, n.AppID, err)
+	}
+	defer b.Close()
+	if err := b.Set(schedKey(nil, sc.AppID, sc.ID), v, nil); err != nil {
+		unlock()
+		return err
+	}
+	if err := b.Set(schedDueKey(nil, sc.DueAt.UnixNano(), sc.AppID, sc.ID), v, nil); err != nil {
+		unlock()
+		return err
+	}
+	if err := s.commitUnlockSync(b, unlock); err != nil {
+		return fmt.Errorf("cannot create scheduled push %d of app %s: %w", sc.ID, sc.AppID, err)
+	}
+	return nil
+}
+
+// PendingJobs implements store.Store, over the pending_jobs index, longest pending first.
+func (s *Store) PendingJobs(ctx context.Context, appID string, before time.Time, limit int) ([]push.Notification, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.exit()
+	prefix := pendingPrefix(nil, appID)
+	upper := appendInt64(pendingPrefix(nil, appID), before.UnixNano()) // keys from `before` on sort after it
+	var out []push.Notification
+	errLimit := errors.New("limit reached")
+	err := s.iterate(prefix, upper, func(k, _ []byte) error {
+		if len(out) >= limit {
+			return errLimit
+		}
+		if len(k) < len(prefix)+8 {
+			return store.ErrBadKey
+		}
+		oid, _, err := store.DecodeKeyString(k[len(prefix)+8:])
+		if err != nil {
+			return err
+		}
+		n, err := s.readNotification(appID, oid)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil // deleted after the iterator opened
+		}
+		if err != nil {
+			return err
+		}
+		if n.PendingJob != nil && n.PendingSince().Before(before) {
+			out = append(out, n)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errLimit) {
+		return nil, fmt.Errorf("cannot list pending jobs of app %s: %w", appID, err)
+	}
+	return out, nil
 }
 
 // ListNotifications implements store.Store, newest first, over the time index.

@@ -41,6 +41,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Notifications", testNotifications},
 		{"NotificationUpdateConcurrent", testNotificationConcurrent},
 		{"Scheduled", testScheduled},
+		{"PendingJobs", testPendingJobs},
+		{"CreateScheduledNotification", testCreateScheduledNotification},
 		{"NextIDConcurrent", testNextID},
 		{"ClaimReqID", testClaimReqID},
 		{"DailyVolume", testDailyVolume},

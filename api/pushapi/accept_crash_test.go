@@ -1,0 +1,117 @@
+package pushapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/store"
+)
+
+// The states a crash on the accept path leaves (issue 12, item 2), written into the real store
+// as the killed process left them, then the client's retry with the same req_id. The process
+// kills themselves are e2e.TestE2EAcceptCrashLosesNoPush.
+
+// accept/after-claim: a claim without a record. The retry is that push: accepted under the
+// claimed ids, its record and job written.
+func TestAcceptRetryTakesOverAClaimWithoutRecord(t *testing.T) {
+	for _, tc := range []struct{ name, path, body string }{
+		{"push", "/1.1/push", `{"data":{"alert":"x"},"req_id":"r1"}`},
+		{"devices", "/1.1/push/devices", `{"data":{"alert":"x"},"req_id":"r1","device_type":"ios","device_ids":["t1","t2"]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			app := e.newApp(nil)
+			ctx := context.Background()
+			claimedAt := e.clock().Add(-time.Second).Truncate(time.Millisecond)
+			if _, ok, err := e.st.ClaimReqID(ctx, app.ID, "r1", store.ReqClaim{ObjectID: "claimed0001", CreatedAt: claimedAt}, ReqIDWindow); err != nil || !ok {
+				t.Fatalf("claim: %v %v", ok, err)
+			}
+			m := e.do(app, master, "POST", tc.path, tc.body).JSON(t)
+			if m["objectId"] != "claimed0001" || m["createdAt"] != push.FormatTime(claimedAt) {
+				t.Fatalf("retry answered %v, want the claimed objectId and createdAt", m)
+			}
+			rec, err := e.st.GetNotification(ctx, app.ID, "claimed0001")
+			if err != nil || rec.Status != push.StatusInQueue || rec.PendingJob == nil || rec.ReqID != "r1" {
+				t.Fatalf("record after the retry: %+v, %v; want in-queue holding its job", rec, err)
+			}
+			jobs := e.jobs()
+			if len(jobs) != 1 || jobs[0].ID != "claimed0001" || jobs[0].NotificationObjectID != "claimed0001" {
+				t.Fatalf("jobs %+v, want one, of the claimed record", jobs)
+			}
+			// A further retry is a duplicate of it, not a third push.
+			if m := e.do(app, master, "POST", tc.path, tc.body).JSON(t); m["objectId"] != "claimed0001" {
+				t.Fatalf("second retry answered %v", m)
+			}
+		})
+	}
+}
+
+// accept/after-record: a record holding its job, written by a process that died before its
+// append. The retry appends the job and answers the record's ids. The same state written by
+// this process (its call finished) is answered without a second job.
+func TestAcceptRetryAppendsTheJobOfARecordLeftByAnotherProcess(t *testing.T) {
+	for _, tc := range []struct {
+		by       string
+		wantJobs int
+	}{{"a-dead-process", 1}, {"", 0}} {
+		t.Run(fmt.Sprintf("pendingBy=%q", tc.by), func(t *testing.T) {
+			e := newEnv(t)
+			app := e.newApp(nil)
+			ctx := context.Background()
+			by := tc.by
+			if by == "" {
+				by = e.svc.incarnation
+			}
+			at := e.clock().Add(-time.Second).Truncate(time.Millisecond)
+			if _, ok, err := e.st.ClaimReqID(ctx, app.ID, "r1", store.ReqClaim{ObjectID: "left0001", CreatedAt: at}, ReqIDWindow); err != nil || !ok {
+				t.Fatalf("claim: %v %v", ok, err)
+			}
+			job := push.Job{ID: "left0001", AppID: app.ID, NotificationObjectID: "left0001", Kind: push.JobQuery, Data: json.RawMessage(`{"alert":"x"}`), CreatedAt: at}
+			n := push.Notification{ObjectID: "left0001", AppID: app.ID, NotificationID: "nid1", Status: push.StatusInQueue,
+				CreatedAt: at, UpdatedAt: at, ReqID: "r1", PendingJob: &job, PendingBy: by}
+			if err := e.st.CreateNotification(ctx, n); err != nil {
+				t.Fatal(err)
+			}
+			m := e.do(app, master, "POST", "/1.1/push", `{"data":{"alert":"x"},"req_id":"r1"}`).JSON(t)
+			if m["objectId"] != "left0001" {
+				t.Fatalf("retry answered %v, want left0001", m)
+			}
+			jobs := e.jobs()
+			if len(jobs) != tc.wantJobs || tc.wantJobs == 1 && jobs[0].ID != "left0001" {
+				t.Fatalf("jobs %+v, want %d of left0001", jobs, tc.wantJobs)
+			}
+		})
+	}
+}
+
+// A scheduled push's accept/after-claim: the retry writes the record and its schedule under the
+// claimed ids; accept/after-record cannot leave a record without its schedule (one write).
+func TestAcceptRetryTakesOverAScheduledClaim(t *testing.T) {
+	e := newEnv(t)
+	app := e.newApp(nil)
+	ctx := context.Background()
+	claimedAt := e.clock().Truncate(time.Millisecond)
+	if _, ok, err := e.st.ClaimReqID(ctx, app.ID, "r1", store.ReqClaim{ObjectID: "sched0001", CreatedAt: claimedAt}, ReqIDWindow); err != nil || !ok {
+		t.Fatalf("claim: %v %v", ok, err)
+	}
+	at := e.clock().Add(time.Hour).Format(time.RFC3339)
+	m := e.do(app, master, "POST", "/1.1/push", fmt.Sprintf(`{"data":{"alert":"x"},"req_id":"r1","push_time":%q}`, at)).JSON(t)
+	if m["objectId"] != "sched0001" {
+		t.Fatalf("retry answered %v, want sched0001", m)
+	}
+	rec, err := e.st.GetNotification(ctx, app.ID, "sched0001")
+	if err != nil || rec.Status != push.StatusScheduled || rec.ScheduledID == 0 {
+		t.Fatalf("record %+v, %v; want scheduled", rec, err)
+	}
+	sc, err := e.st.GetScheduled(ctx, app.ID, rec.ScheduledID)
+	if err != nil || sc.Job.ID != "sched0001" || sc.Job.NotificationObjectID != "sched0001" {
+		t.Fatalf("schedule %+v, %v; want the job of sched0001", sc, err)
+	}
+	if n := len(e.jobs()); n != 0 {
+		t.Fatalf("%d jobs before the push time", n)
+	}
+}
