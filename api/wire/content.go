@@ -5,8 +5,8 @@ import (
 	"errors"
 	"time"
 
-	"github.com/pushd/pushd/push/render"
 	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/push/render"
 )
 
 // edition answers which delivery channels an app's edition has. An empty edition is the

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/pushd/pushd/push/render"
 	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/push/render"
 )
 
 // validator checks one attribute's value; path names it in errors (e.g. data.ios.badge).

@@ -8,11 +8,12 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pushd/pushd/api/jsondoc"
 	"github.com/pushd/pushd/push"
 )
 
-// fields are the top-level members of a request body; null members are left out (a null
-// parameter is an absent one).
+// fields are the top-level members of a request body. The decoders check their names, then
+// drop the null members (a null parameter is an absent one).
 type fields map[string]json.RawMessage
 
 // decodeBody decodes a body whose serialized size must be below MaxBody. When listKey is
@@ -34,10 +35,10 @@ func decodeBody(body []byte, listKey string) (fields, *push.Error) {
 	if err := json.Unmarshal(body, &f); err != nil {
 		return nil, push.Errorf(push.CodeInvalidJSON, "malformed JSON, a JSON dictionary is expected")
 	}
-	for k, v := range f {
-		if isNull(v) {
-			delete(f, k)
-		}
+	// JSON that encoding/json reads but readers disagree on (duplicate keys, broken strings),
+	// nests too deep or names a prototype key: the installation endpoints share this rule.
+	if err := jsondoc.CheckStrict(body, jsondoc.StrictMaxDepth); err != nil {
+		return nil, push.Errorf(push.CodeInvalidJSON, "malformed JSON: %v", err)
 	}
 	if listKey != "" {
 		if rest := len(body) - len(f[listKey]); rest >= MaxBody {

@@ -157,6 +157,10 @@ func DecodePush(body []byte, ed push.Edition, prodHeader string, now time.Time) 
 	if perr != nil {
 		return nil, perr
 	}
+	if perr := f.checkNames(pushParams, pathPush); perr != nil {
+		return nil, perr
+	}
+	f.dropNulls()
 	r := &PushRequest{}
 	if perr := f.common(&r.Common, prodHeader); perr != nil {
 		return nil, perr
@@ -201,9 +205,10 @@ func DecodePush(body []byte, ed push.Edition, prodHeader string, now time.Time) 
 	return r, nil
 }
 
-// devicesOnlyRefused are /1.1/push parameters that /1.1/push/devices refuses rather than
-// ignores: ignoring them would silently send at once, or to every listed device.
-var devicesOnlyRefused = []string{"where", "channels", "push_time"}
+// devicesOnlyRefused are /1.1/push parameters that /1.1/push/devices refuses with a message
+// of their own: ignoring them would silently send at once, or to every listed device. Every
+// other name outside devicesParams is refused too.
+var devicesOnlyRefused = []string{"where", "channels", "push_time", "flow_control"}
 
 // DecodePushDevices decodes and validates a POST /1.1/push/devices body (see DecodePush).
 func DecodePushDevices(body []byte, ed push.Edition, prodHeader string, now time.Time) (*DevicesRequest, *push.Error) {
@@ -213,9 +218,13 @@ func DecodePushDevices(body []byte, ed push.Edition, prodHeader string, now time
 	}
 	for _, k := range devicesOnlyRefused {
 		if _, ok := f[k]; ok {
-			return nil, push.Errorf(push.CodeValidation, "%s is not a parameter of /1.1/push/devices", k)
+			return nil, push.Errorf(push.CodeValidation, "%s is not a parameter of %s (it is one of %s)", k, pathDevices, pathPush)
 		}
 	}
+	if perr := f.checkNames(devicesParams, pathDevices); perr != nil {
+		return nil, perr
+	}
+	f.dropNulls()
 	r := &DevicesRequest{}
 	if perr := f.common(&r.Common, prodHeader); perr != nil {
 		return nil, perr

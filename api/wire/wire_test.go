@@ -171,8 +171,7 @@ func TestWirePushGood(t *testing.T) {
 			"expiration_interval": 3600,
 			"notification_id": "Abc123", "req_id": "r1",
 			"prod": "dev", "topic": "com.x", "apns_team_id": "TEAM",
-			"flow_control": 5000, "_notificationChannel": "chat",
-			"unknown_param": [1, 2]}`,
+			"flow_control": 5000, "_notificationChannel": "chat"}`,
 			PushRequest{
 				Common: Common{
 					Data:               json.RawMessage(`{"alert":"hi","badge":"Increment","sound":{"name":"a","critical":true,"volume":0.5}}`),
