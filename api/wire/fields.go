@@ -91,8 +91,9 @@ func (f fields) common(c *Common, prodHeader string) *push.Error {
 	return nil
 }
 
-// expiry sets ExpiresAt from expiration_time or expiration_interval (counted from sendAt).
-// Both at once are refused, as Parse Server does; so is an expiry not after now and sendAt.
+// expiry sets ExpiresAt from expiration_time or expiration_interval (counted from sendAt:
+// push_time when given, else now). Both at once are refused, as Parse Server does; so is an
+// expiry not after now, or not after sendAt.
 func (f fields) expiry(c *Common, now, sendAt time.Time) *push.Error {
 	rawTime, hasTime := f["expiration_time"]
 	rawIvl, hasIvl := f["expiration_interval"]
@@ -121,6 +122,9 @@ func (f fields) expiry(c *Common, now, sendAt time.Time) *push.Error {
 		}
 		c.ExpirationInterval = n
 		c.ExpiresAt = sendAt.Add(time.Duration(n) * time.Second)
+		if !c.ExpiresAt.After(now) {
+			return push.Errorf(push.CodeValidation, "expiration_interval counted from push_time has already passed: the push would expire before it is sent")
+		}
 	}
 	return nil
 }

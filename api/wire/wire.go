@@ -51,7 +51,7 @@ type Common struct {
 	// Data is the validated data object, a compact copy of the request's.
 	Data json.RawMessage
 	// ExpiresAt is the absolute expiry: expiration_time, or expiration_interval counted from
-	// the send time (push_time when the push is scheduled, else now). Zero: no expiry.
+	// push_time when given (scheduled or not), else from now. Zero: no expiry.
 	ExpiresAt time.Time
 	// ExpirationInterval is expiration_interval in seconds as given (0: absent), for the record.
 	ExpirationInterval int64
@@ -185,8 +185,10 @@ func DecodePush(body []byte, ed push.Edition, prodHeader string, now time.Time) 
 		r.PushTime = &t
 		r.Scheduled = !t.Before(now.Add(ScheduleAfter))
 	}
+	// expiration_interval counts from push_time whatever its distance (spec): a push_time
+	// under a minute away, or past, sends at once but still starts the interval.
 	sendAt := now
-	if r.Scheduled {
+	if r.PushTime != nil {
 		sendAt = *r.PushTime
 	}
 	if perr := f.expiry(&r.Common, now, sendAt); perr != nil {
