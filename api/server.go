@@ -375,7 +375,7 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, rt *route, params []string) 
 		if p := recover(); p != nil {
 			s.panics.Inc()
 			s.log.Error("handler panicked", zap.String(telemetry.KeyRoute, rt.Name), zap.Any("panic", p), zap.Stack("stack"))
-			WriteError(ctx, errInternal)
+			writeInternal(ctx)
 		}
 	}()
 	c := Call{Params: params, Now: s.now(), route: rt}
@@ -419,7 +419,7 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, rt *route, params []string) 
 			return
 		}
 		s.log.Error("request failed", zap.String(telemetry.KeyRoute, rt.Name), zap.Error(err))
-		WriteError(ctx, errInternal)
+		writeInternal(ctx)
 	}
 }
 

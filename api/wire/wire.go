@@ -151,7 +151,7 @@ func (r *PushRequest) MergedWhere() json.RawMessage {
 // DecodePush decodes and validates a POST /1.1/push body. prodHeader is the X-SVC-Prod
 // header's value, "" when absent. Errors carry the spec's codes: 413 for a body of MaxBody
 // bytes or more, 107 when it is not a JSON object, 113 for missing data, 111 for a wrong
-// type, 112 for a bad channel name, 142 for other invalid values.
+// type, 112 for a bad channel name, 1 (push.CodeValidation) for other invalid values.
 func DecodePush(body []byte, ed push.Edition, prodHeader string, now time.Time) (*PushRequest, *push.Error) {
 	f, perr := decodeBody(body, "")
 	if perr != nil {
