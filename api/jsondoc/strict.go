@@ -31,9 +31,11 @@ var forbiddenKeys = [...]string{"__proto__", "constructor"}
 //     fields);
 //   - a key named __proto__ or constructor, at any depth.
 //
-// The error is a *StrictError. CheckStrict allocates only for objects with many keys.
+// The error is a *StrictError. CheckStrict allocates only for objects of more than 16 keys and
+// for long keys.
 func CheckStrict(b []byte, maxDepth int) error {
-	c := strictChecker{data: b, maxDepth: maxDepth}
+	var key, arena [256]byte
+	c := strictChecker{data: b, maxDepth: maxDepth, key: key[:0], arena: arena[:0]}
 	c.skipSpace()
 	if err := c.value(-1); err != nil {
 		return err
@@ -60,6 +62,7 @@ type strictChecker struct {
 	off      int
 	maxDepth int
 	key      []byte // scratch: the unescaped key being read
+	arena    []byte // keys of the open small objects, innermost last
 }
 
 func (c *strictChecker) fail(format string, args ...any) *StrictError {
@@ -107,7 +110,8 @@ func (c *strictChecker) value(depth int) error {
 }
 
 // smallObject is how many keys an object may have before duplicates are found with a map
-// instead of comparing against each earlier key (quadratic, but cheaper for few keys).
+// instead of comparing against each earlier key (quadratic, but cheaper and allocation-free
+// for few keys).
 const smallObject = 16
 
 func (c *strictChecker) object(depth int) error {
@@ -117,8 +121,11 @@ func (c *strictChecker) object(depth int) error {
 		c.off++
 		return nil
 	}
-	var small [smallObject]string
-	keys := small[:0]
+	// The keys of a small object sit in c.arena, which nested objects extend and give back.
+	base := len(c.arena)
+	defer func() { c.arena = c.arena[:base] }()
+	var small [smallObject][2]int // start and end of each key in c.arena
+	nkeys := 0
 	var many map[string]struct{}
 	for {
 		if c.off >= len(c.data) || c.data[c.off] != '"' {
@@ -136,25 +143,31 @@ func (c *strictChecker) object(depth int) error {
 			}
 		}
 		dup := false
-		if many != nil {
+		switch {
+		case many != nil:
 			_, dup = many[string(k)]
 			many[string(k)] = struct{}{}
-		} else {
-			for _, prev := range keys {
-				if prev == string(k) {
+		default:
+			for _, sp := range small[:nkeys] {
+				if string(c.arena[sp[0]:sp[1]]) == string(k) {
 					dup = true
 					break
 				}
 			}
-			if !dup {
-				keys = append(keys, string(k))
-				if len(keys) == smallObject {
-					many = make(map[string]struct{}, 2*smallObject)
-					for _, p := range keys {
-						many[p] = struct{}{}
-					}
-				}
+			if dup {
+				break
 			}
+			if nkeys < smallObject {
+				small[nkeys] = [2]int{len(c.arena), len(c.arena) + len(k)}
+				c.arena = append(c.arena, k...)
+				nkeys++
+				break
+			}
+			many = make(map[string]struct{}, 4*smallObject)
+			for _, sp := range small[:nkeys] {
+				many[string(c.arena[sp[0]:sp[1]])] = struct{}{}
+			}
+			many[string(k)] = struct{}{}
 		}
 		if dup {
 			c.off = start
