@@ -71,23 +71,23 @@ func TestAdminApps(t *testing.T) {
 		method, path, body string
 		status, code       int
 	}{
-		{"POST", "/admin/apps", `{}`, 400, 142},
-		{"POST", "/admin/apps", `{"name":"x","settings":{"buckets":3}}`, 400, 142},
-		{"POST", "/admin/apps", `{"name":"x","settings":{"edition":"mars"}}`, 400, 142},
-		{"POST", "/admin/apps", `{"name":"x","settings":{"callsPerMinute":9601}}`, 400, 142},
-		{"POST", "/admin/apps", `{"name":"x","settings":{"callsPerMinute":0}}`, 400, 142},
-		{"POST", "/admin/apps", `{"name":"x","extra":1}`, 400, 142},
-		{"POST", "/admin/apps", `{"NAME":"x"}`, 400, 142}, // names are exact, not case-folded
-		{"POST", "/admin/apps", `{"name":"x","settings":{"CallsPerMinute":5}}`, 400, 142},
-		{"PUT", "/admin/apps/" + id, `{"Settings":{"clientPush":true}}`, 400, 142},
-		{"POST", "/admin/apps", `{"name":"` + strings.Repeat("名", 129) + `"}`, 400, 142},
+		{"POST", "/admin/apps", `{}`, 400, 1},
+		{"POST", "/admin/apps", `{"name":"x","settings":{"buckets":3}}`, 400, 1},
+		{"POST", "/admin/apps", `{"name":"x","settings":{"edition":"mars"}}`, 400, 1},
+		{"POST", "/admin/apps", `{"name":"x","settings":{"callsPerMinute":9601}}`, 400, 1},
+		{"POST", "/admin/apps", `{"name":"x","settings":{"callsPerMinute":0}}`, 400, 1},
+		{"POST", "/admin/apps", `{"name":"x","extra":1}`, 400, 1},
+		{"POST", "/admin/apps", `{"NAME":"x"}`, 400, 1}, // names are exact, not case-folded
+		{"POST", "/admin/apps", `{"name":"x","settings":{"CallsPerMinute":5}}`, 400, 1},
+		{"PUT", "/admin/apps/" + id, `{"Settings":{"clientPush":true}}`, 400, 1},
+		{"POST", "/admin/apps", `{"name":"` + strings.Repeat("名", 129) + `"}`, 400, 1},
 		{"POST", "/admin/apps", `[1]`, 400, 107},
 		{"PUT", "/admin/apps/" + id, `{"settings":{"buckets":512}}`, 400, 117},
-		{"PUT", "/admin/apps/" + id, `{"settings":{"dailyVolume":0}}`, 400, 142},
+		{"PUT", "/admin/apps/" + id, `{"settings":{"dailyVolume":0}}`, 400, 1},
 		{"PUT", "/admin/apps/nope", `{}`, 404, 101},
 		{"GET", "/admin/apps/nope", ``, 404, 101},
-		{"PUT", "/admin/apps/" + id + "/credentials/fcm", `{}`, 400, 142},
-		{"PUT", "/admin/apps/" + id + "/credentials/apns", `{"k":"bad"}`, 400, 142},
+		{"PUT", "/admin/apps/" + id + "/credentials/fcm", `{}`, 400, 1},
+		{"PUT", "/admin/apps/" + id + "/credentials/apns", `{"k":"bad"}`, 400, 1},
 		{"PUT", "/admin/apps/" + id + "/credentials/apns", `"x"`, 400, 107},
 	}
 	for _, c := range bad {

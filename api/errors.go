@@ -12,8 +12,10 @@ import (
 
 // codeStatus maps each REST code we answer with to its HTTP status. docs/errors.md is the
 // reader's copy of this table; TestAPIErrorsDocListsEveryCode keeps them in step.
+//
+// Code 1 is both push.CodeValidation (400, here) and push.CodeInternal (500): the one
+// internal error value, errInternal, is written by writeInternal with its own status.
 var codeStatus = map[push.Code]int{
-	push.CodeInternal:         fasthttp.StatusInternalServerError,
 	push.CodeObjectNotFound:   fasthttp.StatusNotFound,
 	push.CodeInvalidClassName: fasthttp.StatusBadRequest,
 	push.CodeMissingObjectID:  fasthttp.StatusBadRequest,
@@ -29,7 +31,7 @@ var codeStatus = map[push.Code]int{
 	push.CodeInvalidKeyChar:   fasthttp.StatusBadRequest,
 	push.CodeTimeout:          fasthttp.StatusGatewayTimeout,
 	push.CodeDuplicateValue:   fasthttp.StatusBadRequest,
-	push.CodeValidation:       fasthttp.StatusBadRequest,
+	push.CodeValidation:       fasthttp.StatusBadRequest, // also push.CodeInternal: see writeInternal
 	push.CodeAppThreshold:     fasthttp.StatusTooManyRequests,
 	push.CodeInvalidQuery:     fasthttp.StatusBadRequest,
 	push.CodeUnauthorized:     fasthttp.StatusUnauthorized,
@@ -69,6 +71,12 @@ func writeErrorStatus(ctx *fasthttp.RequestCtx, status int, e *push.Error) {
 	b = append(b, msg...)
 	b = append(b, '}')
 	ctx.SetBody(b)
+}
+
+// writeInternal answers an internal error: code 1 with HTTP 500 (the same code as an invalid
+// value, which is 400, as the original service's code 1 covers both).
+func writeInternal(ctx *fasthttp.RequestCtx) {
+	writeErrorStatus(ctx, fasthttp.StatusInternalServerError, errInternal)
 }
 
 // asPushError returns the *push.Error inside err, or nil.

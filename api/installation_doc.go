@@ -44,14 +44,14 @@ var typedFields = append([]string{fChannels, fValid, fBadge}, stringFields...)
 
 // Field and value limits.
 const (
-	maxFieldName   = 128      // longest field name
-	maxChannelLen  = 256      // longest channel name, in bytes
-	maxChannels    = 1000     // channels of one installation (FCM allows 2,000 topics per device)
-	maxDocBytes    = 32 << 10 // a stored installation document: twice a body, so PUTs cannot grow it without bound
-	maxIDLen       = 256      // longest installationId / registrationId
-	minTokenHex    = 64       // APNs tokens are 32 bytes today (64 hex digits) ...
-	maxTokenHex    = 200      // ... Apple allows them to grow, up to 100 bytes
-	maxNestedDepth = 32       // nesting of custom values
+	maxFieldName   = 128                    // longest field name
+	maxChannelLen  = 256                    // longest channel name, in bytes
+	maxChannels    = 1000                   // channels of one installation (FCM allows 2,000 topics per device)
+	maxDocBytes    = 32 << 10               // a stored installation document: twice a body, so PUTs cannot grow it without bound
+	maxIDLen       = 256                    // longest installationId / registrationId
+	minTokenHex    = 64                     // APNs tokens are 32 bytes today (64 hex digits) ...
+	maxTokenHex    = 200                    // ... Apple allows them to grow, up to 100 bytes
+	maxNestedDepth = jsondoc.StrictMaxDepth // nesting of custom values (the strict-JSON check enforces it first)
 )
 
 // checkFieldName applies the storage interface's column-name rules: no '$' or '.' (121);
@@ -149,7 +149,8 @@ func CanonicalInstallationID(id string) (string, bool) {
 	return strings.ToLower(id), true
 }
 
-// decodeObject parses a request body that must be a JSON object.
+// decodeObject parses a request body that must be a strict JSON object (jsondoc.CheckStrict):
+// installation and admin bodies.
 func decodeObject(body []byte) (map[string]any, *push.Error) {
 	v, err := jsondoc.Decode(body)
 	if err != nil {
@@ -158,6 +159,11 @@ func decodeObject(body []byte) (map[string]any, *push.Error) {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return nil, errNotJSONObject
+	}
+	// JSON that encoding/json reads but readers disagree on (duplicate keys, broken strings),
+	// nests too deep or names a prototype key; the push endpoints share this rule (api/wire).
+	if err := jsondoc.CheckStrict(body, jsondoc.StrictMaxDepth); err != nil {
+		return nil, push.Errorf(push.CodeInvalidJSON, "malformed JSON: %v", err)
 	}
 	return m, nil
 }

@@ -126,14 +126,14 @@ func TestInstallationsBadInput(t *testing.T) {
 		code int
 	}{
 		{"missing deviceType", `{"installationId":"a"}`, 113},
-		{"unknown deviceType", `{"deviceType":"wp","installationId":"a"}`, 142},
+		{"unknown deviceType", `{"deviceType":"wp","installationId":"a"}`, 1},
 		{"deviceType type", `{"deviceType":5,"installationId":"a"}`, 111},
 		{"ios without token", `{"deviceType":"ios"}`, 113},
 		{"ios bad token", `{"deviceType":"ios","deviceToken":"xyz"}`, 114},
 		{"ios short token", `{"deviceType":"ios","deviceToken":"abcd"}`, 114},
 		{"android without iid", `{"deviceType":"android"}`, 113},
 		{"android empty iid", `{"deviceType":"android","installationId":""}`, 113},
-		{"iid with space", `{"deviceType":"android","installationId":"a b"}`, 142},
+		{"iid with space", `{"deviceType":"android","installationId":"a b"}`, 1},
 		{"iid type", `{"deviceType":"android","installationId":7}`, 111},
 		{"channels type", `{"deviceType":"android","installationId":"a","channels":"news"}`, 111},
 		{"channel element type", `{"deviceType":"android","installationId":"a","channels":[1]}`, 111},
@@ -147,7 +147,7 @@ func TestInstallationsBadInput(t *testing.T) {
 		{"channel iteration mark", `{"deviceType":"android","installationId":"a","channels":["\u3005"]}`, 112},
 		{"channel compatibility supplement", `{"deviceType":"android","installationId":"a","channels":["\uD87E\uDC00"]}`, 112},
 		{"channel too long", `{"deviceType":"android","installationId":"a","channels":["` + strings.Repeat("a", 257) + `"]}`, 112},
-		{"deviceProfile", `{"deviceType":"android","installationId":"a","deviceProfile":"1x"}`, 142},
+		{"deviceProfile", `{"deviceType":"android","installationId":"a","deviceProfile":"1x"}`, 1},
 		{"objectId", `{"deviceType":"android","installationId":"a","objectId":"x"}`, 117},
 		{"createdAt", `{"deviceType":"android","installationId":"a","createdAt":"x"}`, 117},
 		{"updatedAt", `{"deviceType":"android","installationId":"a","updatedAt":"x"}`, 117},
@@ -455,7 +455,7 @@ func TestInstallationsSizeBounds(t *testing.T) {
 	}
 	many, _ := e.create(`{"deviceType":"android","installationId":"many","channels":[` + strings.Join(chans[:maxChannels], ",") + `]}`)
 	r := e.do("PUT", "/1.1/installations/"+many, `{"channels":{"__op":"AddUnique","objects":["one-more"]}}`, e.appHeaders()...)
-	if r.Status != 400 || r.Code(t) != 142 || !strings.Contains(errText(t, r), "at most 1000 channels") {
+	if r.Status != 400 || r.Code(t) != 1 || !strings.Contains(errText(t, r), "at most 1000 channels") {
 		t.Fatalf("channel %d: %d %s", maxChannels+1, r.Status, r.Body)
 	}
 	if got := len(e.get(many)["channels"].([]any)); got != maxChannels {

@@ -339,15 +339,25 @@ func (s *Server) match(method, path []byte) (*route, []string, bool) {
 
 func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	start := time.Now()
-	rt, params, otherMethod := s.match(ctx.Method(), ctx.Path())
+	path, pathOK := routePath(ctx)
+	var rt *route
+	var params []string
+	otherMethod := false
+	if pathOK {
+		rt, params, otherMethod = s.match(ctx.Method(), path)
+	}
 	if rt == nil {
 		rt = s.notFound
-		if otherMethod {
-			ctx.Response.Header.Set("Allow", s.allowedMethods(ctx.Path()))
+		switch {
+		case !pathOK:
+			WriteError(ctx, push.Errorf(push.CodeNotFoundRoute,
+				"no route for %s %q: a path may not hold encoded separators (%%2F, %%5C), backslashes or dot segments", ctx.Method(), ctx.URI().PathOriginal()))
+		case otherMethod:
+			ctx.Response.Header.Set("Allow", s.allowedMethods(path))
 			writeErrorStatus(ctx, fasthttp.StatusMethodNotAllowed,
-				push.Errorf(push.CodeNotFoundRoute, "method %s is not allowed on %s", ctx.Method(), ctx.Path()))
-		} else {
-			WriteError(ctx, push.Errorf(push.CodeNotFoundRoute, "no route for %s %s", ctx.Method(), ctx.Path()))
+				push.Errorf(push.CodeNotFoundRoute, "method %s is not allowed on %s", ctx.Method(), path))
+		default:
+			WriteError(ctx, push.Errorf(push.CodeNotFoundRoute, "no route for %s %s", ctx.Method(), path))
 		}
 	} else {
 		s.dispatch(ctx, rt, params)
@@ -365,7 +375,7 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, rt *route, params []string) 
 		if p := recover(); p != nil {
 			s.panics.Inc()
 			s.log.Error("handler panicked", zap.String(telemetry.KeyRoute, rt.Name), zap.Any("panic", p), zap.Stack("stack"))
-			WriteError(ctx, errInternal)
+			writeInternal(ctx)
 		}
 	}()
 	c := Call{Params: params, Now: s.now(), route: rt}
@@ -409,7 +419,7 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, rt *route, params []string) 
 			return
 		}
 		s.log.Error("request failed", zap.String(telemetry.KeyRoute, rt.Name), zap.Error(err))
-		WriteError(ctx, errInternal)
+		writeInternal(ctx)
 	}
 }
 
@@ -421,8 +431,10 @@ func (s *Server) readError(ctx *fasthttp.RequestCtx, err error) {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		// The headers were read: name the limit of the route the request was for.
 		limit := s.cfg.MaxBodyBytes
-		if rt, _, _ := s.match(ctx.Method(), ctx.Path()); rt != nil && rt.MaxBody > 0 {
-			limit = rt.MaxBody
+		if path, ok := routePath(ctx); ok {
+			if rt, _, _ := s.match(ctx.Method(), path); rt != nil && rt.MaxBody > 0 {
+				limit = rt.MaxBody
+			}
 		}
 		WriteError(ctx, push.Errorf(push.CodeTooLarge, "request body is larger than %d bytes", limit))
 	case errors.As(err, &small):

@@ -5,7 +5,7 @@ import "github.com/pushd/pushd/push"
 // Delivery channels by index, so the hot path tallies into an array instead of a map.
 var channelNames = [...]string{
 	push.ChannelAPNs, push.ChannelDirect, push.ChannelFCM, push.ChannelMi,
-	push.ChannelHMS, push.ChannelMz, push.ChannelVivo, push.ChannelOppo,
+	push.ChannelHMS, push.ChannelMz, push.ChannelVivo, push.ChannelOppo, push.ChannelHonor,
 }
 
 const nChannels = len(channelNames)
@@ -30,6 +30,8 @@ func channelIndex(ch string) uint8 {
 		return 6
 	case push.ChannelOppo:
 		return 7
+	case push.ChannelHonor:
+		return 8
 	}
 	return 1
 }

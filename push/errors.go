@@ -7,6 +7,9 @@ import "fmt"
 type Code int
 
 const (
+	// CodeInternal and CodeValidation share the original service's code 1, "internal error
+	// or bad parameter": the API answers an internal error with HTTP 500 and an invalid
+	// value with 400 (docs/errors.md, docs/decisions.md "The generic validation code").
 	CodeInternal         Code = 1   // internal error; catch-all
 	CodeObjectNotFound   Code = 101 // object not found
 	CodeInvalidClassName Code = 103
@@ -23,7 +26,7 @@ const (
 	CodeInvalidKeyChar   Code = 121 // keys may not contain $ or .
 	CodeTimeout          Code = 124
 	CodeDuplicateValue   Code = 137 // unique value already taken
-	CodeValidation       Code = 142 // validation failed
+	CodeValidation       Code = 1   // a parameter's value is invalid (HTTP 400)
 	CodeAppThreshold     Code = 154 // app threshold exceeded (daily push volume, pending scheduled pushes)
 	CodeInvalidQuery     Code = 300 // query syntax
 	CodeUnauthorized     Code = 401

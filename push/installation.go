@@ -22,6 +22,9 @@ const (
 	ChannelMz     = "mz"
 	ChannelVivo   = "vivo"
 	ChannelOppo   = "oppo"
+	// ChannelHonor is Honor's own push service: a vendor of its own (ORIGINAL-NOTES §2.3
+	// lists it beside HMS), with its own credentials and gateway since Honor left Huawei.
+	ChannelHonor = "honor"
 )
 
 // IDKind names a device-id index: deviceToken (iOS), installationId (Android own channel),
@@ -97,8 +100,10 @@ func VendorChannel(vendor string) string {
 	switch vendor {
 	case "mi", "xiaomi", "Mi", "MI":
 		return ChannelMi
-	case "hms", "HMS", "huawei", "honor":
+	case "hms", "HMS", "huawei", "Huawei", "HUAWEI":
 		return ChannelHMS
+	case "honor", "Honor", "HONOR":
+		return ChannelHonor
 	case "mz", "meizu", "MZ", "Meizu":
 		return ChannelMz
 	case "vivo", "VIVO":

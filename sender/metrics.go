@@ -9,7 +9,7 @@ import (
 // channels are every delivery channel: metric series exist for each from the start.
 var channels = []string{
 	push.ChannelAPNs, push.ChannelFCM, push.ChannelDirect, push.ChannelMi,
-	push.ChannelHMS, push.ChannelMz, push.ChannelVivo, push.ChannelOppo,
+	push.ChannelHMS, push.ChannelMz, push.ChannelVivo, push.ChannelOppo, push.ChannelHonor,
 }
 
 // channelMetrics are the series of one channel, summed over its pools (app ids are not

@@ -18,6 +18,10 @@
 //     encoding/json's floatEncoder and rejects NaN and ±Inf; any value whose type is not one of
 //     map[string]any, []any, string, float64, bool or nil is encoded by json.Marshal.
 //
+// Beside that contract, CheckStrict is the API's strict reading of a request body: it refuses
+// what encoding/json (and Decode) accept but readers disagree on or that is unsafe to pass on
+// (duplicate keys, invalid UTF-8 and lone surrogates, excessive depth, prototype keys).
+//
 // Error messages are our own ("cannot decode JSON: ... at offset N"); only the decision to fail
 // matches encoding/json, not the text.
 //

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // fuzzSeeds are real documents the API stores and sends, the tricky corners of the grammar,
@@ -69,4 +70,112 @@ func FuzzJSONDocMarshal(f *testing.F) {
 			checkMarshalMatchesStdlib(t, math.Float64frombits(binary.LittleEndian.Uint64(data)))
 		}
 	})
+}
+
+// FuzzJSONDocCheckStrict checks CheckStrict against oracles built from encoding/json and
+// Decode: a text CheckStrict accepts is valid JSON and valid UTF-8, its decoded value nests
+// at most 32 deep and has no forbidden key, and decoding it keeps every member written (no
+// duplicate key collapsed). Number range is not CheckStrict's rule (Decode refuses 1e400).
+func FuzzJSONDocCheckStrict(f *testing.F) {
+	for _, s := range fuzzSeeds() {
+		f.Add([]byte(s))
+	}
+	for _, s := range []string{`{"__proto__":1}`, `{"a":[{"constructor":1}]}`, `{"a":"\ud800"}`,
+		`{"a":1,"\u0061":2}`, strings.Repeat(`{"a":`, 34) + "1" + strings.Repeat("}", 34)} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		err := CheckStrict(data, 32)
+		if err == nil && !json.Valid(data) {
+			t.Fatalf("CheckStrict accepted invalid JSON %q", data)
+		}
+		if err != nil {
+			return
+		}
+		if !utf8.Valid(data) {
+			t.Fatalf("CheckStrict accepted invalid UTF-8 %q", data)
+		}
+		v, derr := Decode(data)
+		if derr != nil {
+			return // a number out of float64 range
+		}
+		if !strictOracle(v, -1) {
+			t.Fatalf("CheckStrict accepted %q, whose decoded value breaks a strict rule", data)
+		}
+		if n := countMembers(data); n != membersOf(v) {
+			t.Fatalf("CheckStrict accepted %q: %d members written, %d decoded (a duplicate key)", data, n, membersOf(v))
+		}
+	})
+}
+
+// strictOracle checks the decoded value's depth and keys.
+func strictOracle(v any, depth int) bool {
+	if depth > 32 {
+		return false
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if k == "__proto__" || k == "constructor" || !strictOracle(e, depth+1) {
+				return false
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if !strictOracle(e, depth+1) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// countMembers counts the object members of a valid JSON text, with encoding/json's tokenizer.
+func countMembers(data []byte) int {
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	n := 0
+	var stack []bool // true: inside an object, expecting a key
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return n
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, true)
+			continue
+		case json.Delim('['):
+			stack = append(stack, false)
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+		if len(stack) > 0 && stack[len(stack)-1] {
+			if _, isKey := tok.(string); isKey {
+				n++
+				dec.More()
+				// The value follows; skip it whole so its own members are counted by recursion.
+				var raw json.RawMessage
+				if dec.Decode(&raw) == nil {
+					n += countMembers(raw)
+				}
+			}
+		}
+	}
+}
+
+func membersOf(v any) int {
+	n := 0
+	switch x := v.(type) {
+	case map[string]any:
+		n += len(x)
+		for _, e := range x {
+			n += membersOf(e)
+		}
+	case []any:
+		for _, e := range x {
+			n += membersOf(e)
+		}
+	}
+	return n
 }

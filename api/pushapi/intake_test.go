@@ -142,8 +142,8 @@ func TestPushDevicesHybridNeedsDefaultProfile(t *testing.T) {
 	app := e.newApp(nil)
 	body := `{"device_type":"android","vendor":"mi","device_ids":["r1","r2"],"data":{"alert":"x"}}`
 	r := e.do(app, master, "POST", "/1.1/push/devices", body)
-	if r.Status != 400 || r.Code(t) != 142 || !strings.Contains(string(r.Body), "_default") {
-		t.Fatalf("no _default config: %d %s, want 400 code 142 naming _default", r.Status, r.Body)
+	if r.Status != 400 || r.Code(t) != 1 || !strings.Contains(string(r.Body), "_default") {
+		t.Fatalf("no _default config: %d %s, want 400 code 1 naming _default", r.Status, r.Body)
 	}
 	configured := e.newAppWith(func(a *push.App) {
 		a.Credentials = map[string]json.RawMessage{"mi": json.RawMessage(`{"_default":{"appSecret":"s"}}`)}
@@ -165,8 +165,8 @@ func TestPushDevicesHybridNeedsDefaultProfile(t *testing.T) {
 		t.Fatalf("fcm with a service account: %d %s", r.Status, r.Body)
 	}
 	bare := e.newApp(func(s *push.AppSettings) { s.Edition = push.EditionInternational })
-	if r := e.do(bare, master, "POST", "/1.1/push/devices", fcmBody); r.Status != 400 || r.Code(t) != 142 {
-		t.Fatalf("fcm without credentials: %d %s, want 400 code 142", r.Status, r.Body)
+	if r := e.do(bare, master, "POST", "/1.1/push/devices", fcmBody); r.Status != 400 || r.Code(t) != 1 {
+		t.Fatalf("fcm without credentials: %d %s, want 400 code 1", r.Status, r.Body)
 	}
 	jobs := e.jobs()
 	if len(jobs) != 2 {

@@ -26,6 +26,7 @@ var successKey = map[string]string{
 	push.ChannelOppo:   "oppoSuccesses",
 	push.ChannelVivo:   "vivoSuccesses",
 	push.ChannelMz:     "meizuSuccesses",
+	push.ChannelHonor:  "honorSuccesses",
 }
 
 // recordJSON is a push record as the REST API shows it: the original service's field names

@@ -27,7 +27,7 @@ func (e edition) vendors() []string {
 	if e.international() {
 		return []string{push.ChannelMi, push.ChannelFCM}
 	}
-	return []string{push.ChannelMi, push.ChannelHMS, push.ChannelMz, push.ChannelVivo, push.ChannelOppo}
+	return []string{push.ChannelMi, push.ChannelHMS, push.ChannelMz, push.ChannelVivo, push.ChannelOppo, push.ChannelHonor}
 }
 
 func (e edition) has(channel string) bool {
@@ -97,7 +97,7 @@ func checkContentQueryTop(data json.RawMessage, top map[string]json.RawMessage, 
 		cands = append(cands, edition(ed).vendors()...)
 	}
 	anyOK, alertObject := false, false
-	// The neutral-vendor channels (mi, hms, mz, vivo, oppo) all render through the same code,
+	// The neutral-vendor channels (mi, hms, mz, vivo, oppo, honor) all render through the same code,
 	// which differs per channel only in the channel's own platform object (data.<channel>) and
 	// in whether the channel has pass-through (ErrNoPassThrough, a verdictTargetsFail, counts
 	// here as verdictOK does). So vendors without their own object get the verdict of the first
@@ -150,7 +150,7 @@ func checkContentQueryTop(data json.RawMessage, top map[string]json.RawMessage, 
 // neutralVendor says whether channel renders through render's neutral vendor body.
 func neutralVendor(channel string) bool {
 	switch channel {
-	case push.ChannelMi, push.ChannelHMS, push.ChannelMz, push.ChannelVivo, push.ChannelOppo:
+	case push.ChannelMi, push.ChannelHMS, push.ChannelMz, push.ChannelVivo, push.ChannelOppo, push.ChannelHonor:
 		return true
 	}
 	return false

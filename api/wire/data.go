@@ -62,7 +62,7 @@ func init() {
 // reservedPlatformNames are names that look like a platform key but are not one: an object
 // under one of them is refused as a likely mistake (a non-object value is a custom attribute).
 var reservedPlatformNames = map[string]string{
-	"apns": "ios", "apple": "ios", "gcm": "fcm", "huawei": "hms", "honor": "hms",
+	"apns": "ios", "apple": "ios", "gcm": "fcm", "huawei": "hms",
 	"xiaomi": "mi", "meizu": "mz", "flyme": "mz", "heytap": "oppo",
 }
 

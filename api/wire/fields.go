@@ -8,11 +8,12 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pushd/pushd/api/jsondoc"
 	"github.com/pushd/pushd/push"
 )
 
-// fields are the top-level members of a request body; null members are left out (a null
-// parameter is an absent one).
+// fields are the top-level members of a request body. The decoders check their names, then
+// drop the null members (a null parameter is an absent one).
 type fields map[string]json.RawMessage
 
 // decodeBody decodes a body whose serialized size must be below MaxBody. When listKey is
@@ -34,10 +35,10 @@ func decodeBody(body []byte, listKey string) (fields, *push.Error) {
 	if err := json.Unmarshal(body, &f); err != nil {
 		return nil, push.Errorf(push.CodeInvalidJSON, "malformed JSON, a JSON dictionary is expected")
 	}
-	for k, v := range f {
-		if isNull(v) {
-			delete(f, k)
-		}
+	// JSON that encoding/json reads but readers disagree on (duplicate keys, broken strings),
+	// nests too deep or names a prototype key: the installation endpoints share this rule.
+	if err := jsondoc.CheckStrict(body, jsondoc.StrictMaxDepth); err != nil {
+		return nil, push.Errorf(push.CodeInvalidJSON, "malformed JSON: %v", err)
 	}
 	if listKey != "" {
 		if rest := len(body) - len(f[listKey]); rest >= MaxBody {
@@ -90,8 +91,9 @@ func (f fields) common(c *Common, prodHeader string) *push.Error {
 	return nil
 }
 
-// expiry sets ExpiresAt from expiration_time or expiration_interval (counted from sendAt).
-// Both at once are refused, as Parse Server does; so is an expiry not after now and sendAt.
+// expiry sets ExpiresAt from expiration_time or expiration_interval (counted from sendAt:
+// push_time when given, else now). Both at once are refused, as Parse Server does; so is an
+// expiry not after now, or not after sendAt.
 func (f fields) expiry(c *Common, now, sendAt time.Time) *push.Error {
 	rawTime, hasTime := f["expiration_time"]
 	rawIvl, hasIvl := f["expiration_interval"]
@@ -120,6 +122,9 @@ func (f fields) expiry(c *Common, now, sendAt time.Time) *push.Error {
 		}
 		c.ExpirationInterval = n
 		c.ExpiresAt = sendAt.Add(time.Duration(n) * time.Second)
+		if !c.ExpiresAt.After(now) {
+			return push.Errorf(push.CodeValidation, "expiration_interval counted from push_time has already passed: the push would expire before it is sent")
+		}
 	}
 	return nil
 }

@@ -51,7 +51,7 @@ type Common struct {
 	// Data is the validated data object, a compact copy of the request's.
 	Data json.RawMessage
 	// ExpiresAt is the absolute expiry: expiration_time, or expiration_interval counted from
-	// the send time (push_time when the push is scheduled, else now). Zero: no expiry.
+	// push_time when given (scheduled or not), else from now. Zero: no expiry.
 	ExpiresAt time.Time
 	// ExpirationInterval is expiration_interval in seconds as given (0: absent), for the record.
 	ExpirationInterval int64
@@ -151,12 +151,16 @@ func (r *PushRequest) MergedWhere() json.RawMessage {
 // DecodePush decodes and validates a POST /1.1/push body. prodHeader is the X-SVC-Prod
 // header's value, "" when absent. Errors carry the spec's codes: 413 for a body of MaxBody
 // bytes or more, 107 when it is not a JSON object, 113 for missing data, 111 for a wrong
-// type, 112 for a bad channel name, 142 for other invalid values.
+// type, 112 for a bad channel name, 1 (push.CodeValidation) for other invalid values.
 func DecodePush(body []byte, ed push.Edition, prodHeader string, now time.Time) (*PushRequest, *push.Error) {
 	f, perr := decodeBody(body, "")
 	if perr != nil {
 		return nil, perr
 	}
+	if perr := f.checkNames(pushParams, pathPush); perr != nil {
+		return nil, perr
+	}
+	f.dropNulls()
 	r := &PushRequest{}
 	if perr := f.common(&r.Common, prodHeader); perr != nil {
 		return nil, perr
@@ -181,8 +185,10 @@ func DecodePush(body []byte, ed push.Edition, prodHeader string, now time.Time) 
 		r.PushTime = &t
 		r.Scheduled = !t.Before(now.Add(ScheduleAfter))
 	}
+	// expiration_interval counts from push_time whatever its distance (spec): a push_time
+	// under a minute away, or past, sends at once but still starts the interval.
 	sendAt := now
-	if r.Scheduled {
+	if r.PushTime != nil {
 		sendAt = *r.PushTime
 	}
 	if perr := f.expiry(&r.Common, now, sendAt); perr != nil {
@@ -201,9 +207,10 @@ func DecodePush(body []byte, ed push.Edition, prodHeader string, now time.Time) 
 	return r, nil
 }
 
-// devicesOnlyRefused are /1.1/push parameters that /1.1/push/devices refuses rather than
-// ignores: ignoring them would silently send at once, or to every listed device.
-var devicesOnlyRefused = []string{"where", "channels", "push_time"}
+// devicesOnlyRefused are /1.1/push parameters that /1.1/push/devices refuses with a message
+// of their own: ignoring them would silently send at once, or to every listed device. Every
+// other name outside devicesParams is refused too.
+var devicesOnlyRefused = []string{"where", "channels", "push_time", "flow_control"}
 
 // DecodePushDevices decodes and validates a POST /1.1/push/devices body (see DecodePush).
 func DecodePushDevices(body []byte, ed push.Edition, prodHeader string, now time.Time) (*DevicesRequest, *push.Error) {
@@ -213,9 +220,13 @@ func DecodePushDevices(body []byte, ed push.Edition, prodHeader string, now time
 	}
 	for _, k := range devicesOnlyRefused {
 		if _, ok := f[k]; ok {
-			return nil, push.Errorf(push.CodeValidation, "%s is not a parameter of /1.1/push/devices", k)
+			return nil, push.Errorf(push.CodeValidation, "%s is not a parameter of %s (it is one of %s)", k, pathDevices, pathPush)
 		}
 	}
+	if perr := f.checkNames(devicesParams, pathDevices); perr != nil {
+		return nil, perr
+	}
+	f.dropNulls()
 	r := &DevicesRequest{}
 	if perr := f.common(&r.Common, prodHeader); perr != nil {
 		return nil, perr

@@ -25,6 +25,14 @@ var fuzzSeeds = []string{
 	`{"device_type":"ios","device_ids":["5f1c0e9a7b2d4c6e8f0a1b3c5d7e9f11223344556677889900aabbccddeeff00"],"data":{"alert":"x"},"prod":"dev","device_profile":"cert"}`,
 	`{"device_type":"android","device_ids":["r1","r2"],"vendor":"vivo","data":{"alert":"x","vivo":{"pushMode":0}},"device_profile":"_default","channel":"c"}`,
 	`[]`, `{}`, `null`, `{"data":null}`, ` {"data":{"alert":"x"}} `,
+	// Typos and lax JSON, all refused.
+	`{"data":{"alert":"x"},"chanels":["x"]}`, `{"data":{"alert":"x"},"cql":"select"}`, `{"Data":{"alert":"x"}}`,
+	`{"data":{"alert":"x"},"expiration_intervall":60}`, `{"device_type":"ios","device_ids":["a"],"data":{"alert":"x"},"flow_control":1}`,
+	`{"data":{"alert":"x"},"data":{"alert":"y"}}`, `{"data":{"alert":"x","alert":"y"}}`, `{"data":{"alert":"\ud83d"}}`,
+	"{\"data\":{\"alert\":\"caf\xe9\"}}", `{"data":{"alert":"x","__proto__":{}}}`, `{"data":{"alert":"x"},"where":{"constructor":1}}`,
+	`{"data":{"alert":"x","k":` + strings.Repeat(`[`, 33) + strings.Repeat(`]`, 33) + `}}`,
+	`{"data":{"alert":"x","honor":{"alert":"h"}},"push_time":"2030-01-02T03:04:35Z","expiration_interval":60}`,
+	`{"device_type":"android","device_ids":["r"],"vendor":"honor","data":{"alert":"x","honor":{"title":"t"}}}`,
 }
 
 var fuzzCodes = []push.Code{push.CodeTooLarge, push.CodeInvalidJSON, push.CodeMissingRequired,

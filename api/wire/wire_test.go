@@ -171,8 +171,7 @@ func TestWirePushGood(t *testing.T) {
 			"expiration_interval": 3600,
 			"notification_id": "Abc123", "req_id": "r1",
 			"prod": "dev", "topic": "com.x", "apns_team_id": "TEAM",
-			"flow_control": 5000, "_notificationChannel": "chat",
-			"unknown_param": [1, 2]}`,
+			"flow_control": 5000, "_notificationChannel": "chat"}`,
 			PushRequest{
 				Common: Common{
 					Data:               json.RawMessage(`{"alert":"hi","badge":"Increment","sound":{"name":"a","critical":true,"volume":0.5}}`),
@@ -187,9 +186,9 @@ func TestWirePushGood(t *testing.T) {
 				Scheduled:   true,
 				FlowControl: 5000,
 			}},
-		{"push_time under a minute is immediate", cn, "", `{"data":{"alert":"hi"},"push_time":"2030-01-02T03:05:04.999Z","expiration_interval":60}`,
+		{"push_time under a minute is immediate, the interval counts from it", cn, "", `{"data":{"alert":"hi"},"push_time":"2030-01-02T03:05:04.999Z","expiration_interval":60}`,
 			PushRequest{
-				Common:   Common{Data: json.RawMessage(`{"alert":"hi"}`), Prod: "prod", ExpiresAt: testNow.Add(time.Minute), ExpirationInterval: 60},
+				Common:   Common{Data: json.RawMessage(`{"alert":"hi"}`), Prod: "prod", ExpiresAt: time.Date(2030, 1, 2, 3, 6, 4, 999000000, time.UTC), ExpirationInterval: 60},
 				PushTime: ptr(time.Date(2030, 1, 2, 3, 5, 4, 999000000, time.UTC)),
 			}},
 		{"push_time a minute away is scheduled, typed date", cn, "", `{"data":{"alert":"hi"},"push_time":{"__type":"Date","iso":"2030-01-02T03:05:05.000Z"}}`,

@@ -246,7 +246,7 @@ func credentialValidators() map[string]api.CredentialValidator {
 		"apns": check(apns.ParseCredentials),
 		"fcm":  check(fcm.ParseCredentials),
 	}
-	for _, vendor := range []string{push.ChannelMi, push.ChannelHMS, push.ChannelMz, push.ChannelVivo, push.ChannelOppo} {
+	for _, vendor := range []string{push.ChannelMi, push.ChannelHMS, push.ChannelMz, push.ChannelVivo, push.ChannelOppo, push.ChannelHonor} {
 		v[vendor] = check(pushapi.ParseHybridCredentials)
 	}
 	return v

@@ -13,12 +13,12 @@ import (
 	"github.com/pushd/pushd/push"
 )
 
-// VendorBody is the neutral payload of the vendor channels (mi, hms, mz, vivo, oppo): each
+// VendorBody is the neutral payload of the vendor channels (mi, hms, mz, vivo, oppo, honor): each
 // vendor sender maps it to its own request fields (gateways.md §3–7).
 type VendorBody struct {
 	Title               string `json:"title,omitempty"`
 	Alert               string `json:"alert"`            // the notification text (description / content / body)
-	Silent              bool   `json:"silent,omitempty"` // pass-through message (mi, hms only)
+	Silent              bool   `json:"silent,omitempty"` // pass-through message (mi, hms, honor only)
 	NotificationChannel string `json:"notificationChannel,omitempty"`
 	NotificationID      string `json:"notificationId,omitempty"`
 	// Custom holds the custom attributes as a JSON object (the app's payload: mi payload,

@@ -10,7 +10,7 @@ import (
 
 // channels are the delivery channels a Cache has a slot for, in slot order.
 var channels = [...]string{push.ChannelAPNs, push.ChannelDirect, push.ChannelFCM, push.ChannelMi,
-	push.ChannelHMS, push.ChannelMz, push.ChannelVivo, push.ChannelOppo}
+	push.ChannelHMS, push.ChannelMz, push.ChannelVivo, push.ChannelOppo, push.ChannelHonor}
 
 // Cache renders the channels of one job lazily, each at most once, and shares the result
 // (message or error) with every later caller. It is safe for concurrent use; after a channel's

@@ -93,7 +93,7 @@ const (
 
 // PlatformKeys lists every per-platform key of data, in both editions.
 var PlatformKeys = []string{KeyIOS, KeyAndroid, push.ChannelMi, push.ChannelHMS, push.ChannelMz,
-	push.ChannelVivo, push.ChannelOppo, push.ChannelFCM}
+	push.ChannelVivo, push.ChannelOppo, push.ChannelHonor, push.ChannelFCM}
 
 // IsPlatformKey says whether k is a per-platform key of data.
 func IsPlatformKey(k string) bool { return slices.Contains(PlatformKeys, k) }
@@ -106,7 +106,7 @@ func PlatformKey(channel string) string {
 		return KeyIOS
 	case push.ChannelDirect:
 		return KeyAndroid
-	case push.ChannelFCM, push.ChannelMi, push.ChannelHMS, push.ChannelMz, push.ChannelVivo, push.ChannelOppo:
+	case push.ChannelFCM, push.ChannelMi, push.ChannelHMS, push.ChannelMz, push.ChannelVivo, push.ChannelOppo, push.ChannelHonor:
 		return channel
 	}
 	return ""
