@@ -3,6 +3,7 @@ package sender
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"time"
 
@@ -23,12 +24,19 @@ type Config struct {
 	Rates map[string]float64
 	// Burst is the token-bucket depth (default Rate/10, at least 1).
 	Burst int
-	// MaxAttempts bounds the gateway requests per delivery (default 5).
-	MaxAttempts int
-	// MaxRetryDelay bounds the total backoff of one delivery (default 2m); a Retry-After beyond
-	// it fails the delivery at once.
-	MaxRetryDelay time.Duration
-	// BaseBackoff and MaxBackoff shape the exponential backoff (defaults 200ms, 30s).
+	// RetryHorizon is how long a delivery is retried after its first attempt while the gateway
+	// answers "retry" (5xx, 429, timeouts, lost connections) (default 10m): long enough to ride
+	// out a gateway outage of minutes. A delivery whose expiration comes first is retried until
+	// then and counted expired. A pool whose gateway has answered nothing but "retry" for
+	// longer than this fails new deliveries at once (still probing the gateway), so a long
+	// outage ends its pushes instead of holding the fan-out for hours.
+	RetryHorizon time.Duration
+	// DownAfter is how many consecutive "retry" replies mark a pool's gateway down (default
+	// 10): its deliveries then park, and one probe request at a time (spaced by the backoff)
+	// finds out when it answers again.
+	DownAfter int
+	// BaseBackoff and MaxBackoff shape the exponential backoff of retries and probes
+	// (defaults 200ms, 30s).
 	BaseBackoff time.Duration
 	MaxBackoff  time.Duration
 	// IdleTimeout closes a pool unused for this long (default 5m). A pool stopped by the
@@ -52,6 +60,22 @@ type Config struct {
 	drivers map[string]driver // replaces the built-in gateways
 }
 
+// DefaultRetryHorizon is RetryHorizon's default: gateway outages of a few minutes are common
+// (deploys, regional failovers) and cost no delivery; beyond it a push's remaining targets fail
+// rather than wait.
+const DefaultRetryHorizon = 10 * time.Minute
+
+// DefaultMaxBackoff is MaxBackoff's default.
+const DefaultMaxBackoff = 30 * time.Second
+
+// RegisterFlags registers the settings operators tune under prefix (e.g. "sender-").
+func (c *Config) RegisterFlags(fs *flag.FlagSet, prefix string) {
+	fs.DurationVar(&c.RetryHorizon, prefix+"retry-horizon", DefaultRetryHorizon,
+		"how long a delivery is retried while its gateway answers 5xx/429 or cannot be reached (its expiration ends it earlier)")
+	fs.DurationVar(&c.MaxBackoff, prefix+"max-backoff", DefaultMaxBackoff,
+		"longest wait between two retries of a delivery, and between two probes of a gateway that is down")
+}
+
 // WithDefaults fills zero fields.
 func (c Config) WithDefaults() Config {
 	if c.Workers == 0 {
@@ -60,17 +84,17 @@ func (c Config) WithDefaults() Config {
 	if c.QueueSize == 0 {
 		c.QueueSize = c.Workers
 	}
-	if c.MaxAttempts == 0 {
-		c.MaxAttempts = 5
+	if c.RetryHorizon == 0 {
+		c.RetryHorizon = DefaultRetryHorizon
 	}
-	if c.MaxRetryDelay == 0 {
-		c.MaxRetryDelay = 2 * time.Minute
+	if c.DownAfter == 0 {
+		c.DownAfter = 10
 	}
 	if c.BaseBackoff == 0 {
 		c.BaseBackoff = 200 * time.Millisecond
 	}
 	if c.MaxBackoff == 0 {
-		c.MaxBackoff = 30 * time.Second
+		c.MaxBackoff = DefaultMaxBackoff
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = 5 * time.Minute
@@ -92,8 +116,8 @@ func (c Config) WithDefaults() Config {
 
 // Validate reports a configuration that cannot work.
 func (c Config) Validate() error {
-	if c.Workers < 0 || c.QueueSize < 0 || c.Burst < 0 || c.MaxAttempts < 0 {
-		return errors.New("sender: Workers, QueueSize, Burst and MaxAttempts must not be negative")
+	if c.Workers < 0 || c.QueueSize < 0 || c.Burst < 0 || c.DownAfter < 0 {
+		return errors.New("sender: Workers, QueueSize, Burst and DownAfter must not be negative")
 	}
 	if c.Rate < 0 {
 		return errors.New("sender: Rate must not be negative")
@@ -103,7 +127,7 @@ func (c Config) Validate() error {
 			return fmt.Errorf("sender: rate of %q must not be negative", k)
 		}
 	}
-	if c.MaxRetryDelay < 0 || c.BaseBackoff < 0 || c.MaxBackoff < 0 || c.IdleTimeout < 0 || c.AppCacheTTL < 0 {
+	if c.RetryHorizon < 0 || c.BaseBackoff < 0 || c.MaxBackoff < 0 || c.IdleTimeout < 0 || c.AppCacheTTL < 0 {
 		return errors.New("sender: durations must not be negative")
 	}
 	if err := c.APNs.Validate(); err != nil {

@@ -289,7 +289,7 @@ func (e *env) metrics() string {
 }
 
 func TestSenderBrownoutLosesNothing(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.Workers = 16; c.MaxAttempts = 50; c.MaxRetryDelay = time.Hour }, sim.APNsConfig{})
+	e := newEnv(t, func(c *Config) { c.Workers = 16 }, sim.APNsConfig{})
 	const n = 300
 	e.apns.Inject(200, sim.Fault{Status: 503, Reason: "ServiceUnavailable"})
 	ds := make([]push.Delivery, n)
@@ -328,18 +328,33 @@ func TestSenderRetryAfterHonoured(t *testing.T) {
 	}
 }
 
-func TestSenderRetriesExhausted(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.MaxAttempts = 3; c.MaxRetryDelay = time.Minute }, sim.APNsConfig{})
-	e.apns.Inject(3, sim.Fault{Status: 503, Reason: "ServiceUnavailable"})
+// A delivery is retried until the retry horizon ends, then fails with the gateway's reason; a
+// Retry-After past the horizon fails it at once, and one past its expiration expires it.
+func TestSenderRetryHorizon(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.RetryHorizon = time.Minute }, sim.APNsConfig{})
+	e.d.cfg.sleep = func(ctx context.Context, d time.Duration) error { e.clock.add(d); return ctx.Err() }
+	if err := e.apns.StartOutage(sim.Outage{Mode: sim.OutageStatus, For: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
 	res := send(t, e.d, []push.Delivery{apnsDelivery("app1", 0)})
-	if want := (push.Result{Outcome: push.OutcomeFailed, Reason: "retries exhausted after 3 attempts: ServiceUnavailable"}); res[0] != want {
+	if want := (push.Result{Outcome: push.OutcomeFailed, Reason: "gateway unavailable for the retry horizon (1m0s): ServiceUnavailable"}); res[0] != want {
 		t.Fatalf("got %+v, want %+v", res[0], want)
 	}
-	// A Retry-After beyond the total budget fails at once.
+	// Backoff from 200ms doubling to 30s: a handful of attempts in a minute, not one per backoff step of the old 5.
+	if n := e.apns.Stats().Outage; n < 5 || n > 12 {
+		t.Fatalf("%d attempts within a 1m horizon, want 5..12", n)
+	}
 	e.fcm.Inject(1, sim.Fault{Status: 503, RetryAfter: 2 * time.Minute})
 	res = send(t, e.d, []push.Delivery{fcmDelivery("app1", 0)})
-	if want := (push.Result{Outcome: push.OutcomeFailed, Reason: "retries exhausted after 1 attempts: UNAVAILABLE"}); res[0] != want {
+	if want := (push.Result{Outcome: push.OutcomeFailed, Reason: "gateway unavailable for the retry horizon (1m0s): UNAVAILABLE"}); res[0] != want {
 		t.Fatalf("got %+v, want %+v", res[0], want)
+	}
+	e.fcm.Inject(1, sim.Fault{Status: 503, RetryAfter: 30 * time.Second})
+	dl := fcmDelivery("app1", 1)
+	dl.Message = &push.Message{Channel: push.ChannelFCM, Body: dl.Message.Body, Expiration: e.clock.now().Add(10 * time.Second)}
+	res = send(t, e.d, []push.Delivery{dl})
+	if res[0] != (push.Result{Outcome: push.OutcomeExpired}) {
+		t.Fatalf("Retry-After past the expiration: got %+v, want expired", res[0])
 	}
 }
 

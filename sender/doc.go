@@ -2,8 +2,10 @@
 // pool per (channel, app, credential, environment), created on first use and closed when idle.
 // A pool bounds its in-flight requests with a fixed set of workers pulling from a bounded
 // queue, limits its rate with a token bucket, retries transient failures with exponential
-// backoff and jitter (honouring Retry-After), deletes installations whose token the gateway
-// reports dead, and stops (breaker) when the gateway rejects the app's credentials.
+// backoff and jitter (honouring Retry-After) until the delivery expires or its retry horizon
+// ends, parks its deliveries behind one probe at a time while its gateway is down (outage.go),
+// deletes installations whose token the gateway reports dead, and stops (breaker) when the
+// gateway rejects the app's credentials.
 // The gateway protocols live in sender/apns and sender/fcm; sender/gateway holds what they
 // share with the pools.
 //

@@ -23,6 +23,10 @@ type channelMetrics struct {
 	retries    *metrics.Counter
 	trips      *metrics.Counter
 	invErrors  *metrics.Counter
+	parked     *metrics.Gauge   // deliveries waiting for a down gateway to answer again
+	down       *metrics.Gauge   // pools whose gateway is down
+	outages    *metrics.Counter // times a pool found its gateway down
+	probes     *metrics.Counter // probe requests sent to down gateways
 	outcomes   [push.OutcomeExpired + 1]*metrics.Counter
 }
 
@@ -39,6 +43,10 @@ func newMetrics(set *metrics.Set) map[string]*channelMetrics {
 			retries:    set.NewCounter("pushd_sender_retries_total" + l),
 			trips:      set.NewCounter("pushd_sender_breaker_trips_total" + l),
 			invErrors:  set.NewCounter("pushd_sender_invalidate_errors_total" + l),
+			parked:     set.NewGauge("pushd_sender_parked"+l, nil),
+			down:       set.NewGauge("pushd_sender_gateways_down"+l, nil),
+			outages:    set.NewCounter("pushd_sender_gateway_outages_total" + l),
+			probes:     set.NewCounter("pushd_sender_gateway_probes_total" + l),
 		}
 		for o := push.OutcomeSent; o <= push.OutcomeExpired; o++ {
 			m.outcomes[o] = set.NewCounter(`pushd_sender_deliveries_total{channel="` + ch + `",outcome="` + o.String() + `"}`)

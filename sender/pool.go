@@ -2,8 +2,8 @@ package sender
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,6 +55,8 @@ type pool struct {
 	invalid atomic.Int64           // dead-token replies (InvalidGuard)
 	guard   sync.Once
 	lastLog atomic.Int64 // unix nanos of the last sampled log line
+
+	gate gate // is the gateway down? parks deliveries while it is
 }
 
 func newPool(key poolKey, cl client, cfg *Config, inv TokenInvalidator, m *channelMetrics, log *zap.Logger) *pool {
@@ -66,6 +68,7 @@ func newPool(key poolKey, cl client, cfg *Config, inv TokenInvalidator, m *chann
 	if r := cfg.rate(key.appID, key.channel); r > 0 {
 		p.bucket = newBucket(r, cfg.Burst, cfg.now)
 	}
+	p.gate.init()
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.lastUsed.Store(cfg.now().UnixNano())
 	m.pools.Inc()
@@ -126,6 +129,9 @@ func (p *pool) close() {
 		p.m.queued.Dec()
 	}
 	p.client.Close()
+	if p.gate.isDown.Load() {
+		p.m.down.Dec()
+	}
 	p.m.pools.Dec()
 	p.m.capacity.Add(-float64(p.cfg.Workers))
 }
@@ -150,33 +156,74 @@ func (p *pool) trip(reason string) {
 // deliver runs the attempts of one delivery. ctx is the Send call's, merged with the
 // dispatcher's life (Close aborts requests and backoffs). final is false when ctx ended
 // first: the result is then not counted (the batch is abandoned).
+//
+// Retryable replies are retried with backoff until the delivery's deadline: its expiration
+// (then it is expired, not failed) or RetryHorizon after its first attempt, whichever comes
+// first. While the pool's gateway is down the delivery parks instead (see gate).
 func (p *pool) deliver(ctx context.Context, d *push.Delivery) (res push.Result, final bool) {
+	canceled := push.Result{Outcome: push.OutcomeFailed, Reason: "canceled"}
 	if ctx.Err() != nil {
-		return push.Result{Outcome: push.OutcomeFailed, Reason: "canceled"}, false
+		return canceled, false
+	}
+	exp := d.Message.Expiration
+	deadline := p.cfg.now().Add(p.cfg.RetryHorizon)
+	expiresFirst := !exp.IsZero() && exp.Before(deadline)
+	if expiresFirst {
+		deadline = exp
+	}
+	var lastReason string
+	// late is the result of a delivery whose deadline came before it could be sent.
+	late := func() (push.Result, bool) {
+		if expiresFirst {
+			return push.Result{Outcome: push.OutcomeExpired}, true
+		}
+		reason := lastReason
+		if reason == "" {
+			reason = p.outageReason()
+		}
+		p.sampled("delivery failed: the gateway did not take it within the retry horizon", zap.String("reason", reason))
+		return push.Result{Outcome: push.OutcomeFailed, Reason: "gateway unavailable for the retry horizon (" + p.cfg.RetryHorizon.String() + "): " + reason}, true
 	}
 
-	var (
-		waited      time.Duration
-		authRetried bool
-	)
+	authRetried := false
 	for attempt := 1; ; attempt++ {
 		if r, ok := p.rejected(); ok {
 			return r, true
 		}
-		if exp := d.Message.Expiration; !exp.IsZero() && !p.cfg.now().Before(exp) {
+		if !exp.IsZero() && !p.cfg.now().Before(exp) {
 			return push.Result{Outcome: push.OutcomeExpired}, true
+		}
+		probe, err := p.admit(ctx, deadline)
+		switch {
+		case errors.Is(err, errDeadline):
+			return late()
+		case err != nil:
+			return canceled, false
 		}
 		if w := p.bucket.reserve(); w > 0 {
 			if p.cfg.sleep(ctx, w) != nil {
-				return push.Result{Outcome: push.OutcomeFailed, Reason: "canceled"}, false
+				if probe {
+					p.release()
+				}
+				return canceled, false
 			}
-			if exp := d.Message.Expiration; !exp.IsZero() && !p.cfg.now().Before(exp) {
+			if !exp.IsZero() && !p.cfg.now().Before(exp) {
+				if probe {
+					p.release()
+				}
 				return push.Result{Outcome: push.OutcomeExpired}, true // expired while rate-limited
 			}
 		}
 		p.m.inflight.Inc()
 		rep := p.client.Send(ctx, d)
 		p.m.inflight.Dec()
+		if rep.Kind == gateway.KindRetry && ctx.Err() != nil {
+			if probe {
+				p.release()
+			}
+			return canceled, false // our own cancel, not the gateway's answer
+		}
+		p.record(rep, probe, p.cfg.now())
 		switch rep.Kind {
 		case gateway.KindSent:
 			p.sent.Add(1)
@@ -209,21 +256,17 @@ func (p *pool) deliver(ctx context.Context, d *push.Delivery) (res push.Result, 
 			return push.Result{Outcome: push.OutcomeFailed, Reason: "credentials rejected: " + rep.Reason}, true
 		}
 		// gateway.KindRetry (and any unknown kind)
-		if ctx.Err() != nil {
-			return push.Result{Outcome: push.OutcomeFailed, Reason: "canceled"}, false
-		}
+		lastReason = rep.Reason
 		delay := p.backoff(attempt)
 		if rep.RetryAfter > delay {
 			delay = rep.RetryAfter
 		}
-		if attempt >= p.cfg.MaxAttempts || waited+delay > p.cfg.MaxRetryDelay {
-			p.sampled("delivery failed after retries", zap.String("reason", rep.Reason), zap.Int("attempt", attempt))
-			return push.Result{Outcome: push.OutcomeFailed, Reason: "retries exhausted after " + strconv.Itoa(attempt) + " attempts: " + rep.Reason}, true
+		if !p.cfg.now().Add(delay).Before(deadline) {
+			return late() // the next attempt would come after the deadline
 		}
-		waited += delay
 		p.m.retries.Inc()
 		if p.cfg.sleep(ctx, delay) != nil {
-			return push.Result{Outcome: push.OutcomeFailed, Reason: "canceled"}, false
+			return canceled, false
 		}
 	}
 }

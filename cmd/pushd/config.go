@@ -12,6 +12,7 @@ import (
 
 	"github.com/pushd/pushd/fanout"
 	"github.com/pushd/pushd/scheduler"
+	"github.com/pushd/pushd/sender"
 	"github.com/pushd/pushd/store/cassandra"
 	"github.com/pushd/pushd/store/pebble"
 )
@@ -46,6 +47,9 @@ type serveConfig struct {
 	// Fan-out tuning.
 	Planner fanout.PlannerConfig
 	Worker  fanout.WorkerConfig
+
+	// Sender tuning: retry horizon and backoff towards the gateways.
+	Sender sender.Config
 
 	// Gateways: endpoint overrides and extra trusted roots (simulators, staging).
 	APNsEndpoint string
@@ -117,6 +121,7 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	c.Planner.RegisterFlags(fs, "fanout-")
 	c.Worker = fanout.DefaultWorkerConfig()
 	c.Worker.RegisterFlags(fs, "fanout-")
+	c.Sender.RegisterFlags(fs, "sender-")
 	fs.StringVar(&c.APNsEndpoint, "apns-endpoint", envOr("PUSHD_APNS_ENDPOINT", ""), "APNs base URL for both environments instead of Apple's (PUSHD_APNS_ENDPOINT)")
 	fs.StringVar(&c.FCMEndpoint, "fcm-endpoint", envOr("PUSHD_FCM_ENDPOINT", ""), "FCM base URL instead of Google's (PUSHD_FCM_ENDPOINT)")
 	fs.StringVar(&c.FCMTokenURL, "fcm-token-url", envOr("PUSHD_FCM_TOKEN_URL", ""), "OAuth2 token URL for every FCM service account instead of its token_uri (PUSHD_FCM_TOKEN_URL)")
@@ -208,6 +213,8 @@ func (c *serveConfig) validateDurations() error {
 		{"--log-trim-every", c.LogTrimEvery},
 		{"--redrive-after", c.RedriveAfter},
 		{"--cassandra-timeout", c.Cassandra.Timeout},
+		{"--sender-retry-horizon", c.Sender.RetryHorizon},
+		{"--sender-max-backoff", c.Sender.MaxBackoff},
 	} {
 		if d.v <= 0 {
 			return fmt.Errorf("%s must be positive, got %s", d.flag, shortDuration(d.v))

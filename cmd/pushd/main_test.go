@@ -18,6 +18,7 @@ import (
 
 	"github.com/pushd/pushd/internal/waitfor"
 	"github.com/pushd/pushd/loadtest/sim"
+	"github.com/pushd/pushd/sender"
 )
 
 // syncBuf is a goroutine-safe writer for a running serve's stdout.
@@ -166,6 +167,8 @@ func TestServeRefusesDurationsThatCannotWork(t *testing.T) {
 		{[]string{"--sweep-every", "-90m"}, "--sweep-every must be positive, got -1h30m"},
 		{[]string{"--cassandra-timeout", "-1s"}, "--cassandra-timeout must be positive, got -1s"},
 		{[]string{"--cassandra-timeout", "0"}, "--cassandra-timeout must be positive, got 0s"},
+		{[]string{"--sender-retry-horizon", "0"}, "--sender-retry-horizon must be positive, got 0s"},
+		{[]string{"--sender-max-backoff", "-1s"}, "--sender-max-backoff must be positive, got -1s"},
 	} {
 		data := filepath.Join(t.TempDir(), "data")
 		args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data}, c.args...)
@@ -183,6 +186,13 @@ func TestServeRefusesDurationsThatCannotWork(t *testing.T) {
 	c, err := parseServeFlags([]string{"--drain-delay", "0"}, newFlagSet())
 	if err != nil || c.DrainDelay != 0 {
 		t.Fatalf("--drain-delay 0: %v %+v", err, c)
+	}
+	if c.Sender.RetryHorizon != sender.DefaultRetryHorizon || c.Sender.MaxBackoff != sender.DefaultMaxBackoff {
+		t.Errorf("sender defaults: horizon %s, max backoff %s", c.Sender.RetryHorizon, c.Sender.MaxBackoff)
+	}
+	t.Setenv("PUSHD_SENDER_RETRY_HORIZON", "20m")
+	if c, err := parseServeFlags([]string{"--sender-max-backoff", "2s"}, newFlagSet()); err != nil || c.Sender.RetryHorizon != 20*time.Minute || c.Sender.MaxBackoff != 2*time.Second {
+		t.Errorf("PUSHD_SENDER_RETRY_HORIZON=20m --sender-max-backoff 2s: %v %+v", err, c)
 	}
 	t.Setenv("PUSHD_SWEEP_EVERY", "-1h")
 	if _, err := parseServeFlags(nil, newFlagSet()); err == nil || err.Error() != "--sweep-every must be positive, got -1h" {

@@ -126,7 +126,7 @@ func addFanout(p *parts, g *service.Group, _ *testHooks) error {
 // dispatcher builds the sender pools with the gateway endpoints and trust of the config
 // (or of the in-process simulators).
 func dispatcher(p *parts) (*sender.Dispatcher, error) {
-	cfg := sender.Config{}
+	cfg := p.cfg.Sender
 	tlsCfg, err := gatewayTLS(p.cfg.GatewayCA)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/tls"
@@ -50,6 +51,7 @@ const (
 	reasonTooManyProviderTokenUpdates = "TooManyProviderTokenUpdates"
 	reasonInternalServerError         = "InternalServerError"
 	reasonServiceUnavailable          = "ServiceUnavailable"
+	reasonShutdown                    = "Shutdown"
 )
 
 // apnsStatus is the HTTP status APNs answers with for each reason.
@@ -65,7 +67,7 @@ var apnsStatus = map[string]int{
 	reasonUnregistered: 410, reasonExpiredToken: 410,
 	reasonPayloadTooLarge: 413,
 	reasonTooManyRequests: 429, reasonTooManyProviderTokenUpdates: 429,
-	reasonInternalServerError: 500, reasonServiceUnavailable: 503, "Shutdown": 503,
+	reasonInternalServerError: 500, reasonServiceUnavailable: 503, reasonShutdown: 503,
 }
 
 // Payload limits (gateways.md §1.4).
@@ -193,7 +195,7 @@ func NewAPNs(cfg APNsConfig) (*APNs, error) {
 		now:    cfg.Now,
 		auth:   newAPNsAuth(),
 		faults: newFaults(cfg.Knobs),
-		rec:    newRecorder(cfg.NoTokenStats, cfg.Record),
+		rec:    newRecorder(cfg.NoTokenStats, cfg.Record, &outage{now: cfg.Now}),
 		topics: make(map[string]map[string]bool),
 		tokens: make(map[string]tokenState),
 		rate:   make(map[string]tokenWindow),
@@ -318,6 +320,13 @@ func (s *APNs) Inject(n int, f Fault) { s.faults.inject(n, f) }
 // PendingFaults is how many scripted answers are not yet used.
 func (s *APNs) PendingFaults() int { return s.faults.pending() }
 
+// StartOutage makes every send request, from now on, get the answer of each phase in turn
+// (for its duration), replacing any outage in force; see Outage.
+func (s *APNs) StartOutage(phases ...Outage) error { return s.rec.outage.begin(phases) }
+
+// EndOutage ends the outage in force, if any.
+func (s *APNs) EndOutage() { s.rec.outage.end() }
+
 const apnsPathPrefix = "/3/device/"
 
 func (s *APNs) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -332,6 +341,19 @@ func (s *APNs) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method != http.MethodPost {
 		s.fail(w, id, reasonMethodNotAllowed, 0)
+		return
+	}
+	if o, ok := s.rec.outage.current(); ok {
+		s.rec.outageHit()
+		switch o.Mode {
+		case OutageDrop:
+			dropConn(r)
+		case OutageGoAway:
+			goAway(w)
+			s.fault(w, id, Fault{Status: http.StatusServiceUnavailable, Reason: reasonShutdown})
+		default:
+			s.fault(w, id, Fault{Status: cmp.Or(o.Status, http.StatusServiceUnavailable), Reason: o.Reason, RetryAfter: o.RetryAfter})
+		}
 		return
 	}
 	if !s.faults.wait(r.Context(), s.now()) {

@@ -96,7 +96,8 @@ func RunCLI(ctx context.Context, args []string, out io.Writer) error {
 	_, err = fmt.Fprintf(out, "apns: %s env=%s key_id=%s team_id=%s key=%s\n"+
 		"fcm: %s token_url=%s project=%s service_account=%s\n"+
 		"ca: %s\n"+
-		"stats: GET <url>/_stats[?tokens=0], GET <url>/_sent, POST <url>/_reset\n",
+		"stats: GET <url>/_stats[?tokens=0], GET <url>/_sent, POST <url>/_reset\n"+
+		"outage: POST <url>/_outage [{\"mode\":\"status|drop|goaway\",\"status\":503,\"retry_after\":\"5s\",\"for\":\"60s\"},...], DELETE <url>/_outage\n",
 		apns.URL(), env, *keyID, *teamID, keyPath,
 		fcm.URL(), fcm.TokenURL(), *project, saPath, caPath)
 	if err != nil {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -116,7 +117,7 @@ func NewFCM(cfg FCMConfig) (*FCM, error) {
 		now:    cfg.Now,
 		auth:   &fcmAuth{accounts: make(map[string]fcmAccount), tokens: make(map[string]accessToken)},
 		faults: newFaults(cfg.Knobs),
-		rec:    newRecorder(cfg.NoTokenStats, cfg.Record),
+		rec:    newRecorder(cfg.NoTokenStats, cfg.Record, &outage{now: cfg.Now}),
 		tokens: make(map[string]fcmTokenState),
 		quota:  make(map[string]*minuteWindow),
 	}
@@ -220,6 +221,13 @@ func (s *FCM) Inject(n int, f Fault) { s.faults.inject(n, f) }
 // PendingFaults is how many scripted answers are not yet used.
 func (s *FCM) PendingFaults() int { return s.faults.pending() }
 
+// StartOutage makes every send request, from now on, get the answer of each phase in turn
+// (for its duration), replacing any outage in force; see Outage.
+func (s *FCM) StartOutage(phases ...Outage) error { return s.rec.outage.begin(phases) }
+
+// EndOutage ends the outage in force, if any.
+func (s *FCM) EndOutage() { s.rec.outage.end() }
+
 const (
 	fcmPathPrefix = "/v1/projects/"
 	fcmPathSuffix = "/messages:send"
@@ -244,6 +252,19 @@ func (s *FCM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method != http.MethodPost {
 		s.googleError(w, http.StatusNotFound, "NOT_FOUND", "", "Method not found.", nil)
+		return
+	}
+	if o, ok := s.rec.outage.current(); ok {
+		s.rec.outageHit()
+		switch o.Mode {
+		case OutageDrop:
+			dropConn(r)
+		case OutageGoAway:
+			goAway(w)
+			s.fault(w, Fault{Status: http.StatusServiceUnavailable})
+		default:
+			s.fault(w, Fault{Status: cmp.Or(o.Status, http.StatusServiceUnavailable), Reason: o.Reason, RetryAfter: o.RetryAfter})
+		}
 		return
 	}
 	if !s.faults.wait(r.Context(), s.now()) {

@@ -75,10 +75,16 @@ func startServer(o serverOptions) (*tlsServer, error) {
 	protos.SetHTTP2(true)
 	protos.SetHTTP1(o.http1)
 	srv := &http.Server{
-		Handler:           o.handler,
-		TLSConfig:         tcfg,
-		Protocols:         &protos,
-		ConnContext:       o.connContext,
+		Handler:   o.handler,
+		TLSConfig: tcfg,
+		Protocols: &protos,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			ctx = context.WithValue(ctx, netConnKey{}, c) // an outage in drop mode closes it
+			if o.connContext != nil {
+				ctx = o.connContext(ctx, c)
+			}
+			return ctx
+		},
 		ReadHeaderTimeout: 10 * time.Second,
 		HTTP2: &http.HTTP2Config{
 			MaxConcurrentStreams: o.maxStreams,

@@ -23,6 +23,11 @@ type Stats struct {
 	// AuthTokens counts distinct credentials seen: APNs provider JWTs verified, FCM access
 	// tokens issued by the token endpoint.
 	AuthTokens int64 `json:"auth_tokens"`
+	// Outage counts the send requests that met an outage (StartOutage, POST /_outage),
+	// dropped ones included; those answered are in Requests too. InOutage is whether an
+	// outage phase is in force.
+	Outage   int64 `json:"outage"`
+	InOutage bool  `json:"in_outage"`
 }
 
 // Sent is one accepted notification, kept when the config asks to record them.
@@ -38,6 +43,7 @@ type Sent struct {
 type recorder struct {
 	noTokens  bool
 	recordMax int
+	outage    *outage
 
 	mu sync.Mutex
 	st Stats
@@ -45,8 +51,8 @@ type recorder struct {
 	sent []Sent
 }
 
-func newRecorder(noTokens bool, recordMax int) *recorder {
-	r := &recorder{noTokens: noTokens, recordMax: recordMax}
+func newRecorder(noTokens bool, recordMax int, o *outage) *recorder {
+	r := &recorder{noTokens: noTokens, recordMax: recordMax, outage: o}
 	r.resetLocked()
 	return r
 }
@@ -112,6 +118,13 @@ func (r *recorder) validateOnly() {
 	r.mu.Unlock()
 }
 
+// outageHit counts one send request taken by the outage.
+func (r *recorder) outageHit() {
+	r.mu.Lock()
+	r.st.Outage++
+	r.mu.Unlock()
+}
+
 func (r *recorder) authToken() {
 	r.mu.Lock()
 	r.st.AuthTokens++
@@ -119,9 +132,11 @@ func (r *recorder) authToken() {
 }
 
 func (r *recorder) snapshot(withTokens bool) Stats {
+	_, inOutage := r.outage.current()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := r.st
+	st.InOutage = inOutage
 	st.ByStatus = maps.Clone(r.st.ByStatus)
 	st.ByReason = maps.Clone(r.st.ByReason)
 	if withTokens {
@@ -140,7 +155,8 @@ func (r *recorder) recorded() []Sent {
 }
 
 // serveControl answers the control endpoints shared by both simulators:
-// GET /_stats[?tokens=0] (JSON Stats), GET /_sent (recorded notifications), POST /_reset.
+// GET /_stats[?tokens=0] (JSON Stats), GET /_sent (recorded notifications), POST /_reset,
+// POST /_outage (a JSON array of outage phases; [] or DELETE ends the outage).
 // It reports whether the path was a control path.
 func (r *recorder) serveControl(w http.ResponseWriter, req *http.Request, reset func()) bool {
 	switch req.URL.Path {
@@ -149,6 +165,8 @@ func (r *recorder) serveControl(w http.ResponseWriter, req *http.Request, reset 
 		writeJSON(w, http.StatusOK, r.snapshot(withTokens))
 	case "/_sent":
 		writeJSON(w, http.StatusOK, r.recorded())
+	case "/_outage":
+		serveOutage(w, req, r.outage)
 	case "/_reset":
 		if req.Method != http.MethodPost {
 			w.WriteHeader(http.StatusMethodNotAllowed)

@@ -9,10 +9,13 @@ package gateway
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 )
 
@@ -95,9 +98,28 @@ func TransportReply(err error, gateway, otherReason string) Reply {
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		return Reply{Kind: KindRetry, Reason: gateway + " request timed out"}
 	}
+	if connectionLost(err) {
+		return Reply{Kind: KindRetry, Reason: gateway + " connection lost"}
+	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		return Reply{Kind: KindRetry, Reason: "cannot reach " + gateway + ": " + ue.Err.Error()}
 	}
 	return Reply{Kind: KindRetry, Reason: otherReason}
+}
+
+// connectionLost reports an error of a connection that was up and went away under a request:
+// closed or reset by the gateway, or a GOAWAY that refused the request. They get one stable
+// reason: the HTTP/2 transport's texts carry stream ids and addresses, which would make every
+// one a distinct failure reason on a push record.
+func connectionLost(err error) bool {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return true
+	}
+	msg := err.Error()
+	// golang.org/x/net/http2: errClientConnClosed, errClientConnLost, GoAwayError and the
+	// graceful-shutdown error are unexported or carry ids; their texts are stable.
+	return strings.Contains(msg, "http2: client connection lost") || strings.Contains(msg, "http2: client conn is closed") ||
+		strings.Contains(msg, "GOAWAY")
 }

@@ -3,9 +3,12 @@ package gateway
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
 	"net/url"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -161,6 +164,11 @@ func TestGatewayTransportReplyNamesTheGatewayNotTheURL(t *testing.T) {
 		{context.DeadlineExceeded, "apns request timed out"},
 		{withURL, "cannot reach apns: connection refused"},
 		{errors.New("bad json"), "unreadable apns reply"},
+		{&url.Error{Op: "Post", URL: "https://gw/3/device/SECRET-TOKEN", Err: io.ErrUnexpectedEOF}, "apns connection lost"},
+		{&url.Error{Op: "Post", URL: "https://gw/", Err: errors.New("http2: client connection lost")}, "apns connection lost"},
+		{&url.Error{Op: "Post", URL: "https://gw/", Err: errors.New(`http2: server sent GOAWAY and closed the connection; LastStreamID=7, ErrCode=NO_ERROR, debug=""`)}, "apns connection lost"},
+		{&url.Error{Op: "Post", URL: "https://gw/", Err: &net.OpError{Op: "read", Err: syscall.ECONNRESET}}, "apns connection lost"},
+		{&url.Error{Op: "Post", URL: "https://gw/", Err: &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}}, "cannot reach apns: dial: connection refused"},
 	}
 	for _, c := range cases {
 		r := TransportReply(c.err, "apns", "unreadable apns reply")
