@@ -8,6 +8,7 @@ import (
 
 	"github.com/pushd/pushd/sender/apns"
 	"github.com/pushd/pushd/sender/fcm"
+	"github.com/pushd/pushd/sender/hms"
 )
 
 // Config configures the dispatcher and its pools.
@@ -45,6 +46,7 @@ type Config struct {
 
 	APNs apns.Config
 	FCM  fcm.Config
+	HMS  hms.Config
 
 	// Test hooks.
 	sleep   func(ctx context.Context, d time.Duration) error // backoff and rate waits
@@ -109,7 +111,10 @@ func (c Config) Validate() error {
 	if err := c.APNs.Validate(); err != nil {
 		return err
 	}
-	return c.FCM.Validate()
+	if err := c.FCM.Validate(); err != nil {
+		return err
+	}
+	return c.HMS.Validate()
 }
 
 // rate is the per-pool rate of (app, channel).

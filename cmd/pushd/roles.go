@@ -27,6 +27,7 @@ import (
 	"github.com/pushd/pushd/sender"
 	"github.com/pushd/pushd/sender/apns"
 	"github.com/pushd/pushd/sender/fcm"
+	"github.com/pushd/pushd/sender/hms"
 	"github.com/pushd/pushd/store"
 	"github.com/pushd/pushd/store/cassandra"
 )
@@ -125,7 +126,8 @@ func dispatcher(p *parts) (*sender.Dispatcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.APNs.TLS, cfg.FCM.TLS = tlsCfg, tlsCfg
+	cfg.APNs.TLS, cfg.FCM.TLS, cfg.HMS.TLS = tlsCfg, tlsCfg, tlsCfg
+	cfg.HMS.Endpoint, cfg.HMS.TokenURL = p.cfg.HMSEndpoint, p.cfg.HMSTokenURL
 	cfg.APNs.ProdEndpoint, cfg.APNs.DevEndpoint = p.cfg.APNsEndpoint, p.cfg.APNsEndpoint
 	cfg.FCM.Endpoint, cfg.FCM.TokenURL = p.cfg.FCMEndpoint, p.cfg.FCMTokenURL
 	if p.sims != nil {
@@ -133,6 +135,8 @@ func dispatcher(p *parts) (*sender.Dispatcher, error) {
 		cfg.FCM.TLS = p.sims.fcm.ClientTLS()
 		cfg.APNs.ProdEndpoint, cfg.APNs.DevEndpoint = p.sims.apns.URL(), p.sims.apns.URL()
 		cfg.FCM.Endpoint, cfg.FCM.TokenURL = p.sims.fcm.URL(), p.sims.fcm.TokenURL()
+		cfg.HMS.TLS = p.sims.hms.ClientTLS()
+		cfg.HMS.Endpoint, cfg.HMS.TokenURL = p.sims.hms.URL(), p.sims.hms.TokenURL()
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -224,8 +228,10 @@ func credentialValidators() map[string]api.CredentialValidator {
 	v := map[string]api.CredentialValidator{
 		"apns": check(apns.ParseCredentials),
 		"fcm":  check(fcm.ParseCredentials),
+		// Vendors with a driver check their profiles' fields; the others only the shape.
+		push.ChannelHMS: check(hms.ParseCredentials),
 	}
-	for _, vendor := range []string{push.ChannelMi, push.ChannelHMS, push.ChannelMz, push.ChannelVivo, push.ChannelOppo} {
+	for _, vendor := range []string{push.ChannelMi, push.ChannelMz, push.ChannelVivo, push.ChannelOppo} {
 		v[vendor] = check(pushapi.ParseHybridCredentials)
 	}
 	return v
@@ -249,6 +255,7 @@ func registerPush(p *parts, srv *api.Server, set *metrics.Set) {
 type sims struct {
 	apns *sim.APNs
 	fcm  *sim.FCM
+	hms  *sim.HMS
 }
 
 // Names the dev app's simulated credentials use.
@@ -257,6 +264,7 @@ const (
 	simTeamID  = "DEVTEAM001"
 	simTopic   = "com.example.pushd"
 	simProject = "pushd-dev"
+	simHMSApp  = "10086001"
 )
 
 // startSims starts the simulators, gives the dev app credentials they trust (new keys each
@@ -271,10 +279,16 @@ func startSims(ctx context.Context, p *parts, g *service.Group, stdout io.Writer
 		_ = a.Close()
 		return fmt.Errorf("cannot start the FCM simulator on %s: %w", p.cfg.SimFCMAddr, err)
 	}
-	p.sims = &sims{apns: a, fcm: f}
+	h, err := sim.NewHMS(sim.HMSConfig{Addr: p.cfg.SimHMSAddr})
+	if err != nil {
+		_ = a.Close()
+		_ = f.Close()
+		return fmt.Errorf("cannot start the HMS simulator on %s: %w", p.cfg.SimHMSAddr, err)
+	}
+	p.sims = &sims{apns: a, fcm: f, hms: h}
 	g.Add("simulators", service.Func(func(ctx context.Context) error {
 		<-ctx.Done()
-		return errors.Join(a.Close(), f.Close())
+		return errors.Join(a.Close(), f.Close(), h.Close())
 	}))
 	p8, err := a.NewKey(simKeyID, simTeamID)
 	if err != nil {
@@ -300,11 +314,16 @@ func startSims(ctx context.Context, p *parts, g *service.Group, stdout io.Writer
 	}
 	app.Credentials["apns"] = apnsCred
 	app.Credentials["fcm"] = fcmCred
+	hmsCred, err := json.Marshal(map[string]hms.ProfileJSON{push.DefaultProfile: {AppID: simHMSApp, AppSecret: h.NewApp(simHMSApp)}})
+	if err != nil {
+		return fmt.Errorf("BUG: cannot encode simulator credentials: %w", err)
+	}
+	app.Credentials[push.ChannelHMS] = hmsCred
 	app.UpdatedAt = time.Now().UTC()
 	if err := p.store.PutApp(ctx, app); err != nil {
 		return fmt.Errorf("cannot give the dev app simulator credentials: %w", err)
 	}
-	fmt.Fprintf(stdout, "gateway simulators: APNs %s (topic %s), FCM %s; delivered pushes: curl -sk %s/_stats\n",
-		a.URL(), simTopic, f.URL(), a.URL())
+	fmt.Fprintf(stdout, "gateway simulators: APNs %s (topic %s), FCM %s, HMS %s; delivered pushes: curl -sk %s/_stats\n",
+		a.URL(), simTopic, f.URL(), h.URL(), a.URL())
 	return nil
 }
