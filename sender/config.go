@@ -9,6 +9,7 @@ import (
 	"github.com/pushd/pushd/sender/apns"
 	"github.com/pushd/pushd/sender/fcm"
 	"github.com/pushd/pushd/sender/hms"
+	"github.com/pushd/pushd/sender/mi"
 )
 
 // Config configures the dispatcher and its pools.
@@ -47,6 +48,7 @@ type Config struct {
 	APNs apns.Config
 	FCM  fcm.Config
 	HMS  hms.Config
+	Mi   mi.Config
 
 	// Test hooks.
 	sleep   func(ctx context.Context, d time.Duration) error // backoff and rate waits
@@ -114,7 +116,10 @@ func (c Config) Validate() error {
 	if err := c.FCM.Validate(); err != nil {
 		return err
 	}
-	return c.HMS.Validate()
+	if err := c.HMS.Validate(); err != nil {
+		return err
+	}
+	return c.Mi.Validate()
 }
 
 // rate is the per-pool rate of (app, channel).

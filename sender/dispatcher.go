@@ -74,6 +74,7 @@ func New(cfg Config, apps AppSource, inv TokenInvalidator, log *zap.Logger, set 
 			push.ChannelAPNs: apnsDriver{cfg.APNs},
 			push.ChannelFCM:  fcmDriver{cfg.FCM},
 			push.ChannelHMS:  hmsDriver{cfg.HMS},
+			push.ChannelMi:   miDriver{cfg.Mi},
 		}
 	}
 	life, kill := context.WithCancel(context.Background())

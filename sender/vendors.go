@@ -2,6 +2,7 @@ package sender
 
 import (
 	"github.com/pushd/pushd/sender/hms"
+	"github.com/pushd/pushd/sender/mi"
 )
 
 // The vendor drivers (hybrid push). Each registered vendor is complete: auth, batching,
@@ -24,3 +25,20 @@ type hmsCreds struct {
 }
 
 func (h hmsCreds) newClient(route string) (client, error) { return h.NewClient(route, h.cfg) }
+
+type miDriver struct{ cfg mi.Config }
+
+func (m miDriver) load(raw []byte) (credentials, error) {
+	c, err := mi.Load(raw)
+	if err != nil {
+		return nil, err
+	}
+	return miCreds{c, m.cfg}, nil
+}
+
+type miCreds struct {
+	*mi.Credentials
+	cfg mi.Config
+}
+
+func (m miCreds) newClient(route string) (client, error) { return m.NewClient(route, m.cfg) }

@@ -13,11 +13,13 @@ import (
 	"github.com/pushd/pushd/loadtest/sim"
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/sender/hms"
+	"github.com/pushd/pushd/sender/mi"
 )
 
 // vendorEnv is a dispatcher whose vendor drivers talk to their simulators over TLS.
 type vendorEnv struct {
 	hms *sim.HMS
+	mi  *sim.Mi
 	*env
 }
 
@@ -28,11 +30,17 @@ func newVendorEnv(t *testing.T, tune func(*Config)) *vendorEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = hs.Close() })
-	e := &vendorEnv{hms: hs, env: &env{apps: &apps{}, inv: &invalidations{}, clock: &clock{t: time.Now()}, sl: &sleeps{}, set: metrics.NewSet()}}
+	ms, err := sim.NewMi(sim.MiConfig{Record: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ms.Close() })
+	e := &vendorEnv{hms: hs, mi: ms, env: &env{apps: &apps{}, inv: &invalidations{}, clock: &clock{t: time.Now()}, sl: &sleeps{}, set: metrics.NewSet()}}
 	cfg := Config{
 		Workers:     64,
 		IdleTimeout: time.Minute,
 		HMS:         hms.Config{Endpoint: hs.URL(), TokenURL: hs.TokenURL(), TLS: hs.ClientTLS()},
+		Mi:          mi.Config{Endpoint: ms.URL(), TLS: ms.ClientTLS()},
 		sleep:       e.sl.sleep,
 		now:         e.clock.now,
 	}
@@ -147,5 +155,62 @@ func TestSenderHMSRetryAndAuth(t *testing.T) {
 	}
 	if st := e.hms.Stats(); st.AuthTokens != 2 || st.ByReason["80200003"] != 1 {
 		t.Fatalf("auth tokens %d, 80200003 answers %d; want 2 and 1", st.AuthTokens, st.ByReason["80200003"])
+	}
+}
+
+// TestSenderMiProfiles: Xiaomi deliveries go out with their profile's secret and package, many
+// regIds per request; a missing profile fails with its name; a wrong secret stops the pool.
+func TestSenderMiProfiles(t *testing.T) {
+	e := newVendorEnv(t, nil)
+	creds, _ := json.Marshal(map[string]mi.ProfileJSON{
+		"_default": {AppSecret: e.mi.NewApp("com.a"), PackageName: "com.a"},
+		"beta":     {AppSecret: e.mi.NewApp("com.b"), PackageName: "com.b"},
+	})
+	e.apps.set(push.App{ID: "app1", Credentials: map[string]json.RawMessage{push.ChannelMi: creds}})
+	msg := &push.Message{Channel: push.ChannelMi, Body: []byte(`{"alert":"hi"}`)}
+	ds := make([]push.Delivery, 41)
+	for i := range ds {
+		profile := ""
+		if i%2 == 1 {
+			profile = "beta"
+		}
+		if i == 40 {
+			profile = "gamma"
+		}
+		ds[i] = push.Delivery{AppID: "app1", Message: msg, Target: push.Target{ObjectID: fmt.Sprint(i), Channel: push.ChannelMi, DeviceID: fmt.Sprintf("miReg%03d", i), Profile: profile}}
+	}
+	res := send(t, e.d, ds)
+	for i, r := range res[:40] {
+		if r.Outcome != push.OutcomeSent {
+			t.Fatalf("delivery %d: %+v", i, r)
+		}
+	}
+	if !strings.Contains(res[40].Reason, `"gamma" of vendor mi is not configured`) {
+		t.Fatalf("missing profile: %+v", res[40])
+	}
+	pkgOf := map[string]string{}
+	for _, s := range e.mi.Sent() {
+		for _, id := range strings.Split(s.Target, ",") {
+			pkgOf[id] = s.Project
+		}
+	}
+	for i := range 40 {
+		want := "com.a"
+		if i%2 == 1 {
+			want = "com.b"
+		}
+		if pkgOf[fmt.Sprintf("miReg%03d", i)] != want {
+			t.Fatalf("regId %d sent for %q, want %q", i, pkgOf[fmt.Sprintf("miReg%03d", i)], want)
+		}
+	}
+	if st := e.mi.Stats(); st.Accepted != 40 {
+		t.Fatalf("accepted %d, want 40", st.Accepted)
+	}
+
+	bad, _ := json.Marshal(map[string]mi.ProfileJSON{"_default": {AppSecret: "wrong", PackageName: "com.a"}})
+	e.apps.set(push.App{ID: "app2", Credentials: map[string]json.RawMessage{push.ChannelMi: bad}})
+	res = send(t, e.d, []push.Delivery{{AppID: "app2", Message: msg, Target: push.Target{Channel: push.ChannelMi, DeviceID: "x1"}}})
+	if res[0].Outcome != push.OutcomeFailed || !strings.HasPrefix(res[0].Reason, "credentials rejected: mi 21301") {
+		t.Fatalf("wrong secret: %+v", res[0])
 	}
 }

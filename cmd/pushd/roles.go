@@ -28,6 +28,7 @@ import (
 	"github.com/pushd/pushd/sender/apns"
 	"github.com/pushd/pushd/sender/fcm"
 	"github.com/pushd/pushd/sender/hms"
+	"github.com/pushd/pushd/sender/mi"
 	"github.com/pushd/pushd/store"
 	"github.com/pushd/pushd/store/cassandra"
 )
@@ -128,6 +129,7 @@ func dispatcher(p *parts) (*sender.Dispatcher, error) {
 	}
 	cfg.APNs.TLS, cfg.FCM.TLS, cfg.HMS.TLS = tlsCfg, tlsCfg, tlsCfg
 	cfg.HMS.Endpoint, cfg.HMS.TokenURL = p.cfg.HMSEndpoint, p.cfg.HMSTokenURL
+	cfg.Mi.TLS, cfg.Mi.Endpoint = tlsCfg, p.cfg.MiEndpoint
 	cfg.APNs.ProdEndpoint, cfg.APNs.DevEndpoint = p.cfg.APNsEndpoint, p.cfg.APNsEndpoint
 	cfg.FCM.Endpoint, cfg.FCM.TokenURL = p.cfg.FCMEndpoint, p.cfg.FCMTokenURL
 	if p.sims != nil {
@@ -137,6 +139,7 @@ func dispatcher(p *parts) (*sender.Dispatcher, error) {
 		cfg.FCM.Endpoint, cfg.FCM.TokenURL = p.sims.fcm.URL(), p.sims.fcm.TokenURL()
 		cfg.HMS.TLS = p.sims.hms.ClientTLS()
 		cfg.HMS.Endpoint, cfg.HMS.TokenURL = p.sims.hms.URL(), p.sims.hms.TokenURL()
+		cfg.Mi.TLS, cfg.Mi.Endpoint = p.sims.mi.ClientTLS(), p.sims.mi.URL()
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -230,8 +233,9 @@ func credentialValidators() map[string]api.CredentialValidator {
 		"fcm":  check(fcm.ParseCredentials),
 		// Vendors with a driver check their profiles' fields; the others only the shape.
 		push.ChannelHMS: check(hms.ParseCredentials),
+		push.ChannelMi:  check(mi.ParseCredentials),
 	}
-	for _, vendor := range []string{push.ChannelMi, push.ChannelMz, push.ChannelVivo, push.ChannelOppo} {
+	for _, vendor := range []string{push.ChannelMz, push.ChannelVivo, push.ChannelOppo} {
 		v[vendor] = check(pushapi.ParseHybridCredentials)
 	}
 	return v
@@ -256,6 +260,7 @@ type sims struct {
 	apns *sim.APNs
 	fcm  *sim.FCM
 	hms  *sim.HMS
+	mi   *sim.Mi
 }
 
 // Names the dev app's simulated credentials use.
@@ -285,10 +290,17 @@ func startSims(ctx context.Context, p *parts, g *service.Group, stdout io.Writer
 		_ = f.Close()
 		return fmt.Errorf("cannot start the HMS simulator on %s: %w", p.cfg.SimHMSAddr, err)
 	}
-	p.sims = &sims{apns: a, fcm: f, hms: h}
+	m, err := sim.NewMi(sim.MiConfig{Addr: p.cfg.SimMiAddr})
+	if err != nil {
+		_ = a.Close()
+		_ = f.Close()
+		_ = h.Close()
+		return fmt.Errorf("cannot start the Xiaomi simulator on %s: %w", p.cfg.SimMiAddr, err)
+	}
+	p.sims = &sims{apns: a, fcm: f, hms: h, mi: m}
 	g.Add("simulators", service.Func(func(ctx context.Context) error {
 		<-ctx.Done()
-		return errors.Join(a.Close(), f.Close(), h.Close())
+		return errors.Join(a.Close(), f.Close(), h.Close(), m.Close())
 	}))
 	p8, err := a.NewKey(simKeyID, simTeamID)
 	if err != nil {
@@ -319,11 +331,16 @@ func startSims(ctx context.Context, p *parts, g *service.Group, stdout io.Writer
 		return fmt.Errorf("BUG: cannot encode simulator credentials: %w", err)
 	}
 	app.Credentials[push.ChannelHMS] = hmsCred
+	miCred, err := json.Marshal(map[string]mi.ProfileJSON{push.DefaultProfile: {AppSecret: m.NewApp(simTopic), PackageName: simTopic}})
+	if err != nil {
+		return fmt.Errorf("BUG: cannot encode simulator credentials: %w", err)
+	}
+	app.Credentials[push.ChannelMi] = miCred
 	app.UpdatedAt = time.Now().UTC()
 	if err := p.store.PutApp(ctx, app); err != nil {
 		return fmt.Errorf("cannot give the dev app simulator credentials: %w", err)
 	}
-	fmt.Fprintf(stdout, "gateway simulators: APNs %s (topic %s), FCM %s, HMS %s; delivered pushes: curl -sk %s/_stats\n",
-		a.URL(), simTopic, f.URL(), h.URL(), a.URL())
+	fmt.Fprintf(stdout, "gateway simulators: APNs %s (topic %s), FCM %s, HMS %s, Xiaomi %s; delivered pushes: curl -sk %s/_stats\n",
+		a.URL(), simTopic, f.URL(), h.URL(), m.URL(), a.URL())
 	return nil
 }

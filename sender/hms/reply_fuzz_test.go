@@ -76,4 +76,3 @@ func TestHMSCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
