@@ -48,10 +48,10 @@ func Load(raw []byte) (*Credentials, error) {
 func parseProfile(raw []byte) (ProfileJSON, error) {
 	var j ProfileJSON
 	if err := json.Unmarshal(raw, &j); err != nil {
-		return j, errors.New("it must be a JSON object with appId and appSecret")
+		return j, errors.New("it must be a JSON object with appId and the app secret")
 	}
 	if j.AppID == "" || j.AppSecret == "" {
-		return j, errors.New("appId and appSecret are required")
+		return j, errors.New("appId and the app secret are required")
 	}
 	for _, c := range j.AppID {
 		if c < '0' || c > '9' {

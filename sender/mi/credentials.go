@@ -46,10 +46,10 @@ func Load(raw []byte) (*Credentials, error) {
 func parseProfile(raw []byte) (ProfileJSON, error) {
 	var j ProfileJSON
 	if err := json.Unmarshal(raw, &j); err != nil {
-		return j, errors.New("it must be a JSON object with appSecret and packageName")
+		return j, errors.New("it must be a JSON object with the app secret and packageName")
 	}
 	if j.AppSecret == "" || j.PackageName == "" {
-		return j, errors.New("appSecret and packageName are required")
+		return j, errors.New("the app secret and packageName are required")
 	}
 	if strings.ContainsAny(j.PackageName, ", ") {
 		return j, errors.New("packageName must be one package name")
