@@ -9,6 +9,8 @@ import (
 
 	"github.com/pushd/pushd/sender/apns"
 	"github.com/pushd/pushd/sender/fcm"
+	"github.com/pushd/pushd/sender/hms"
+	"github.com/pushd/pushd/sender/mi"
 )
 
 // Config configures the dispatcher and its pools.
@@ -53,6 +55,8 @@ type Config struct {
 
 	APNs apns.Config
 	FCM  fcm.Config
+	HMS  hms.Config
+	Mi   mi.Config
 
 	// Test hooks.
 	sleep   func(ctx context.Context, d time.Duration) error // backoff and rate waits
@@ -133,7 +137,13 @@ func (c Config) Validate() error {
 	if err := c.APNs.Validate(); err != nil {
 		return err
 	}
-	return c.FCM.Validate()
+	if err := c.FCM.Validate(); err != nil {
+		return err
+	}
+	if err := c.HMS.Validate(); err != nil {
+		return err
+	}
+	return c.Mi.Validate()
 }
 
 // rate is the per-pool rate of (app, channel).

@@ -73,6 +73,8 @@ func New(cfg Config, apps AppSource, inv TokenInvalidator, log *zap.Logger, set 
 		drivers = map[string]driver{
 			push.ChannelAPNs: apnsDriver{cfg.APNs},
 			push.ChannelFCM:  fcmDriver{cfg.FCM},
+			push.ChannelHMS:  hmsDriver{cfg.HMS},
+			push.ChannelMi:   miDriver{cfg.Mi},
 		}
 	}
 	life, kill := context.WithCancel(context.Background())

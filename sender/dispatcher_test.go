@@ -216,12 +216,12 @@ func TestSenderDispatchOutcomes(t *testing.T) {
 	expired := apnsDelivery("app1", 3)
 	expired.Message = &push.Message{Channel: push.ChannelAPNs, Body: expired.Message.Body, Expiration: e.clock.now().Add(-time.Second)}
 	direct := push.Delivery{AppID: "app1", Message: &push.Message{}, Target: push.Target{Channel: push.ChannelDirect, DeviceID: "x"}}
-	hms := push.Delivery{AppID: "app1", Message: &push.Message{}, Target: push.Target{Channel: push.ChannelHMS, DeviceID: "x"}}
+	vivo := push.Delivery{AppID: "app1", Message: &push.Message{}, Target: push.Target{Channel: push.ChannelVivo, DeviceID: "x"}}
 	noApp := apnsDelivery("ghost", 4)
 	ds := []push.Delivery{
 		apnsDelivery("app1", 0), apnsDelivery("app1", 1), apnsDelivery("app1", 2), expired,
 		fcmDelivery("app1", 0), fcmDelivery("app1", 1), fcmDelivery("app1", 2),
-		direct, hms, noApp,
+		direct, vivo, noApp,
 	}
 	res := send(t, e.d, ds)
 	want := []push.Result{
@@ -233,7 +233,7 @@ func TestSenderDispatchOutcomes(t *testing.T) {
 		{Outcome: push.OutcomeInvalidToken, Reason: "UNREGISTERED"},
 		{Outcome: push.OutcomeInvalidToken, Reason: "INVALID_ARGUMENT"},
 		{Outcome: push.OutcomeFailed, Reason: "channel direct not available"},
-		{Outcome: push.OutcomeFailed, Reason: "channel hms not available"},
+		{Outcome: push.OutcomeFailed, Reason: "channel vivo not available"},
 		{Outcome: push.OutcomeFailed, Reason: "app not found"},
 	}
 	for i := range want {

@@ -389,8 +389,12 @@ func TestServeCredentialUploadsAreValidated(t *testing.T) {
 		{"apns", string(good), true},
 		{"apns", `{"teams":[{"teamId":"T","keyId":"K","p8":"not a key"}]}`, false},
 		{"fcm", `{"type":"service_account"}`, false},
-		{"mi", `{"_default":{"appSecret":"s"}}`, true},
+		{"mi", `{"_default":{"appSecret":"s","packageName":"com.example"}}`, true},
+		{"mi", `{"_default":{"appSecret":"s"}}`, false}, // a vendor with a driver checks its fields
 		{"mi", `{"_default":{}}`, false},
+		{"hms", `{"_default":{"appId":"104455667","appSecret":"s"},"beta":{"appId":"2","appSecret":"t"}}`, true},
+		{"hms", `{"_default":{"appId":"not numeric","appSecret":"s"}}`, false},
+		{"vivo", `{"_default":{"appId":"1"}}`, true},
 		{"windows", `{}`, false},
 	}
 	for _, c := range cases {

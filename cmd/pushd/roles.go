@@ -27,6 +27,8 @@ import (
 	"github.com/pushd/pushd/sender"
 	"github.com/pushd/pushd/sender/apns"
 	"github.com/pushd/pushd/sender/fcm"
+	"github.com/pushd/pushd/sender/hms"
+	"github.com/pushd/pushd/sender/mi"
 	"github.com/pushd/pushd/store"
 	"github.com/pushd/pushd/store/cassandra"
 )
@@ -131,7 +133,9 @@ func dispatcher(p *parts) (*sender.Dispatcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.APNs.TLS, cfg.FCM.TLS = tlsCfg, tlsCfg
+	cfg.APNs.TLS, cfg.FCM.TLS, cfg.HMS.TLS = tlsCfg, tlsCfg, tlsCfg
+	cfg.HMS.Endpoint, cfg.HMS.TokenURL = p.cfg.HMSEndpoint, p.cfg.HMSTokenURL
+	cfg.Mi.TLS, cfg.Mi.Endpoint = tlsCfg, p.cfg.MiEndpoint
 	cfg.APNs.ProdEndpoint, cfg.APNs.DevEndpoint = p.cfg.APNsEndpoint, p.cfg.APNsEndpoint
 	cfg.FCM.Endpoint, cfg.FCM.TokenURL = p.cfg.FCMEndpoint, p.cfg.FCMTokenURL
 	if p.sims != nil {
@@ -139,6 +143,9 @@ func dispatcher(p *parts) (*sender.Dispatcher, error) {
 		cfg.FCM.TLS = p.sims.fcm.ClientTLS()
 		cfg.APNs.ProdEndpoint, cfg.APNs.DevEndpoint = p.sims.apns.URL(), p.sims.apns.URL()
 		cfg.FCM.Endpoint, cfg.FCM.TokenURL = p.sims.fcm.URL(), p.sims.fcm.TokenURL()
+		cfg.HMS.TLS = p.sims.hms.ClientTLS()
+		cfg.HMS.Endpoint, cfg.HMS.TokenURL = p.sims.hms.URL(), p.sims.hms.TokenURL()
+		cfg.Mi.TLS, cfg.Mi.Endpoint = p.sims.mi.ClientTLS(), p.sims.mi.URL()
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -245,8 +252,11 @@ func credentialValidators() map[string]api.CredentialValidator {
 	v := map[string]api.CredentialValidator{
 		"apns": check(apns.ParseCredentials),
 		"fcm":  check(fcm.ParseCredentials),
+		// Vendors with a driver check their profiles' fields; the others only the shape.
+		push.ChannelHMS: check(hms.ParseCredentials),
+		push.ChannelMi:  check(mi.ParseCredentials),
 	}
-	for _, vendor := range []string{push.ChannelMi, push.ChannelHMS, push.ChannelMz, push.ChannelVivo, push.ChannelOppo, push.ChannelHonor} {
+	for _, vendor := range []string{push.ChannelMz, push.ChannelVivo, push.ChannelOppo, push.ChannelHonor} {
 		v[vendor] = check(pushapi.ParseHybridCredentials)
 	}
 	return v
@@ -270,6 +280,8 @@ func registerPush(p *parts, srv *api.Server, set *metrics.Set) {
 type sims struct {
 	apns *sim.APNs
 	fcm  *sim.FCM
+	hms  *sim.HMS
+	mi   *sim.Mi
 }
 
 // Names the dev app's simulated credentials use.
@@ -278,6 +290,7 @@ const (
 	simTeamID  = "DEVTEAM001"
 	simTopic   = "com.example.pushd"
 	simProject = "pushd-dev"
+	simHMSApp  = "10086001"
 )
 
 // startSims starts the simulators, gives the dev app credentials they trust (new keys each
@@ -292,10 +305,23 @@ func startSims(ctx context.Context, p *parts, g *service.Group, stdout io.Writer
 		_ = a.Close()
 		return fmt.Errorf("cannot start the FCM simulator on %s: %w", p.cfg.SimFCMAddr, err)
 	}
-	p.sims = &sims{apns: a, fcm: f}
+	h, err := sim.NewHMS(sim.HMSConfig{Addr: p.cfg.SimHMSAddr})
+	if err != nil {
+		_ = a.Close()
+		_ = f.Close()
+		return fmt.Errorf("cannot start the HMS simulator on %s: %w", p.cfg.SimHMSAddr, err)
+	}
+	m, err := sim.NewMi(sim.MiConfig{Addr: p.cfg.SimMiAddr})
+	if err != nil {
+		_ = a.Close()
+		_ = f.Close()
+		_ = h.Close()
+		return fmt.Errorf("cannot start the Xiaomi simulator on %s: %w", p.cfg.SimMiAddr, err)
+	}
+	p.sims = &sims{apns: a, fcm: f, hms: h, mi: m}
 	g.Add("simulators", service.Func(func(ctx context.Context) error {
 		<-ctx.Done()
-		return errors.Join(a.Close(), f.Close())
+		return errors.Join(a.Close(), f.Close(), h.Close(), m.Close())
 	}))
 	p8, err := a.NewKey(simKeyID, simTeamID)
 	if err != nil {
@@ -321,11 +347,21 @@ func startSims(ctx context.Context, p *parts, g *service.Group, stdout io.Writer
 	}
 	app.Credentials["apns"] = apnsCred
 	app.Credentials["fcm"] = fcmCred
+	hmsCred, err := json.Marshal(map[string]hms.ProfileJSON{push.DefaultProfile: {AppID: simHMSApp, AppSecret: h.NewApp(simHMSApp)}})
+	if err != nil {
+		return fmt.Errorf("BUG: cannot encode simulator credentials: %w", err)
+	}
+	app.Credentials[push.ChannelHMS] = hmsCred
+	miCred, err := json.Marshal(map[string]mi.ProfileJSON{push.DefaultProfile: {AppSecret: m.NewApp(simTopic), PackageName: simTopic}})
+	if err != nil {
+		return fmt.Errorf("BUG: cannot encode simulator credentials: %w", err)
+	}
+	app.Credentials[push.ChannelMi] = miCred
 	app.UpdatedAt = time.Now().UTC()
 	if err := p.store.PutApp(ctx, app); err != nil {
 		return fmt.Errorf("cannot give the dev app simulator credentials: %w", err)
 	}
-	fmt.Fprintf(stdout, "gateway simulators: APNs %s (topic %s), FCM %s; delivered pushes: curl -sk %s/_stats\n",
-		a.URL(), simTopic, f.URL(), a.URL())
+	fmt.Fprintf(stdout, "gateway simulators: APNs %s (topic %s), FCM %s, HMS %s, Xiaomi %s; delivered pushes: curl -sk %s/_stats\n",
+		a.URL(), simTopic, f.URL(), h.URL(), m.URL(), a.URL())
 	return nil
 }

@@ -1,0 +1,71 @@
+package e2e
+
+import (
+	"crypto/tls"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var (
+	hmsSimLine = regexp.MustCompile(`HMS (https://127\.0\.0\.1:\d+),`)
+	miSimLine  = regexp.MustCompile(`Xiaomi (https://127\.0\.0\.1:\d+);`)
+)
+
+// A hybrid installation (vendor, registrationId) of the dev app gets a query push through the
+// in-process HMS and Xiaomi simulators of `pushd serve --dev --sim` (`make run`); a hybrid device whose
+// deviceProfile the app has not configured fails with a reason naming it (decisions Push 7).
+func TestE2EHybridPushThroughServe(t *testing.T) {
+	data := t.TempDir()
+	p := startPushd(t, data, "--dev", "--sim", "--sim-apns-addr", "127.0.0.1:0", "--sim-fcm-addr", "127.0.0.1:0", "--sim-hms-addr", "127.0.0.1:0", "--sim-mi-addr", "127.0.0.1:0")
+	line := p.waitOutput(regexp.MustCompile(`gateway simulators: .*`), startTimeout)
+	m, mm := hmsSimLine.FindStringSubmatch(line), miSimLine.FindStringSubmatch(line)
+	if m == nil || mm == nil {
+		t.Fatalf("no HMS or Xiaomi simulator in the start-up line %q", line)
+	}
+	stats := newSimClient(m[1], &tls.Config{InsecureSkipVerify: true})    //nolint:gosec // loopback test simulator
+	miStats := newSimClient(mm[1], &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // loopback test simulator
+
+	b, err := os.ReadFile(filepath.Join(data, "dev-app.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys struct{ AppID, AppKey, MasterKey string }
+	if err := json.Unmarshal(b, &keys); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(p.base, keys.AppID, keys.AppKey, keys.MasterKey)
+	for _, inst := range []map[string]any{
+		{"deviceType": "android", "installationId": "a0a0a0a0-0000-4000-8000-000000000001", "vendor": "HMS", "registrationId": "IQAAAACy0hybridA", "channels": []string{"deals"}},
+		{"deviceType": "android", "installationId": "a0a0a0a0-0000-4000-8000-000000000003", "vendor": "mi", "registrationId": "fakeMiRegIdC", "channels": []string{"deals"}},
+		{"deviceType": "android", "installationId": "a0a0a0a0-0000-4000-8000-000000000002", "vendor": "hms", "registrationId": "IQAAAACy0hybridB", "deviceProfile": "beta", "channels": []string{"deals"}},
+	} {
+		status, body, err := c.call("POST", "/1.1/installations", false, inst)
+		if err != nil || status != http.StatusCreated {
+			t.Fatalf("create installation: %d %s: %v", status, body, err)
+		}
+	}
+	oid := c.push(t, map[string]any{"data": map[string]any{"alert": "Half price today", "title": "Deals"}, "channels": []string{"deals"}})
+	rec := c.waitDone(t, oid)
+	if rec.Devices != 3 || rec.Successes != 2 || rec.Failures != 1 {
+		t.Errorf("record %+v: want devices 3, successes 2, failures 1", rec)
+	}
+	want := `hybrid push configuration "beta" of vendor hms is not configured for this app`
+	if len(rec.Errors) != 1 || !strings.Contains(rec.Errors[0], want) {
+		t.Errorf("record errors %q, want %q", rec.Errors, want)
+	}
+	st := stats.mustGet(t, true)
+	if st.PerToken["IQAAAACy0hybridA"] != 1 || st.Accepted != 1 {
+		t.Errorf("HMS simulator: accepted %d, per token %v: want one push to the _default device", st.Accepted, st.PerToken)
+	}
+	if st := miStats.mustGet(t, true); st.PerToken["fakeMiRegIdC"] != 1 || st.Accepted != 1 {
+		t.Errorf("Xiaomi simulator: accepted %d, per token %v: want one push to the mi device", st.Accepted, st.PerToken)
+	}
+	if err := p.stop(stopTimeout); err != nil {
+		t.Errorf("pushd exit after SIGTERM: %v", err)
+	}
+}

@@ -1,0 +1,306 @@
+package sim
+
+import (
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+)
+
+// Xiaomi codes: 0 and 21301 are confirmed (gateways.md §4.3); the rest of Xiaomi's table is
+// not, so the simulator's parameter and quota codes are configurable.
+const (
+	MiOK            = 0
+	MiInvalidSecret = 21301
+	// MiDefaultParamCode and MiDefaultQuotaCode are this simulator's defaults [unconfirmed].
+	MiDefaultParamCode = 10017
+	MiDefaultQuotaCode = 200001
+	miMaxRegIDs        = 1000
+	miMaxPayload       = 4096
+)
+
+// MiConfig configures a Xiaomi push simulator (/v3/message/regid and /v2/message/regid).
+type MiConfig struct {
+	Addr string // listen address; default 127.0.0.1:0
+	// DayQuota > 0 caps the accepted targets per app per simulated day; beyond it the answer
+	// is QuotaCode with data.day_quota.
+	DayQuota  int64
+	ParamCode int // code of request validation errors (default MiDefaultParamCode)
+	QuotaCode int // code of an exhausted day quota (default MiDefaultQuotaCode)
+	Record    int
+	// NoTokenStats turns off Stats.PerToken.
+	NoTokenStats bool
+	Now          func() time.Time
+
+	Knobs
+}
+
+// Mi is a running Xiaomi push simulator.
+type Mi struct {
+	cfg    MiConfig
+	now    func() time.Time
+	srv    *tlsServer
+	faults *faults
+	rec    *recorder
+	seq    atomic.Uint64
+
+	mu      sync.Mutex
+	apps    map[string]*miApp // secret → app
+	invalid map[string]bool
+}
+
+type miApp struct {
+	packages map[string]bool
+	day      string
+	used     int64
+}
+
+// NewMi starts a Xiaomi simulator serving HTTP/2 and HTTP/1.1 over TLS.
+func NewMi(cfg MiConfig) (*Mi, error) {
+	if cfg.ErrorRate < 0 || cfg.ErrorRate > 1 || cfg.InvalidTokenRate < 0 || cfg.InvalidTokenRate > 1 || cfg.DayQuota < 0 || cfg.Record < 0 {
+		return nil, errors.New("invalid Mi simulator config: rates within [0, 1], nothing negative")
+	}
+	if cfg.ParamCode == 0 {
+		cfg.ParamCode = MiDefaultParamCode
+	}
+	if cfg.QuotaCode == 0 {
+		cfg.QuotaCode = MiDefaultQuotaCode
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Mi{cfg: cfg, now: cfg.Now, faults: newFaults(cfg.Knobs), rec: newRecorder(cfg.NoTokenStats, cfg.Record, &outage{now: cfg.Now}),
+		apps: map[string]*miApp{}, invalid: map[string]bool{}}
+	srv, err := startServer(serverOptions{addr: cfg.Addr, handler: s, http1: true, maxStreams: 1000})
+	if err != nil {
+		return nil, fmt.Errorf("cannot start Mi simulator: %w", err)
+	}
+	s.srv = srv
+	return s, nil
+}
+
+// URL is the base URL; sends go to URL()+"/v3/message/regid".
+func (s *Mi) URL() string { return s.srv.url() }
+
+// ClientTLS trusts the simulator's certificate.
+func (s *Mi) ClientTLS() *tls.Config { return s.srv.clientTLS() }
+
+// CertPEM is the simulator's self-signed certificate.
+func (s *Mi) CertPEM() []byte { return s.srv.certPEM }
+
+// Close stops serving.
+func (s *Mi) Close() error { return s.srv.close() }
+
+// Stats returns the counters since start or the last Reset.
+func (s *Mi) Stats() Stats { return s.rec.snapshot(true) }
+
+// Sent returns the recorded accepted requests.
+func (s *Mi) Sent() []Sent { return s.rec.recorded() }
+
+// Reset zeroes counters, recorded requests and day quotas.
+func (s *Mi) Reset() {
+	s.rec.reset()
+	s.mu.Lock()
+	for _, a := range s.apps {
+		a.used = 0
+	}
+	s.mu.Unlock()
+}
+
+// NewApp makes and trusts an app secret for the given package names.
+func (s *Mi) NewApp(packages ...string) (secret string) {
+	var b [18]byte
+	_, _ = rand.Read(b[:])
+	secret = hex.EncodeToString(b[:]) + "=="
+	a := &miApp{packages: map[string]bool{}}
+	for _, p := range packages {
+		a.packages[p] = true
+	}
+	s.mu.Lock()
+	s.apps[secret] = a
+	s.mu.Unlock()
+	return secret
+}
+
+// MarkInvalid makes a regId invalid: Xiaomi accepts it silently and never delivers it.
+func (s *Mi) MarkInvalid(regID string) {
+	s.mu.Lock()
+	s.invalid[regID] = true
+	s.mu.Unlock()
+}
+
+// Inject scripts the answer to the next n send requests: Reason is a Xiaomi code (HTTP 200,
+// result "error"); an empty Reason answers the bare HTTP Status.
+func (s *Mi) Inject(n int, f Fault) { s.faults.inject(n, f) }
+
+type miReply struct {
+	Result      string         `json:"result"`
+	Code        int            `json:"code"`
+	TraceID     string         `json:"trace_id"`
+	Data        map[string]any `json:"data,omitempty"`
+	Reason      string         `json:"reason,omitempty"`
+	Description string         `json:"description,omitempty"`
+	Info        string         `json:"info,omitempty"`
+}
+
+func (s *Mi) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/_") && s.rec.serveControl(w, r, s.Reset) {
+		return
+	}
+	if (r.URL.Path != "/v3/message/regid" && r.URL.Path != "/v2/message/regid") || r.Method != http.MethodPost {
+		w.WriteHeader(http.StatusNotFound)
+		s.rec.answer(http.StatusNotFound, "404")
+		return
+	}
+	if !s.faults.wait(r.Context(), s.now()) {
+		return
+	}
+	if f, ok := s.faults.take(); ok {
+		if code, err := strconv.Atoi(f.Reason); err == nil {
+			s.fail(w, code, "injected fault")
+		} else {
+			if f.RetryAfter > 0 {
+				w.Header().Set("Retry-After", strconv.Itoa(int((f.RetryAfter+time.Second-1)/time.Second)))
+			}
+			w.WriteHeader(f.Status)
+			s.rec.answer(f.Status, strconv.Itoa(f.Status))
+		}
+		return
+	}
+	secret, ok := strings.CutPrefix(headerValue(r.Header, "Authorization"), "key=")
+	s.mu.Lock()
+	app := s.apps[secret]
+	s.mu.Unlock()
+	if !ok || app == nil {
+		s.fail(w, MiInvalidSecret, "Invalid application secret.")
+		return
+	}
+	body, tooLarge, err := readSmall(r.Body, 1<<20)
+	if err != nil {
+		return
+	}
+	form, err := url.ParseQuery(string(body))
+	if tooLarge || err != nil || !strings.HasPrefix(headerValue(r.Header, "Content-Type"), "application/x-www-form-urlencoded") {
+		s.fail(w, s.cfg.ParamCode, "Invalid form body.")
+		return
+	}
+	pkgs := form.Get("restricted_package_name")
+	for _, p := range strings.Split(pkgs, ",") {
+		if !app.packages[p] {
+			s.fail(w, s.cfg.ParamCode, "restricted_package_name does not belong to this app.")
+			return
+		}
+	}
+	ids := strings.Split(form.Get("registration_id"), ",")
+	if form.Get("registration_id") == "" || len(ids) > miMaxRegIDs {
+		s.fail(w, s.cfg.ParamCode, "registration_id must hold 1 to 1000 regIds.")
+		return
+	}
+	if msg := s.validate(form); msg != "" {
+		s.fail(w, s.cfg.ParamCode, msg)
+		return
+	}
+	var good []string
+	s.mu.Lock()
+	for _, id := range ids {
+		if validVendorToken(id) && !s.invalid[id] && !IsDeadToken(id, s.cfg.InvalidTokenRate, s.cfg.Seed) {
+			good = append(good, id)
+		}
+	}
+	quotaLeft := int64(-1)
+	if s.cfg.DayQuota > 0 {
+		day := s.now().UTC().Format(time.DateOnly)
+		if app.day != day {
+			app.day, app.used = day, 0
+		}
+		if app.used+int64(len(ids)) > s.cfg.DayQuota {
+			s.mu.Unlock()
+			s.failData(w, s.cfg.QuotaCode, "Daily quota exceeded.", map[string]any{"day_quota": strconv.FormatInt(s.cfg.DayQuota, 10)})
+			return
+		}
+		app.used += int64(len(ids))
+		quotaLeft = s.cfg.DayQuota - app.used
+	}
+	s.mu.Unlock()
+	id := fmt.Sprintf("scm%013d%06d", s.now().UnixMilli(), s.seq.Add(1)%1000000)
+	data := map[string]any{"id": id}
+	if quotaLeft >= 0 {
+		data["day_quota"] = strconv.FormatInt(s.cfg.DayQuota, 10)
+		data["day_acked"] = strconv.FormatInt(s.cfg.DayQuota-quotaLeft, 10)
+	}
+	writeJSON(w, http.StatusOK, miReply{Result: "ok", Code: MiOK, TraceID: s.trace(), Data: data, Description: "成功",
+		Info: "Received push messages for " + strconv.Itoa(len(ids)) + " REGID"})
+	s.rec.acceptedMany(good, "0", func() Sent {
+		return Sent{Target: strings.Join(good, ","), Project: pkgs, Body: append(json.RawMessage(nil), body...)}
+	})
+}
+
+// validate checks the message fields (gateways.md §4.2); "" when they are fine.
+func (s *Mi) validate(f url.Values) string {
+	switch f.Get("pass_through") {
+	case "", "0":
+		title, desc := f.Get("title"), f.Get("description")
+		if strings.TrimSpace(title) == "" || utf8.RuneCountInString(title) >= 50 {
+			return "title must be 1 to 49 characters, not blank."
+		}
+		if strings.TrimSpace(desc) == "" || utf8.RuneCountInString(desc) >= 128 {
+			return "description must be 1 to 127 characters."
+		}
+	case "1":
+		if f.Get("payload") == "" {
+			return "payload is required for pass-through messages."
+		}
+	default:
+		return "pass_through must be 0 or 1."
+	}
+	if len(f.Get("payload")) >= miMaxPayload {
+		return "payload must be under 4 KB."
+	}
+	if v := f.Get("time_to_live"); v != "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 0 || n > 14*24*3600*1000 {
+			return "time_to_live must be 0 to 2 weeks in milliseconds."
+		}
+	}
+	if v := f.Get("notify_id"); v != "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 0 || n > 2147483647 {
+			return "notify_id out of range."
+		}
+	}
+	custom := 0
+	for k := range f {
+		if name, ok := strings.CutPrefix(k, "extra."); ok {
+			switch name {
+			case "notify_effect", "channel_id", "channel_name", "notify_foreground", "sound_uri", "ticker", "jobkey",
+				"only_send_once", "flow_control", "callback", "callback.param", "callback.type", "locale", "model", "app_version", "connpt", "intent_uri", "web_uri":
+			default:
+				custom++
+			}
+			if len(f.Get(k)) > 1024 {
+				return "extra values must be at most 1024 characters."
+			}
+		}
+	}
+	if custom > 10 {
+		return "at most 10 custom extra pairs."
+	}
+	return ""
+}
+
+func (s *Mi) trace() string { return fmt.Sprintf("Xcm%013d", s.seq.Add(1)) }
+
+func (s *Mi) fail(w http.ResponseWriter, code int, reason string) { s.failData(w, code, reason, nil) }
+
+func (s *Mi) failData(w http.ResponseWriter, code int, reason string, data map[string]any) {
+	writeJSON(w, http.StatusOK, miReply{Result: "error", Code: code, TraceID: s.trace(), Reason: reason, Data: data})
+	s.rec.answer(http.StatusOK, strconv.Itoa(code))
+}

@@ -1,0 +1,138 @@
+package hms
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/pushd/pushd/push/render"
+)
+
+// maxTTL is HMS's longest android.ttl, 15 days (gateways.md §3.4).
+const maxTTL = 15 * 24 * time.Hour
+
+// message is the HMS message without its tokens (rendered once per request).
+type message struct {
+	Data    string  `json:"data,omitempty"`
+	Android android `json:"android"`
+}
+
+type android struct {
+	Urgency        string        `json:"urgency"`
+	TTL            string        `json:"ttl,omitempty"`
+	TargetUserType *int          `json:"target_user_type,omitempty"`
+	Notification   *notification `json:"notification,omitempty"`
+}
+
+type notification struct {
+	Title       string      `json:"title"`
+	Body        string      `json:"body"`
+	ChannelID   string      `json:"channel_id,omitempty"`
+	ClickAction clickAction `json:"click_action"`
+}
+
+type clickAction struct {
+	Type int `json:"type"` // 3: open the app
+}
+
+// params are the keys of data.hms taken as HMS fields (render.VendorParams).
+type params struct {
+	TargetUserType *int `json:"target_user_type"`
+}
+
+var errBadBody = errors.New("hms message body is not a vendor body")
+
+// buildMessage maps a rendered VendorBody to the HMS message. A notification shows title
+// (the alert when the push has none: HMS requires one) and body, and opens the app; custom
+// attributes go to message.data as a JSON string. A silent push is a data message whose
+// data holds alert, title and the custom attributes. ttl is the push's remaining lifetime
+// (at most 15 days); target_user_type comes from data.hms (1: test user).
+func buildMessage(body []byte, exp, now time.Time) (message, error) {
+	var vb render.VendorBody
+	if err := json.Unmarshal(body, &vb); err != nil {
+		return message{}, errBadBody
+	}
+	m := message{Android: android{Urgency: "NORMAL"}}
+	if !exp.IsZero() {
+		m.Android.TTL = ttl(exp.Sub(now))
+	}
+	if len(vb.Params) > 0 {
+		var p params
+		if err := json.Unmarshal(vb.Params, &p); err != nil || (p.TargetUserType != nil && *p.TargetUserType != 0 && *p.TargetUserType != 1) {
+			return message{}, errors.New("data.hms target_user_type must be 0 or 1")
+		}
+		m.Android.TargetUserType = p.TargetUserType
+	}
+	if vb.Silent {
+		d, err := silentData(&vb)
+		if err != nil {
+			return message{}, err
+		}
+		m.Data = d
+		return m, nil
+	}
+	title := vb.Title
+	if title == "" {
+		title = vb.Alert
+	}
+	m.Android.Notification = &notification{Title: title, Body: vb.Alert, ChannelID: vb.NotificationChannel, ClickAction: clickAction{Type: 3}}
+	if len(vb.Custom) > 0 {
+		var c bytes.Buffer
+		if err := json.Compact(&c, vb.Custom); err != nil {
+			return message{}, errBadBody
+		}
+		m.Data = c.String()
+	}
+	return m, nil
+}
+
+// silentData is the data string of a pass-through message: alert, title and the custom
+// attributes in one JSON object.
+func silentData(vb *render.VendorBody) (string, error) {
+	obj := map[string]json.RawMessage{}
+	if len(vb.Custom) > 0 {
+		if err := json.Unmarshal(vb.Custom, &obj); err != nil {
+			return "", errBadBody
+		}
+	}
+	a, _ := json.Marshal(vb.Alert)
+	obj["alert"] = a
+	if vb.Title != "" {
+		t, _ := json.Marshal(vb.Title)
+		obj["title"] = t
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return "", errBadBody
+	}
+	return string(b), nil
+}
+
+// ttl formats a remaining lifetime as HMS's "<seconds>s", rounded up, within 1 s..15 days.
+func ttl(d time.Duration) string {
+	d = min(d, maxTTL)
+	secs := max(int64(math.Ceil(d.Seconds())), 1)
+	return strconv.FormatInt(secs, 10) + "s"
+}
+
+// appendRequest appends {"validate_only":false,"message":{"token":[…],<m's members>}}.
+func appendRequest(dst []byte, m *message, tokens []string) ([]byte, error) {
+	mb, err := json.Marshal(m)
+	if err != nil {
+		return dst, err
+	}
+	dst = append(dst, `{"validate_only":false,"message":{"token":`...)
+	tb, err := json.Marshal(tokens)
+	if err != nil {
+		return dst, err
+	}
+	dst = append(dst, tb...)
+	if len(mb) > 2 {
+		dst = append(dst, ',')
+		dst = append(dst, mb[1:len(mb)-1]...)
+	}
+	return append(dst, "}}"...), nil
+}

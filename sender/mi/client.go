@@ -1,0 +1,101 @@
+package mi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/sender/gateway"
+	"github.com/pushd/pushd/sender/vendor"
+)
+
+// Client delivers to Xiaomi for one profile of an app. Safe for concurrent use.
+type Client struct {
+	url   string
+	authz string
+	pkg   string
+	hc    *http.Client
+	batch *vendor.Batcher
+	now   func() time.Time
+}
+
+// NewClient builds the client of a route returned by Route. It does not connect.
+func (c *Credentials) NewClient(route string, cfg Config) (*Client, error) {
+	p, err := c.Get(route)
+	if err != nil {
+		return nil, err
+	}
+	cfg = cfg.WithDefaults()
+	endpoint := Hosts[p.Region]
+	if cfg.Endpoint != "" {
+		endpoint = cfg.Endpoint
+	}
+	if p.Endpoint != "" {
+		endpoint = p.Endpoint
+	}
+	cl := &Client{
+		url:   strings.TrimSuffix(endpoint, "/") + "/v3/message/regid",
+		authz: "key=" + p.AppSecret,
+		pkg:   p.PackageName,
+		hc:    vendor.NewHTTPClient(cfg.ConnConfig, cfg.TLS),
+		now:   time.Now,
+	}
+	cl.batch = vendor.NewBatcher(cfg.BatchSize, cfg.Concurrency, cl.sendBatch)
+	return cl, nil
+}
+
+// Requests and Targets count the send requests made and the regIds they carried.
+func (cl *Client) Requests() int64 { return cl.batch.Requests() }
+func (cl *Client) Targets() int64  { return cl.batch.Targets() }
+
+// Close closes idle connections; call it once no Send is running.
+func (cl *Client) Close() { cl.hc.CloseIdleConnections() }
+
+// Send makes one attempt to deliver d, in a request shared with other deliveries of its message.
+func (cl *Client) Send(ctx context.Context, d *push.Delivery) gateway.Reply {
+	return cl.batch.Send(ctx, d)
+}
+
+var formContentType = []string{"application/x-www-form-urlencoded;charset=UTF-8"}
+
+func (cl *Client) sendBatch(ctx context.Context, msg *push.Message, ds []*push.Delivery, out []gateway.Reply) {
+	f, err := fields(msg.Body, cl.pkg, msg.Expiration, cl.now())
+	if err != nil {
+		fill(out, gateway.Reply{Kind: gateway.KindFailed, Reason: err.Error()})
+		return
+	}
+	ids := make([]string, len(ds))
+	for i, d := range ds {
+		ids[i] = d.Target.DeviceID
+	}
+	f.Set("registration_id", strings.Join(ids, ","))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cl.url, strings.NewReader(f.Encode()))
+	if err != nil {
+		fill(out, gateway.Reply{Kind: gateway.KindFailed, Reason: "bad mi endpoint"})
+		return
+	}
+	req.Header = http.Header{"Authorization": {cl.authz}, "Content-Type": formContentType}
+	res, err := cl.hc.Do(req)
+	if err != nil {
+		fill(out, gateway.TransportReply(err, "mi", "cannot reach mi"))
+		return
+	}
+	defer vendor.DrainClose(res.Body)
+	data, err := vendor.ReadReply(res.Body)
+	if err != nil {
+		fill(out, gateway.TransportReply(err, "mi", fmt.Sprintf("cannot read the mi reply (status %d)", res.StatusCode)))
+		return
+	}
+	fill(out, classify(res.StatusCode, data, res.Header.Get("Retry-After")))
+}
+
+func fill(out []gateway.Reply, r gateway.Reply) {
+	for i := range out {
+		out[i] = r
+	}
+}
+
+func parseRetryAfter(v string) time.Duration { return gateway.ParseRetryAfter(v, time.Now()) }

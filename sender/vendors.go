@@ -1,0 +1,44 @@
+package sender
+
+import (
+	"github.com/pushd/pushd/sender/hms"
+	"github.com/pushd/pushd/sender/mi"
+)
+
+// The vendor drivers (hybrid push). Each registered vendor is complete: auth, batching,
+// reply table and simulator; a vendor without a driver fails its targets with "channel <x>
+// not available".
+
+type hmsDriver struct{ cfg hms.Config }
+
+func (h hmsDriver) load(raw []byte) (credentials, error) {
+	c, err := hms.Load(raw)
+	if err != nil {
+		return nil, err
+	}
+	return hmsCreds{c, h.cfg}, nil
+}
+
+type hmsCreds struct {
+	*hms.Credentials
+	cfg hms.Config
+}
+
+func (h hmsCreds) newClient(route string) (client, error) { return h.NewClient(route, h.cfg) }
+
+type miDriver struct{ cfg mi.Config }
+
+func (m miDriver) load(raw []byte) (credentials, error) {
+	c, err := mi.Load(raw)
+	if err != nil {
+		return nil, err
+	}
+	return miCreds{c, m.cfg}, nil
+}
+
+type miCreds struct {
+	*mi.Credentials
+	cfg mi.Config
+}
+
+func (m miCreds) newClient(route string) (client, error) { return m.NewClient(route, m.cfg) }
