@@ -54,8 +54,6 @@ type WorkerConfig struct {
 	// RecordCheck is how long a worker trusts its last read of a push record before it reads
 	// it again to notice a cancel (the spec's "stops within a second").
 	RecordCheck time.Duration
-	// VolumeReserve is how many units of daily volume a task reserves per store call.
-	VolumeReserve int
 	// MaxErrors bounds the distinct failure reasons kept on a record.
 	MaxErrors int
 
@@ -73,7 +71,6 @@ func DefaultWorkerConfig() WorkerConfig {
 		QueueBatches:    4,
 		Concurrency:     4,
 		RecordCheck:     time.Second,
-		VolumeReserve:   4096,
 		MaxErrors:       20,
 	}
 }
@@ -91,8 +88,6 @@ func (c WorkerConfig) Validate() error {
 		return errors.New("fanout worker: concurrency must be at least 1")
 	case c.RecordCheck <= 0 || c.RecordCheck > time.Second:
 		return errors.New("fanout worker: record check must be in (0, 1s]")
-	case c.VolumeReserve < 1:
-		return errors.New("fanout worker: volume reserve must be at least 1")
 	case c.MaxErrors < 1:
 		return errors.New("fanout worker: max errors must be at least 1")
 	}
@@ -106,7 +101,6 @@ func (c *WorkerConfig) RegisterFlags(fs *flag.FlagSet, prefix string) {
 	fs.IntVar(&c.QueueBatches, prefix+"queue-batches", c.QueueBatches, "batches the scan may run ahead of sending")
 	fs.IntVar(&c.Concurrency, prefix+"concurrency", c.Concurrency, "tasks a worker runs at once")
 	fs.DurationVar(&c.RecordCheck, prefix+"record-check", c.RecordCheck, "how often a task re-reads its push record to notice a cancel")
-	fs.IntVar(&c.VolumeReserve, prefix+"volume-reserve", c.VolumeReserve, "daily volume reserved per store call")
 	fs.IntVar(&c.MaxErrors, prefix+"max-errors", c.MaxErrors, "distinct failure reasons kept on a push record")
 }
 

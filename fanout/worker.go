@@ -164,7 +164,6 @@ func (w *Worker) RunTask(ctx context.Context, t *push.Task) error {
 	err = r.run(ctx)
 	if errors.Is(err, errCancelled) {
 		w.m.tasksCancelled.Inc()
-		r.returnVolume(ctx)
 		return nil
 	}
 	if err != nil {
@@ -177,10 +176,8 @@ func (w *Worker) RunTask(ctx context.Context, t *push.Task) error {
 		if cerr := r.checkpoint(cctx); cerr != nil {
 			w.logger.Warn("cannot checkpoint an interrupted task", zap.String(telemetry.KeyTaskID, t.ID), zap.Error(cerr))
 		}
-		r.returnVolume(cctx)
 		return err
 	}
-	r.returnVolume(ctx)
 	counts := r.tl.counts()
 	prog.Cursor = r.cursor
 	prog.Counts = counts
