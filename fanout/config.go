@@ -45,7 +45,8 @@ type WorkerConfig struct {
 	// BatchSize is how many deliveries go to the sender in one call.
 	BatchSize int
 	// CheckpointEvery bounds the deliveries a task makes between two checkpoints: the
-	// duplicates a crash can cause per task in flight. At least BatchSize.
+	// duplicates a crash can cause per task in flight. 0 (the default) checkpoints after every
+	// batch, so a crash repeats at most the batch being sent; otherwise at least BatchSize.
 	CheckpointEvery int
 	// QueueBatches is how many batches the scan may run ahead of the send (back-pressure).
 	QueueBatches int
@@ -67,7 +68,7 @@ type WorkerConfig struct {
 func DefaultWorkerConfig() WorkerConfig {
 	return WorkerConfig{
 		BatchSize:       256,
-		CheckpointEvery: 1000,
+		CheckpointEvery: 0,
 		QueueBatches:    4,
 		Concurrency:     4,
 		RecordCheck:     time.Second,
@@ -80,8 +81,8 @@ func (c WorkerConfig) Validate() error {
 	switch {
 	case c.BatchSize < 1:
 		return errors.New("fanout worker: batch size must be at least 1")
-	case c.CheckpointEvery < c.BatchSize:
-		return errors.New("fanout worker: checkpoint interval must be at least the batch size")
+	case c.CheckpointEvery != 0 && c.CheckpointEvery < c.BatchSize:
+		return errors.New("fanout worker: checkpoint interval must be 0 (every batch) or at least the batch size")
 	case c.QueueBatches < 1:
 		return errors.New("fanout worker: queue batches must be at least 1")
 	case c.Concurrency < 1:
@@ -97,7 +98,7 @@ func (c WorkerConfig) Validate() error {
 // RegisterFlags registers the fields under prefix (e.g. "fanout.").
 func (c *WorkerConfig) RegisterFlags(fs *flag.FlagSet, prefix string) {
 	fs.IntVar(&c.BatchSize, prefix+"batch-size", c.BatchSize, "deliveries handed to the sender per call")
-	fs.IntVar(&c.CheckpointEvery, prefix+"checkpoint-every", c.CheckpointEvery, "deliveries between task checkpoints (duplicates per crash per task)")
+	fs.IntVar(&c.CheckpointEvery, prefix+"checkpoint-every", c.CheckpointEvery, "deliveries between task checkpoints, the duplicates a crash may cause per task in flight (0: after every batch)")
 	fs.IntVar(&c.QueueBatches, prefix+"queue-batches", c.QueueBatches, "batches the scan may run ahead of sending")
 	fs.IntVar(&c.Concurrency, prefix+"concurrency", c.Concurrency, "tasks a worker runs at once")
 	fs.DurationVar(&c.RecordCheck, prefix+"record-check", c.RecordCheck, "how often a task re-reads its push record to notice a cancel")

@@ -147,7 +147,7 @@ func (r *run) sendBatch(ctx context.Context, b *batch) error {
 	w.m.batches.Inc()
 	// Checkpoint before a batch that could take the unrecorded deliveries past the
 	// interval: a crash then repeats at most CheckpointEvery deliveries of this task.
-	if n > 0 && r.since+n > w.cfg.CheckpointEvery {
+	if n > 0 && r.since > 0 && r.since+n > w.cfg.CheckpointEvery {
 		if err := r.checkpoint(ctx); err != nil {
 			return err
 		}
@@ -165,6 +165,15 @@ func (r *run) sendBatch(ctx context.Context, b *batch) error {
 		}
 	}
 	r.cursor = append(r.cursor[:0], b.cursor...)
+	// Checkpoint as soon as the next batch could take the unrecorded deliveries past the
+	// interval, not once that batch is ready: a crash while the scan fills it then repeats
+	// nothing, and with the default interval (one batch) a crash repeats at most the batch
+	// being sent.
+	if !b.last && r.since > 0 && r.since+r.size > w.cfg.CheckpointEvery {
+		if err := r.checkpoint(ctx); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -184,6 +193,7 @@ func (r *run) deliver(ctx context.Context, b *batch) error {
 	if err != nil {
 		return err
 	}
+	fpWorkerAfterReserve.Hit()
 	if allowed < len(ds) {
 		// The day's volume is used up: what this task was granted is the last of it.
 		r.countAll(b.ch[allowed:], push.OutcomeFailed, ReasonDailyVolume)
@@ -213,6 +223,7 @@ func (r *run) deliver(ctx context.Context, b *batch) error {
 		r.release(ctx, len(ds))
 		return fmt.Errorf("cannot send a batch of task %s: %w", r.t.ID, err)
 	}
+	fpWorkerAfterSend.Hit()
 	r.since += len(ds)
 	var sent, failed, expired, invalid int
 	for i := range res {
@@ -355,6 +366,7 @@ func (r *run) checkpoint(ctx context.Context) error {
 	if err := r.w.st.PutTaskProgress(ctx, p); err != nil {
 		return fmt.Errorf("cannot checkpoint task %s: %w", r.t.ID, err)
 	}
+	fpWorkerAfterCheckpt.Hit()
 	r.prog.Epoch = p.Epoch
 	r.since = 0
 	r.w.m.checkpoints.Inc()

@@ -47,6 +47,9 @@ func NewWorker(cfg WorkerConfig, st WorkerStore, cons Consumer, snd Sender, logg
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.CheckpointEvery == 0 {
+		cfg.CheckpointEvery = cfg.BatchSize
+	}
 	w := &Worker{
 		cfg:    cfg,
 		st:     st,
@@ -185,9 +188,11 @@ func (w *Worker) RunTask(ctx context.Context, t *push.Task) error {
 	if err := w.st.PutTaskProgress(ctx, prog); err != nil {
 		return fmt.Errorf("cannot write final progress of task %s: %w", t.ID, err)
 	}
+	fpWorkerAfterFinal.Hit()
 	if err := w.complete(ctx, t, counts, r.reasons, r.stopped); err != nil {
 		return err
 	}
+	fpWorkerAfterComplete.Hit()
 	w.m.tasksDone.Inc()
 	return nil
 }
