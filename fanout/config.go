@@ -42,7 +42,10 @@ func (c *PlannerConfig) RegisterFlags(fs *flag.FlagSet, prefix string) {
 
 // WorkerConfig tunes task execution.
 type WorkerConfig struct {
-	// BatchSize is how many deliveries go to the sender in one call.
+	// BatchSize is how many deliveries go to the sender in one call. With a checkpoint after
+	// every batch it is also what a crash may send twice per task in flight: 100 keeps a kill
+	// -9 of a worker running 4 tasks within 400 duplicates (0.4% of a 100,000-device push),
+	// and still amortises the batch's synced checkpoint over 100 deliveries.
 	BatchSize int
 	// CheckpointEvery bounds the deliveries a task makes between two checkpoints: the
 	// duplicates a crash can cause per task in flight. 0 (the default) checkpoints after every
@@ -67,7 +70,7 @@ type WorkerConfig struct {
 // DefaultWorkerConfig returns the defaults.
 func DefaultWorkerConfig() WorkerConfig {
 	return WorkerConfig{
-		BatchSize:       256,
+		BatchSize:       100,
 		CheckpointEvery: 0,
 		QueueBatches:    4,
 		Concurrency:     4,
