@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/pushd/pushd/push/render"
 	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/push/render"
 	"github.com/pushd/pushd/query"
 	"github.com/pushd/pushd/store"
 )

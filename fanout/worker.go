@@ -11,9 +11,9 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"go.uber.org/zap"
 
-	"github.com/pushd/pushd/push/render"
 	"github.com/pushd/pushd/internal/telemetry"
 	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/push/render"
 	"github.com/pushd/pushd/queue"
 	"github.com/pushd/pushd/store"
 )
