@@ -4,9 +4,10 @@
 // checkpoints, per-push flow control, daily volume, cancellation, and the completion of push
 // records with exact counts.
 //
-// Delivery semantics: at least once per target. A task checkpoints its cursor and counts every
-// CheckpointEvery deliveries (and always before a batch would take the unrecorded deliveries
-// past it), so a crash re-delivers at most CheckpointEvery targets per task in flight. A task's
+// Delivery semantics: at least once per target. A task checkpoints its cursor and counts as
+// soon as its next batch could take the unrecorded deliveries past CheckpointEvery (by default
+// after every batch), so a crash re-delivers at most CheckpointEvery targets (by default the
+// batch being sent) per task in flight. A task's
 // queue offset is committed only after its final progress and its share of the record's counts
 // are written; see complete.go for how the counts are added exactly once.
 //

@@ -234,7 +234,6 @@ func TestFanoutDailyVolumeStopsPush(t *testing.T) {
 	e.seed(64, n)
 	snd := newRecSender()
 	cfg := DefaultWorkerConfig()
-	cfg.VolumeReserve = 32
 	cfg.BatchSize = 16
 	cfg.CheckpointEvery = 64
 	e.start(cfg, snd, 1)

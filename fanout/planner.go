@@ -155,6 +155,7 @@ func (p *Planner) Plan(ctx context.Context, job *push.Job) error {
 	case err != nil:
 		return fmt.Errorf("cannot mark record %s of job %s in process: %w", job.NotificationObjectID, job.ID, err)
 	}
+	fpPlannerAfterRecord.Hit()
 	if len(tasks) == 0 {
 		p.jobs.Inc()
 		return nil
@@ -184,6 +185,7 @@ func (p *Planner) Plan(ctx context.Context, job *push.Job) error {
 		p.appendErr.Inc()
 		return fmt.Errorf("cannot append %d tasks of job %s: %w", len(recs), job.ID, err)
 	}
+	fpPlannerAfterTasks.Hit()
 	p.jobs.Inc()
 	p.tasks.Add(len(tasks))
 	log.Info("job planned", zap.Int("tasks", len(tasks)), zap.String("source", string(sourceOf(tasks))))

@@ -51,9 +51,7 @@ type run struct {
 	expires time.Time
 	recAt   time.Time
 
-	day      string
-	volLeft  int64 // daily volume reserved and not yet used
-	volSpent bool  // the app's volume is exhausted: reserve no more
+	day string // the UTC day whose volume the task counts
 }
 
 // newRun starts a run of t; rec is the task's push record as read at recAt.
@@ -149,7 +147,7 @@ func (r *run) sendBatch(ctx context.Context, b *batch) error {
 	w.m.batches.Inc()
 	// Checkpoint before a batch that could take the unrecorded deliveries past the
 	// interval: a crash then repeats at most CheckpointEvery deliveries of this task.
-	if n > 0 && r.since+n > w.cfg.CheckpointEvery {
+	if n > 0 && r.since > 0 && r.since+n > w.cfg.CheckpointEvery {
 		if err := r.checkpoint(ctx); err != nil {
 			return err
 		}
@@ -168,6 +166,15 @@ func (r *run) sendBatch(ctx context.Context, b *batch) error {
 		}
 	}
 	r.cursor = append(r.cursor[:0], b.cursor...)
+	// Checkpoint as soon as the next batch could take the unrecorded deliveries past the
+	// interval, not once that batch is ready: a crash while the scan fills it then repeats
+	// nothing, and with the default interval (one batch) a crash repeats at most the batch
+	// being sent.
+	if !b.last && r.since > 0 && r.since+r.size > w.cfg.CheckpointEvery {
+		if err := r.checkpoint(ctx); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -187,9 +194,12 @@ func (r *run) deliver(ctx context.Context, b *batch) error {
 	if err != nil {
 		return err
 	}
+	fpWorkerAfterReserve.Hit()
 	if allowed < len(ds) {
+		// The day's volume is used up: what this task was granted is the last of it.
 		r.countAll(b.ch[allowed:], push.OutcomeFailed, ReasonDailyVolume)
 		if err := r.stop(ctx, ReasonDailyVolume); err != nil {
+			r.release(ctx, allowed)
 			return err
 		}
 		ds, res = ds[:allowed], res[:allowed]
@@ -198,6 +208,7 @@ func (r *run) deliver(ctx context.Context, b *batch) error {
 		}
 	}
 	if err := r.pace.wait(ctx, len(ds)); err != nil {
+		r.release(ctx, len(ds))
 		return err
 	}
 	if r.js.badge != nil {
@@ -214,8 +225,11 @@ func (r *run) deliver(ctx context.Context, b *batch) error {
 	err = w.snd.Send(sctx, ds, res)
 	cancel()
 	if err != nil {
+		// Not final: the retry sends (and counts) the batch again.
+		r.release(ctx, len(ds))
 		return fmt.Errorf("cannot send a batch of task %s: %w", r.t.ID, err)
 	}
+	fpWorkerAfterSend.Hit()
 	r.since += len(ds)
 	var sent, failed, expired, invalid int
 	for i := range res {
@@ -285,47 +299,45 @@ func (r *run) checkRecord(ctx context.Context) error {
 	return nil
 }
 
-// reserve takes n units of the app's daily volume, reserving VolumeReserve at a time from
-// the store, and says how many it got.
+// reserve takes up to n units of the app's daily volume for a batch of n targets and says how
+// many it got. It reserves only what the batch needs, never a chunk ahead: a unit one task
+// holds and does not use is a unit another push is refused, so a task that asked in vain would
+// stop its push while the day still had volume left. The store's counter is added to
+// atomically; whatever the addition took beyond the limit is given back at once, so the grants
+// of concurrent tasks (of this push and of others) never sum past the limit, and a task gets
+// less than it asked only when the rest of the day's volume is sent or in other tasks' batches
+// being sent.
 func (r *run) reserve(ctx context.Context, n int) (int, error) {
 	limit := r.js.app.Settings.DailyVolume
 	if limit <= 0 {
 		return n, nil
 	}
-	if r.volLeft < int64(n) && !r.volSpent {
-		ask := max(int64(r.w.cfg.VolumeReserve), int64(n)-r.volLeft)
-		job := &r.t.Job
-		total, err := r.w.st.AddDailyVolume(ctx, job.AppID, r.day, ask)
-		if err != nil {
-			return 0, fmt.Errorf("cannot count daily volume of app %s: %w", job.AppID, err)
-		}
-		granted := ask
-		if over := total - limit; over > 0 {
-			r.volSpent = true
-			granted = max(ask-over, 0)
-			// Give back what was counted beyond the limit, so the day's figure stays true.
-			if _, err := r.w.st.AddDailyVolume(ctx, job.AppID, r.day, granted-ask); err != nil {
-				r.w.logger.Warn("cannot return excess daily volume", zap.String(telemetry.KeyAppID, job.AppID), zap.Error(err))
-			}
-		}
-		r.volLeft += granted
+	job := &r.t.Job
+	ask := int64(n)
+	total, err := r.w.st.AddDailyVolume(ctx, job.AppID, r.day, ask)
+	if err != nil {
+		return 0, fmt.Errorf("cannot count daily volume of app %s: %w", job.AppID, err)
 	}
-	got := min(int64(n), r.volLeft)
-	r.volLeft -= got
-	return int(got), nil
+	granted := ask
+	if over := total - limit; over > 0 {
+		granted = max(ask-over, 0)
+		r.release(ctx, int(ask-granted))
+	}
+	return int(granted), nil
 }
 
-// returnVolume gives back the daily volume reserved and not used.
-func (r *run) returnVolume(ctx context.Context) {
-	if r.volLeft <= 0 {
+// release gives back k units reserved for targets that were not handed to a gateway for good
+// (a batch given up, a stop), so that the day's volume counts exactly the targets whose
+// delivery was final: sent, invalid token, or failed at the gateway.
+func (r *run) release(ctx context.Context, k int) {
+	if k <= 0 || r.js.app.Settings.DailyVolume <= 0 {
 		return
 	}
 	job := &r.t.Job
-	if _, err := r.w.st.AddDailyVolume(ctx, job.AppID, r.day, -r.volLeft); err != nil {
+	// Also when ctx has ended (a stop): the units are ours to give back, and the write is short.
+	if _, err := r.w.st.AddDailyVolume(context.WithoutCancel(ctx), job.AppID, r.day, -int64(k)); err != nil {
 		r.w.logger.Warn("cannot return unused daily volume", zap.String(telemetry.KeyAppID, job.AppID), zap.Error(err))
-		return
 	}
-	r.volLeft = 0
 }
 
 // stop stops the push's sending for reason: this task counts its remaining targets as not
@@ -360,6 +372,7 @@ func (r *run) checkpoint(ctx context.Context) error {
 	if err := r.w.st.PutTaskProgress(ctx, p); err != nil {
 		return fmt.Errorf("cannot checkpoint task %s: %w", r.t.ID, err)
 	}
+	fpWorkerAfterCheckpt.Hit()
 	r.prog.Epoch = p.Epoch
 	r.since = 0
 	r.w.m.checkpoints.Inc()

@@ -47,6 +47,9 @@ func NewWorker(cfg WorkerConfig, st WorkerStore, cons Consumer, snd Sender, logg
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.CheckpointEvery == 0 {
+		cfg.CheckpointEvery = cfg.BatchSize
+	}
 	w := &Worker{
 		cfg:    cfg,
 		st:     st,
@@ -164,7 +167,6 @@ func (w *Worker) RunTask(ctx context.Context, t *push.Task) error {
 	err = r.run(ctx)
 	if errors.Is(err, errCancelled) {
 		w.m.tasksCancelled.Inc()
-		r.returnVolume(ctx)
 		return nil
 	}
 	if err != nil {
@@ -177,10 +179,8 @@ func (w *Worker) RunTask(ctx context.Context, t *push.Task) error {
 		if cerr := r.checkpoint(cctx); cerr != nil {
 			w.logger.Warn("cannot checkpoint an interrupted task", zap.String(telemetry.KeyTaskID, t.ID), zap.Error(cerr))
 		}
-		r.returnVolume(cctx)
 		return err
 	}
-	r.returnVolume(ctx)
 	counts := r.tl.counts()
 	prog.Cursor = r.cursor
 	prog.Counts = counts
@@ -188,9 +188,11 @@ func (w *Worker) RunTask(ctx context.Context, t *push.Task) error {
 	if err := w.st.PutTaskProgress(ctx, prog); err != nil {
 		return fmt.Errorf("cannot write final progress of task %s: %w", t.ID, err)
 	}
+	fpWorkerAfterFinal.Hit()
 	if err := w.complete(ctx, t, counts, r.reasons, r.stopped); err != nil {
 		return err
 	}
+	fpWorkerAfterComplete.Hit()
 	w.m.tasksDone.Inc()
 	return nil
 }

@@ -7,7 +7,7 @@
 # Usage: scripts/loadtest.sh [driver flags...]
 #   e.g. scripts/loadtest.sh --installations 500 --report /tmp/loadtest.json
 #   Driver flags: go run ./loadtest/cmd/loadtest -h. The script sets --pushd, --sim-stats,
-#   --sim-dir, --apns-key-id, --apns-team-id, --sim-invalid-rate and --sim-seed.
+#   --sim-dir, --apns-key-id, --apns-team-id, --sim-invalid-rate, --sim-seed and --pushd-pid-file.
 # Environment:
 #   PUSHD_BIN, PUSHSIM_BIN, LOADTEST_BIN  prebuilt binaries (default: go build into the temp dir)
 #   LOADTEST_SIM_INVALID_RATE             pushsim -invalid-token-rate (default 0.1; 0 skips the invalid scenario)
@@ -17,6 +17,10 @@
 #   PUSHD_LISTEN_FLAG, PUSHD_DATA_FLAG    names of pushd's API listen and data-dir flags
 #                                         (default: found in `pushd serve --help`)
 #   LOADTEST_KEEP=1                       keep the temp dir (logs, data) after a passing run too
+# Kill scenario: with --kill-at F (e.g. 0.3) the driver runs the kill scenario: it SIGKILLs
+# pushd once the simulators accepted F of the push's audience, and this script restarts pushd
+# on the same port and data directory; the report gives the duplicates the crash caused.
+#   e.g. scripts/loadtest.sh --installations 100000 --kill-at 0.3
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -106,6 +110,13 @@ has_flag() {
 	grep -Eq -- "(^|[[:space:],])--?$2([[:space:]=,]|$)" <<<"$1"
 }
 
+supervise=""
+for a in "$@"; do
+	case $a in
+	--kill-at | --kill-at=* | -kill-at | -kill-at=*) supervise=1 ;;
+	esac
+done
+
 mkdir -p "$work/bin" "$work/sim" "$work/data"
 pushd_bin=${PUSHD_BIN:-$work/bin/pushd}
 pushsim_bin=${PUSHSIM_BIN:-$work/bin/pushsim}
@@ -169,28 +180,38 @@ log "simulators: apns $apns_url, fcm $fcm_url"
 
 token=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 export PUSHD_ADMIN_TOKEN=$token
-ready=""
-# Up to 3 starts: a port can still be taken between the probe and pushd's bind.
-for start in 1 2 3; do
-	port=$(free_port)
+
+# start_pushd PORT: starts pushd on PORT over $work/data, appending to pushd.log, and waits up
+# to 60 s for /readyz. Sets pushd_pid (empty if pushd exited) and ready (1 once ready); writes
+# the pid to $work/pushd.pid, where the driver's kill scenario finds it.
+start_pushd() {
+	ready=""
 	# shellcheck disable=SC2086
-	"$pushd_bin" serve "--$listen_flag" "127.0.0.1:$port" "--$data_flag" "$work/data" \
+	"$pushd_bin" serve "--$listen_flag" "127.0.0.1:$1" "--$data_flag" "$work/data" \
 		"${extra_addrs[@]}" \
 		--apns-endpoint "$apns_url" --fcm-endpoint "$fcm_url" --gateway-ca "$work/sim/ca.pem" \
-		${PUSHD_SERVE_FLAGS:-} >"$work/pushd.log" 2>&1 &
+		${PUSHD_SERVE_FLAGS:-} >>"$work/pushd.log" 2>&1 &
 	pushd_pid=$!
+	echo "$pushd_pid" >"$work/pushd.pid"
 	for _ in $(seq 600); do
 		if ! kill -0 "$pushd_pid" 2>/dev/null; then
 			wait "$pushd_pid" 2>/dev/null || true
 			pushd_pid=""
-			break
+			return 0
 		fi
-		if curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$port/readyz" 2>/dev/null; then
+		if curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$1/readyz" 2>/dev/null; then
 			ready=1
-			break
+			return 0
 		fi
 		sleep 0.1
 	done
+}
+
+ready=""
+# Up to 3 starts: a port can still be taken between the probe and pushd's bind.
+for start in 1 2 3; do
+	port=$(free_port)
+	start_pushd "$port"
 	[ -n "$ready" ] && break
 	if [ -z "$pushd_pid" ] && grep -q "address already in use" "$work/pushd.log" && [ "$start" -lt 3 ]; then
 		log "port $port was taken before pushd bound it; trying another"
@@ -211,9 +232,27 @@ log "pushd ready on 127.0.0.1:$port (data $work/data)"
 "$loadtest_bin" --pushd "http://127.0.0.1:$port" \
 	--sim-stats "apns=$apns_url,fcm=$fcm_url" --sim-dir "$work/sim" \
 	--apns-key-id "$key_id" --apns-team-id "$team_id" \
-	--sim-invalid-rate "$invalid_rate" --sim-seed "$seed" "$@" &
+	--sim-invalid-rate "$invalid_rate" --sim-seed "$seed" --pushd-pid-file "$work/pushd.pid" "$@" &
 driver_pid=$!
 status=0
+if [ -n "$supervise" ]; then
+	# Kill scenario: the driver SIGKILLs pushd mid-push; restart it on the same port and data
+	# directory (the embedded store and log recover from it) for as long as the driver runs.
+	while :; do
+		wait -n "$driver_pid" "$pushd_pid" || true
+		kill -0 "$driver_pid" 2>/dev/null || break
+		if ! kill -0 "$pushd_pid" 2>/dev/null; then
+			wait "$pushd_pid" 2>/dev/null || true
+			log "pushd (pid $pushd_pid) died; restarting it on port $port over the same data"
+			start_pushd "$port"
+			if [ -z "$ready" ]; then
+				log "restarted pushd is not ready"
+				tail_log "$work/pushd.log"
+				exit 2
+			fi
+		fi
+	done
+fi
 wait "$driver_pid" || status=$?
 driver_pid=""
 curl -fsS --max-time 10 -o "$work/metrics.txt" "http://127.0.0.1:$port/metrics" 2>/dev/null || true

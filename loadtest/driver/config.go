@@ -17,10 +17,11 @@ const (
 	ScenarioDevices      = "devices"       // POST /1.1/push/devices, iOS tokens and FCM registration ids, 500 per call
 	ScenarioInvalid      = "invalid"       // channel push to a cohort with dead tokens: invalidTokens counted, installations deleted
 	ScenarioInvalidAgain = "invalid-again" // the same push again: the deleted installations are no longer targets
+	ScenarioKill         = "kill"          // channel push to the whole main population, pushd SIGKILLed and restarted mid-push (-kill-at)
 )
 
 // AllScenarios lists the scenarios --pushes accepts.
-var AllScenarios = []string{ScenarioChannel, ScenarioWhere, ScenarioDevices, ScenarioInvalid}
+var AllScenarios = []string{ScenarioChannel, ScenarioWhere, ScenarioDevices, ScenarioInvalid, ScenarioKill}
 
 // Sim is one simulator whose GET /_stats the driver reads. Name is the delivery channel it
 // plays ("apns" or "fcm"); "" means unknown (its counts are only checked merged with the others).
@@ -53,6 +54,11 @@ type Config struct {
 	AppName         string        // name of the app the run creates; default loadtest-<run id>
 	ProgressEvery   time.Duration // progress lines while a push runs, default 1 s
 	RequestDeadline time.Duration // per HTTP request, default 30 s
+	// KillAt is the share of the kill scenario's audience the simulators must have accepted
+	// before the driver SIGKILLs pushd (the process in PushdPIDFile); whoever started pushd
+	// (scripts/loadtest.sh) restarts it on the same data and writes the new pid there.
+	KillAt       float64
+	PushdPIDFile string
 }
 
 // RegisterFlags registers the driver flags on fs, writing into c. pushes receives --pushes
@@ -77,6 +83,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, pushes, sims *string) {
 	fs.Float64Var(&c.SimInvalidRate, "sim-invalid-rate", 0, "the -invalid-token-rate pushsim runs with (needed by the invalid scenario)")
 	fs.Uint64Var(&c.SimSeed, "sim-seed", 1, "the -seed pushsim runs with")
 	fs.StringVar(&c.AppName, "app-name", "", "name of the app to create (default loadtest-<run id>)")
+	fs.Float64Var(&c.KillAt, "kill-at", 0, "kill scenario: SIGKILL pushd once the simulators accepted this share of its audience, e.g. 0.3 (needs -pushd-pid-file and a supervisor that restarts pushd)")
+	fs.StringVar(&c.PushdPIDFile, "pushd-pid-file", "", "file holding the pid of the running pushd (rewritten by its supervisor after a restart)")
 }
 
 // ParseSims parses --sim-stats: comma-separated [name=]url.
@@ -102,9 +110,13 @@ func ParseSims(s string) ([]Sim, error) {
 	return out, nil
 }
 
-// ParsePushes parses --pushes; "" selects every scenario, invalid only when invalidRate > 0.
-func ParsePushes(s string, invalidRate float64) ([]string, error) {
+// ParsePushes parses --pushes; "" selects every scenario, invalid only when invalidRate > 0,
+// or only the kill scenario when killAt > 0.
+func ParsePushes(s string, invalidRate, killAt float64) ([]string, error) {
 	if strings.TrimSpace(s) == "" {
+		if killAt > 0 {
+			return []string{ScenarioKill}, nil
+		}
 		out := []string{ScenarioChannel, ScenarioWhere, ScenarioDevices}
 		if invalidRate > 0 {
 			out = append(out, ScenarioInvalid)
@@ -200,6 +212,12 @@ func (c *Config) Validate() error {
 	}
 	if slices.Contains(c.Pushes, ScenarioInvalid) && c.SimInvalidRate <= 0 {
 		errs = append(errs, errors.New("the invalid scenario needs -sim-invalid-rate > 0, the rate pushsim runs with"))
+	}
+	if c.KillAt < 0 || c.KillAt >= 1 {
+		errs = append(errs, errors.New("-kill-at must be within [0, 1)"))
+	}
+	if slices.Contains(c.Pushes, ScenarioKill) && (c.KillAt <= 0 || c.PushdPIDFile == "") {
+		errs = append(errs, errors.New("the kill scenario needs -kill-at > 0 and -pushd-pid-file"))
 	}
 	return errors.Join(errs...)
 }

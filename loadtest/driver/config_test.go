@@ -23,7 +23,7 @@ func TestDriverParseSims(t *testing.T) {
 func TestDriverParsePushes(t *testing.T) {
 	f := func(in string, rate float64, want []string, wantErr bool) {
 		t.Helper()
-		got, err := ParsePushes(in, rate)
+		got, err := ParsePushes(in, rate, 0)
 		if (err != nil) != wantErr || !wantErr && !slices.Equal(got, want) {
 			t.Fatalf("ParsePushes(%q, %v) = %v, %v; want %v (error %v)", in, rate, got, err, want, wantErr)
 		}
@@ -32,6 +32,10 @@ func TestDriverParsePushes(t *testing.T) {
 	f("", 0.1, []string{"channel", "where", "devices", "invalid"}, false)
 	f("where, channel,where", 0, []string{"where", "channel"}, false)
 	f("channel,bogus", 0, nil, true)
+	f("channel,kill", 0, []string{"channel", "kill"}, false)
+	if got, err := ParsePushes("", 0, 0.3); err != nil || !slices.Equal(got, []string{"kill"}) {
+		t.Fatalf("ParsePushes with -kill-at = %v, %v; want [kill]", got, err)
+	}
 }
 
 func TestDriverConfigValidate(t *testing.T) {
@@ -43,6 +47,14 @@ func TestDriverConfigValidate(t *testing.T) {
 		t.Fatalf("got %v, want the invalid-rate error", err)
 	}
 	c.SimInvalidRate = 0.1
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c.Pushes = []string{ScenarioKill}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "kill scenario needs -kill-at") {
+		t.Fatalf("got %v, want the kill-at error", err)
+	}
+	c.KillAt, c.PushdPIDFile = 0.3, "/run/pushd.pid"
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}

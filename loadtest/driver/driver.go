@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -344,6 +345,14 @@ func (r *run) scenario(ctx context.Context, idx int, s *Scenario) (*ScenarioRepo
 	for _, msg := range refusedOrder {
 		r.logf("  %s: %d of %d calls refused: %s", s.Name, refused[msg], len(s.Requests), msg)
 	}
+	if s.Name == ScenarioKill && len(sr.Records) > 0 {
+		threshold := int64(math.Ceil(r.cfg.KillAt * float64(sr.ExpectedTargets)))
+		at, err := r.killMidPush(ctx, threshold)
+		if err != nil {
+			return nil, fmt.Errorf("cannot kill pushd mid-push in scenario %s: %w", s.Name, err)
+		}
+		sr.Kills, sr.KilledAtAccepted = 1, at
+	}
 	recs, err := r.waitDone(ctx, s.Name, sr.Records, sr.ExpectedTargets, start)
 	sr.Seconds = time.Since(start).Seconds()
 	if err != nil {
@@ -379,6 +388,10 @@ func (r *run) scenario(ctx context.Context, idx int, s *Scenario) (*ScenarioRepo
 		sr.Problems = append(sr.Problems, fmt.Sprintf("%d of %d push calls refused: %s", refused[msg], len(s.Requests), msg))
 	}
 	sr.Problems = append(sr.Problems, Verify(&s.Expect, rc, deltas)...)
+	if s.Expect.AtLeastOnce {
+		sr.Duplicates, _ = Duplicates(&s.Expect, deltas)
+		sr.DuplicateRate = float64(sr.Duplicates) / float64(max(sr.ExpectedTargets, 1))
+	}
 	sr.Problems = append(sr.Problems, r.checkGone(ctx, s.Gone)...)
 	sr.Verification = VerdictOK
 	if len(sr.Problems) > 0 {
@@ -386,6 +399,11 @@ func (r *run) scenario(ctx context.Context, idx int, s *Scenario) (*ScenarioRepo
 	}
 	r.logf("scenario %s: %d/%d sent, %d failed, %d invalid in %.2fs (%.0f deliveries/s): %s",
 		s.Name, sr.Sent, sr.Targets, sr.Failed, sr.Invalid, sr.Seconds, sr.DeliveriesPerSecond, sr.Verification)
+	if sr.Kills > 0 {
+		r.logf("scenario %s: SIGKILL at %d accepted (%.1f%%); %d duplicates = %.3f%% of %d targets",
+			s.Name, sr.KilledAtAccepted, 100*float64(sr.KilledAtAccepted)/float64(max(sr.ExpectedTargets, 1)),
+			sr.Duplicates, 100*sr.DuplicateRate, sr.ExpectedTargets)
+	}
 	return sr, nil
 }
 

@@ -42,11 +42,17 @@ type ScenarioReport struct {
 	Invalid         int64    `json:"invalid"`
 	// Seconds is from the first push call to the observation of the last record done;
 	// ServerSeconds is the records' own span (earliest createdAt to latest updatedAt).
-	Seconds             float64  `json:"seconds"`
-	ServerSeconds       float64  `json:"serverSeconds"`
-	DeliveriesPerSecond float64  `json:"deliveriesPerSecond"` // sent / Seconds
-	Verification        string   `json:"verification"`        // OK or FAIL
-	Problems            []string `json:"problems,omitempty"`
+	Seconds             float64 `json:"seconds"`
+	ServerSeconds       float64 `json:"serverSeconds"`
+	DeliveriesPerSecond float64 `json:"deliveriesPerSecond"` // sent / Seconds
+	// Kill scenario: pushd SIGKILLs (and restarts), the simulators' accepted count when the
+	// kill was sent, and the acceptances beyond the first per target (rate: per target).
+	Kills            int      `json:"kills,omitempty"`
+	KilledAtAccepted int64    `json:"killedAtAccepted,omitempty"`
+	Duplicates       int64    `json:"duplicates,omitempty"`
+	DuplicateRate    float64  `json:"duplicateRate,omitempty"`
+	Verification     string   `json:"verification"` // OK or FAIL
+	Problems         []string `json:"problems,omitempty"`
 }
 
 // Verdicts.
@@ -92,6 +98,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 		return fmt.Errorf("cannot format the report: %w", err)
 	}
 	for _, s := range r.Scenarios {
+		if s.Kills > 0 {
+			fmt.Fprintf(&b, "  %s: pushd SIGKILLed at %d accepted (%.1f%% of %d targets) and restarted: %d duplicates (%.3f%%)\n",
+				s.Name, s.KilledAtAccepted, 100*float64(s.KilledAtAccepted)/float64(max(s.ExpectedTargets, 1)),
+				s.ExpectedTargets, s.Duplicates, 100*s.DuplicateRate)
+		}
+	}
+	for _, s := range r.Scenarios {
 		for _, p := range s.Problems {
 			fmt.Fprintf(&b, "  %s: %s\n", s.Name, p)
 		}
@@ -99,7 +112,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.Error != "" {
 		fmt.Fprintf(&b, "run stopped: %s\n", r.Error)
 	}
-	verdict := "OK: every targeted token received exactly one push per scenario"
+	verdict := "OK: every targeted token received exactly one push per scenario (at least one in a kill scenario)"
 	if !r.OK {
 		verdict = "FAIL"
 	}

@@ -17,8 +17,11 @@ type Request struct {
 // Expect is what a scenario must produce. Tokens map to the gateway (delivery channel) whose
 // simulator must see them.
 type Expect struct {
-	Alive map[string]string // accepted exactly once each
+	Alive map[string]string // accepted exactly once each (at least once with AtLeastOnce)
 	Dead  map[string]string // answered dead: counted as invalid tokens, never accepted
+	// AtLeastOnce allows an alive token to be accepted more than once: the kill scenario's
+	// duplicates are measured (Duplicates), not refused. The records still count each target once.
+	AtLeastOnce bool
 }
 
 // Targets is how many targets the push records must count.
@@ -110,6 +113,12 @@ func BuildScenario(name string, p *Population, devicesPerType int) (Scenario, er
 				s.Requests = append(s.Requests, Request{Path: "/1.1/push/devices", Body: b})
 			}
 		}
+	case ScenarioKill:
+		s.Requests = []Request{{Path: "/1.1/push", Body: map[string]any{"channels": []string{ChannelAll}, "data": data(name)}}}
+		for i := range p.Main {
+			s.Expect.Alive[p.Main[i].Token] = p.Main[i].Gateway()
+		}
+		s.Expect.AtLeastOnce = true
 	case ScenarioInvalid, ScenarioInvalidAgain:
 		if len(p.Doomed) == 0 {
 			return s, fmt.Errorf("cannot build scenario %s: the population has no invalid-token cohort", name)

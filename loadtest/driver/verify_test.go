@@ -71,6 +71,21 @@ func TestDriverVerify(t *testing.T) {
 		}, want: []string{"simulators accepted 4 pushes, push records count 3 sent",
 			"simulators answered 0 dead tokens, push records count 1 invalid",
 			"simulator apns accepted 3 pushes, push records count 2 sent on channel apns"}},
+		{name: "at least once: duplicates are counted, not refused", change: func(e *Expect, _ *RecordCounts, s []SimDelta) {
+			e.AtLeastOnce = true
+			s[0].PerToken["a1"], s[0].Accepted = 3, 4
+		}},
+		{name: "at least once: a missing token is still refused", change: func(e *Expect, _ *RecordCounts, s []SimDelta) {
+			e.AtLeastOnce = true
+			s[0].PerToken["a1"], s[0].PerToken["a2"] = 2, 0
+		}, want: []string{"never accepted by a simulator: 1 (e.g. a2)",
+			"simulators accepted 3 pushes (1 of them duplicates), push records count 3 sent",
+			"simulator apns accepted 2 pushes (1 of them duplicates), push records count 2 sent"}},
+		{name: "at least once: records must count each target once", change: func(e *Expect, _ *RecordCounts, s []SimDelta) {
+			e.AtLeastOnce = true
+			s[0].PerToken["a1"], s[0].Accepted = 2, 4 // one accepted push the per-token counts do not show
+		}, want: []string{"simulators accepted 5 pushes (1 of them duplicates), push records count 3 sent",
+			"simulator apns accepted 4 pushes (1 of them duplicates), push records count 2 sent"}},
 		{name: "unexpected channel in record", change: func(_ *Expect, rc *RecordCounts, _ []SimDelta) {
 			rc.ByChannel["direct"] = push.Tally{}
 		}, want: nil}, // an all-zero tally equals the (absent) expectation
@@ -93,6 +108,18 @@ func TestDriverVerify(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestDriverDuplicates(t *testing.T) {
+	e := Expect{Alive: map[string]string{"a": "apns", "b": "apns", "f": "fcm"}, Dead: map[string]string{"d": "apns"}}
+	sims := []SimDelta{
+		{Name: "apns", PerToken: map[string]int64{"a": 3, "b": 1, "d": 2, "zz": 5}},
+		{Name: "fcm", PerToken: map[string]int64{"f": 2, "b": 1}},
+	}
+	total, per := Duplicates(&e, sims)
+	if total != 4 || per[0] != 2 || per[1] != 2 {
+		t.Fatalf("got %d %v, want 4 [2 2] (dead and unknown tokens are not duplicates)", total, per)
 	}
 }
 

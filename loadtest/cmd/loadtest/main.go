@@ -40,7 +40,7 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
 		return 2
 	}
-	if cfg.Pushes, err = driver.ParsePushes(pushes, cfg.SimInvalidRate); err != nil {
+	if cfg.Pushes, err = driver.ParsePushes(pushes, cfg.SimInvalidRate, cfg.KillAt); err != nil {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
 		return 2
 	}
