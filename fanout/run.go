@@ -213,6 +213,7 @@ func (r *run) deliver(ctx context.Context, b *batch) error {
 	}
 	if r.js.badge != nil {
 		if err := r.badges(ctx, b, ds); err != nil {
+			r.release(ctx, len(ds)) // not sent: the retry reserves (and counts) the batch again
 			return err
 		}
 	}
