@@ -177,10 +177,21 @@ func dryRunJSON(job *push.Job, set *push.AppSettings, aud *push.Audience, pushTi
 		}
 		out.ByDeviceType[dt] += t.Targets
 	}
-	msgs := render.NewCache(job)
+	// Rendered as the fan-out renders (render.Cache), at the call's time.
+	opts := render.OptionsFor(job)
+	opts.Now = now
 	for _, ch := range channels {
 		out.ByChannel[ch] = aud.Channels[ch].Targets
-		m, err := msgs.Get(ch)
+		var (
+			m      *push.Message
+			badged *render.Badged
+			err    error
+		)
+		if ch == push.ChannelAPNs {
+			m, badged, err = render.RenderBadged(job.Data, opts)
+		} else {
+			m, err = render.Render(job.Data, ch, opts)
+		}
 		if err != nil {
 			out.Payloads[ch] = dryRunPayload{Error: err.Error()}
 			continue
@@ -197,9 +208,7 @@ func dryRunJSON(job *push.Job, set *push.AppSettings, aud *push.Audience, pushTi
 		if !m.Expiration.IsZero() {
 			p.Expiration = push.FormatTime(m.Expiration)
 		}
-		if ch == push.ChannelAPNs && msgs.Badged() != nil {
-			p.BadgeIncrement = true
-		}
+		p.BadgeIncrement = badged != nil
 		out.Payloads[ch] = p
 	}
 	return out
