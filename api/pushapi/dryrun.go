@@ -102,7 +102,7 @@ func (s *Service) dryRun(rctx *fasthttp.RequestCtx, c *api.Call, job *push.Job, 
 	case err != nil:
 		return fmt.Errorf("cannot count the audience of a dry run of app %s: %w", job.AppID, err)
 	}
-	body, err := json.Marshal(dryRunJSON(job, &c.App.Settings, &aud, pushTime, time.Since(start), c.Now))
+	body, err := json.Marshal(dryRunJSON(job, c.App, &aud, pushTime, time.Since(start), c.Now))
 	if err != nil {
 		return fmt.Errorf("BUG: cannot encode a dry run answer: %w", err)
 	}
@@ -149,9 +149,12 @@ type dryRunPayload struct {
 	NotificationChannel string          `json:"notificationChannel,omitempty"`
 	// BadgeIncrement: the APNs payload's badge is each target's own badge plus one.
 	BadgeIncrement bool `json:"badgeIncrement,omitempty"`
+	// NoCredentials: the app has no credentials for this gateway, so its targets would fail
+	// (the own channel needs none).
+	NoCredentials bool `json:"noCredentials,omitempty"`
 }
 
-func dryRunJSON(job *push.Job, set *push.AppSettings, aud *push.Audience, pushTime *time.Time, took time.Duration, now time.Time) *dryRunAnswer {
+func dryRunJSON(job *push.Job, app *push.App, aud *push.Audience, pushTime *time.Time, took time.Duration, now time.Time) *dryRunAnswer {
 	out := &dryRunAnswer{
 		DryRun:       true,
 		ByChannel:    map[string]int64{},
@@ -164,7 +167,7 @@ func dryRunJSON(job *push.Job, set *push.AppSettings, aud *push.Audience, pushTi
 	if pushTime != nil {
 		out.PushTime = push.FormatTime(*pushTime)
 	}
-	channels := wire.DeliveryChannels(set.Edition)
+	channels := wire.DeliveryChannels(app.Settings.Edition)
 	for ch, t := range aud.Channels {
 		if !slices.Contains(channels, ch) {
 			channels = append(channels, ch)
@@ -192,12 +195,15 @@ func dryRunJSON(job *push.Job, set *push.AppSettings, aud *push.Audience, pushTi
 		} else {
 			m, err = render.Render(job.Data, ch, opts)
 		}
+		_, hasCred := app.Credentials[ch]
+		noCred := ch != push.ChannelDirect && !hasCred
 		if err != nil {
-			out.Payloads[ch] = dryRunPayload{Error: err.Error()}
+			out.Payloads[ch] = dryRunPayload{Error: err.Error(), NoCredentials: noCred}
 			continue
 		}
 		p := dryRunPayload{
-			Silent: m.Silent, Priority: m.Priority, PushType: m.PushType, CollapseID: m.CollapseID,
+			NoCredentials: noCred,
+			Silent:        m.Silent, Priority: m.Priority, PushType: m.PushType, CollapseID: m.CollapseID,
 			Topic: m.Topic, TeamID: m.TeamID, NotificationChannel: m.AndroidChannel,
 		}
 		if json.Valid(m.Body) {

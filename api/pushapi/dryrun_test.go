@@ -65,7 +65,9 @@ func checkNothingStored(t *testing.T, e *env, app push.App) {
 func TestPushDryRunAnswersAudienceAndStoresNothing(t *testing.T) {
 	fc := &fakeCounter{}
 	e := newEnv(t, withCounter(fc))
-	app := e.newApp(nil) // China edition
+	app := e.newAppWith(func(a *push.App) { // China edition, HMS credentials only
+		a.Credentials = map[string]json.RawMessage{push.ChannelHMS: json.RawMessage(`{"_default":{"appId":"1"}}`)}
+	})
 	r := e.do(app, master, "POST", "/1.1/push", `{"dry_run":true,"data":{"alert":"hi","title":"T","ios":{"badge":"Increment","sound":"a.caf"},"hms":{"title":"Huawei"}},"where":{"age":{"$gt":3}},"channels":["news"],"req_id":"r1","expiration_interval":60,"prod":"dev"}`)
 	if r.Status != 200 {
 		t.Fatalf("dry run: %d %s", r.Status, r.Body)
@@ -97,6 +99,11 @@ func TestPushDryRunAnswersAudienceAndStoresNothing(t *testing.T) {
 	}
 	if p := got.Payloads["mi"]; !strings.Contains(string(p.Payload), `"title":"T"`) {
 		t.Errorf("mi payload %+v, want the default title", p)
+	}
+	for ch, p := range got.Payloads {
+		if want := ch != "hms" && ch != "direct"; p.NoCredentials != want {
+			t.Errorf("payload of %s says noCredentials %v, want %v", ch, p.NoCredentials, want)
+		}
 	}
 	if len(fc.jobs) != 1 {
 		t.Fatalf("counter called %d times, want 1", len(fc.jobs))
