@@ -2,7 +2,9 @@
 // (validation through api/wire and query, permissions, the calls-per-minute limit, the daily
 // volume check, req_id de-duplication, the push record, the durable job or the scheduled
 // push), the push records (/1.1/notifications, /1.1/tables/Notifications) and the scheduled
-// pushes (/1.1/scheduledPushMessages). It registers its routes on an *api.Server, which does
+// pushes (/1.1/scheduledPushMessages). A push with the pushd extension "dry_run": true passes
+// the same checks, then answers its audience (counted by an injected Counter) and payloads,
+// and writes nothing (dryrun.go). It registers its routes on an *api.Server, which does
 // authentication, body limits and the {code, error} shape.
 //
 // A push is answered 2xx only after its job is durable in the log (or its schedule in the
