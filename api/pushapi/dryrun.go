@@ -81,14 +81,14 @@ func (s *Service) dryRun(rctx *fasthttp.RequestCtx, c *api.Call, job *push.Job, 
 	case <-t.C:
 		rctx.Response.Header.Set("Retry-After", "1")
 		return push.Errorf(push.CodeUnavailable, "%d dry runs are already counting on this node: retry", cap(s.dryRuns))
-	case <-rctx.Done():
-		t.Stop()
-		return push.Errorf(push.CodeUnavailable, "the server is stopping: retry")
 	}
 	defer func() { <-s.dryRuns }()
 	s.dryRunsTotal.Inc()
 
-	ctx, cancel := context.WithTimeout(rctx, s.dryCfg.Timeout)
+	// Not a child of rctx: a RequestCtx is no context for other goroutines to watch (fasthttp
+	// writes its done channel at shutdown unsynchronised). The timeout bounds a stop's wait too,
+	// as listTimeout does for installation queries.
+	ctx, cancel := context.WithTimeout(context.Background(), s.dryCfg.Timeout)
 	defer cancel()
 	start := time.Now()
 	aud, err := s.counter.Count(ctx, job)
