@@ -97,20 +97,24 @@ func (s *scanner) dead(ctx context.Context, kind push.IDKind, id string) (bool, 
 	}
 	r := s.r
 	appID := r.t.Job.AppID
-	since, err := r.w.st.DeadToken(ctx, appID, id)
+	since, err := s.st.DeadToken(ctx, appID, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("cannot read a dead-token mark of app %s: %w", appID, err)
 	}
-	return push.DeadTokenLive(since, r.w.clock.Now()), nil
+	return push.DeadTokenLive(since, s.clock.Now()), nil
 }
 
 // deadTarget counts a target whose token is known dead as an invalid token, without sending.
 func (s *scanner) deadTarget(rt *push.Route) {
-	ci := channelIndex(rt.DeliveryChannel(s.r.js.app.Settings.Edition))
+	ci := channelIndex(deliveryChannel(rt, &s.r.js.app))
 	s.hits++
+	if s.counts != nil {
+		s.counts.count(ci, push.OutcomeInvalidToken)
+		return
+	}
 	s.b.pre.count(ci, push.OutcomeInvalidToken)
 	s.b.npre++
 }

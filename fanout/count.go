@@ -13,7 +13,8 @@ import (
 // channel is set, then the residual filter: invalid and inactive installations skipped, q
 // evaluated on the route and, only when q needs it, the document) and says how many rows it
 // read and how many matched. q must be resolved if it has sub-queries. Benchmarks use it to
-// measure the scan+filter path alone; it is also a dry run of a push's audience.
+// measure the scan+filter path alone. A push's dry run uses Audience, which adds the
+// planner's split (point ids, a channel's index), sub-queries, dead tokens and routing.
 func Count(ctx context.Context, s Scanner, appID, channel string, lo, hi int, q *query.Query, now time.Time) (rows, matched int64, err error) {
 	f := newFilter(q, now)
 	dt := q.Hints().DeviceType

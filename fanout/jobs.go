@@ -39,14 +39,9 @@ func (w *Worker) buildJob(ctx context.Context, job *push.Job) (*jobState, error)
 		js.buckets = push.DefaultBuckets
 	}
 	if job.Kind != push.JobDevices {
-		q, err := query.ParseAt(job.Where, job.QueryTime())
+		q, err := jobQuery(ctx, w.st, job, js.buckets)
 		if err != nil {
-			return nil, fmt.Errorf("cannot parse where of job %s: %w", job.ID, err)
-		}
-		if q.NeedsResolve() {
-			if err := q.Resolve(ctx, resolver(w.st, job.AppID, js.buckets)); err != nil {
-				return nil, fmt.Errorf("cannot resolve sub-queries of job %s: %w", job.ID, err)
-			}
+			return nil, err
 		}
 		js.q = q
 		js.hints = q.Hints()
@@ -68,6 +63,21 @@ func (w *Worker) buildJob(ctx context.Context, job *push.Job) (*jobState, error)
 		js.badge = bm.Badged()
 	}
 	return js, nil
+}
+
+// jobQuery parses a query job's where at the job's query time and resolves its sub-queries
+// over the app's buckets (a worker's and a dry run's query).
+func jobQuery(ctx context.Context, st Scanner, job *push.Job, buckets int) (*query.Query, error) {
+	q, err := query.ParseAt(job.Where, job.QueryTime())
+	if err != nil {
+		return nil, fmt.Errorf("cannot parse where of job %s: %w", job.ID, err)
+	}
+	if q.NeedsResolve() {
+		if err := q.Resolve(ctx, resolver(st, job.AppID, buckets)); err != nil {
+			return nil, fmt.Errorf("cannot resolve sub-queries of job %s: %w", job.ID, err)
+		}
+	}
+	return q, nil
 }
 
 // resolver runs a sub-query over an app's installations (every bucket, by_channel when the

@@ -244,8 +244,13 @@ func sourceOf(ts []push.Task) push.Source {
 // split picks the narrowest source for the job and cuts it into tasks. The error is the
 // client-facing parse error of the where.
 func (p *Planner) split(job *push.Job, buckets int) ([]push.Task, error) {
+	return splitJob(p.cfg, job, buckets)
+}
+
+// splitJob is the planner's split (also the dry run's, see Audience).
+func splitJob(cfg PlannerConfig, job *push.Job, buckets int) ([]push.Task, error) {
 	if job.Kind == push.JobDevices {
-		return p.pointTasks(job, deviceKind(job.DeviceType, job.Vendor), job.DeviceIDs), nil
+		return pointTasks(cfg, job, deviceKind(job.DeviceType, job.Vendor), job.DeviceIDs), nil
 	}
 	q, err := query.ParseAt(job.Where, job.QueryTime())
 	if err != nil {
@@ -269,13 +274,13 @@ func (p *Planner) split(job *push.Job, buckets int) ([]push.Task, error) {
 		}
 	}
 	if have {
-		return p.pointTasks(job, kind, ids), nil
+		return pointTasks(cfg, job, kind, ids), nil
 	}
 	src, channel := push.SourceBucket, ""
 	if len(h.Channels) > 0 {
 		src, channel = push.SourceChannel, h.Channels[0]
 	}
-	span := min(p.cfg.BucketsPerTask, buckets)
+	span := min(cfg.BucketsPerTask, buckets)
 	n := (buckets + span - 1) / span
 	tasks := make([]push.Task, 0, n)
 	for lo := 0; lo < buckets; lo += span {
@@ -288,13 +293,13 @@ func (p *Planner) split(job *push.Job, buckets int) ([]push.Task, error) {
 	return withRate(tasks, job.FlowControl), nil
 }
 
-func (p *Planner) pointTasks(job *push.Job, kind push.IDKind, ids []string) []push.Task {
+func pointTasks(cfg PlannerConfig, job *push.Job, kind push.IDKind, ids []string) []push.Task {
 	ids = slices.Clone(ids)
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
 	var tasks []push.Task
-	for i := 0; i < len(ids); i += p.cfg.IDsPerTask {
-		chunk := ids[i:min(i+p.cfg.IDsPerTask, len(ids))]
+	for i := 0; i < len(ids); i += cfg.IDsPerTask {
+		chunk := ids[i:min(i+cfg.IDsPerTask, len(ids))]
 		tasks = append(tasks, push.Task{
 			ID: pointTaskID(job.ID, len(tasks)), Job: *job, Source: push.SourcePoint,
 			IDKind: kind, IDs: chunk,

@@ -99,7 +99,7 @@ func (r *run) run(ctx context.Context) error {
 	go func() {
 		defer close(scanned)
 		defer close(full)
-		s := scanner{r: r, free: free, full: full}
+		s := scanner{r: r, st: r.w.st, clock: r.w.clock, free: free, full: full}
 		scanErr = s.scan(ctx)
 	}()
 	err := r.send(ctx, full, free)

@@ -32,10 +32,22 @@ func (f *filter) keep(r *push.Route, raw []byte) bool {
 	return f.q.Match(&f.doc)
 }
 
+// scanStore is what a task's scan reads.
+type scanStore interface {
+	Scanner
+	Lookup
+	DeadTokens
+}
+
 // scanner is a task's scan goroutine: it reads the task's rows from its checkpoint on, keeps
 // the targets, and fills batches, blocking while the send side is QueueBatches behind.
+//
+// A scanner with counts set is a dry run (Audience): it walks the same rows with the same
+// filter and routing, and counts each target on its delivery channel instead of batching it.
 type scanner struct {
 	r     *run
+	st    scanStore
+	clock Clock
 	free  <-chan *batch
 	full  chan<- *batch
 	b     *batch
@@ -43,23 +55,16 @@ type scanner struct {
 	rows  int
 	hits  int
 	match bool // rows need the filter (query jobs)
+	// counts, when set, receives every target (Targets; InvalidTokens for listed ids known
+	// dead) and no batch is ever filled or handed on.
+	counts *tally
 }
 
 func (s *scanner) scan(ctx context.Context) error {
-	r := s.r
 	if err := s.take(ctx); err != nil {
 		return err
 	}
-	if r.js.q != nil {
-		s.f = newFilter(r.js.q, r.w.clock.Now())
-		s.match = true
-	}
-	var err error
-	if r.t.Source == push.SourcePoint {
-		err = s.scanPoints(ctx)
-	} else {
-		err = s.scanRange(ctx)
-	}
+	err := s.walk(ctx)
 	s.flushMetrics()
 	if err != nil {
 		return err
@@ -67,6 +72,20 @@ func (s *scanner) scan(ctx context.Context) error {
 	s.b.last = true
 	s.b.seal()
 	return s.emit(ctx)
+}
+
+// walk visits the task's targets from its checkpoint on: a point task's ids, or a range
+// task's rows bucket by bucket, each kept by the residual filter (query jobs).
+func (s *scanner) walk(ctx context.Context) error {
+	r := s.r
+	if r.js.q != nil {
+		s.f = newFilter(r.js.q, s.clock.Now())
+		s.match = true
+	}
+	if r.t.Source == push.SourcePoint {
+		return s.scanPoints(ctx)
+	}
+	return s.scanRange(ctx)
 }
 
 func (s *scanner) take(ctx context.Context) error {
@@ -91,9 +110,13 @@ func (s *scanner) emit(ctx context.Context) error {
 // target adds one target to the batch (or, when its channel has no message, counts it failed).
 func (s *scanner) target(rt *push.Route) {
 	r := s.r
-	ch := rt.DeliveryChannel(r.js.app.Settings.Edition)
+	ch := deliveryChannel(rt, &r.js.app)
 	ci := channelIndex(ch)
 	s.hits++
+	if s.counts != nil {
+		s.counts[ci].Targets++
+		return
+	}
 	msg := r.js.msgs[ci]
 	if msg == nil {
 		o := r.js.msgOut[ci]
@@ -143,7 +166,7 @@ func (s *scanner) scanRange(ctx context.Context) error {
 		if bucket == first {
 			sr.After = after
 		}
-		err := r.w.st.Scan(ctx, sr, func(row *store.Row) error {
+		err := s.st.Scan(ctx, sr, func(row *store.Row) error {
 			s.rows++
 			if s.match && !s.f.keep(row.Route, row.Doc) {
 				return nil
@@ -218,7 +241,7 @@ func (s *scanner) scanPoints(ctx context.Context) error {
 }
 
 func (s *scanner) lookup(ctx context.Context, kind push.IDKind, id string) (push.Installation, bool, error) {
-	st := s.r.w.st
+	st := s.st
 	appID := s.r.t.Job.AppID
 	oid := id
 	if kind != kindObjectID {

@@ -10,6 +10,13 @@ var channelNames = [...]string{
 
 const nChannels = len(channelNames)
 
+// deliveryChannel is where fan-out sends a target of app: the one place a push's targets are
+// routed, which the worker's scan and the dry run (Audience) both call, so a dry run counts
+// each target on the channel a real push would use.
+func deliveryChannel(rt *push.Route, app *push.App) string {
+	return rt.DeliveryChannel(app.Settings.Edition)
+}
+
 // channelIndex maps a delivery channel to its index; unknown channels (none today) land on
 // the own channel's slot rather than being lost.
 func channelIndex(ch string) uint8 {

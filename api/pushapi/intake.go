@@ -75,6 +75,13 @@ func (s *Service) push(ctx *fasthttp.RequestCtx, c *api.Call) error {
 	job.Kind = push.JobQuery
 	job.Where = where
 	job.FlowControl = req.FlowControl
+	if req.DryRun {
+		var at *time.Time
+		if req.Scheduled {
+			at = req.PushTime
+		}
+		return s.dryRun(ctx, c, &job, at)
+	}
 	return s.accept(ctx, c, &n, &job, req.Scheduled)
 }
 
@@ -102,6 +109,9 @@ func (s *Service) pushDevices(ctx *fasthttp.RequestCtx, c *api.Call) error {
 	job.DeviceIDs = req.DeviceIDs
 	job.Vendor = req.Vendor
 	job.DeviceProfile = req.DeviceProfile
+	if req.DryRun {
+		return s.dryRun(ctx, c, &job, nil)
+	}
 	return s.accept(ctx, c, &n, &job, false)
 }
 

@@ -2,7 +2,9 @@
 // (validation through api/wire and query, permissions, the calls-per-minute limit, the daily
 // volume check, req_id de-duplication, the push record, the durable job or the scheduled
 // push), the push records (/1.1/notifications, /1.1/tables/Notifications) and the scheduled
-// pushes (/1.1/scheduledPushMessages). It registers its routes on an *api.Server, which does
+// pushes (/1.1/scheduledPushMessages). A push with the pushd extension "dry_run": true passes
+// the same checks, then answers its audience (counted by an injected Counter) and payloads,
+// and writes nothing (dryrun.go). It registers its routes on an *api.Server, which does
 // authentication, body limits and the {code, error} shape.
 //
 // A push is answered 2xx only after its job is durable in the log (or its schedule in the
@@ -75,6 +77,10 @@ type Deps struct {
 	// synced Append fsyncs the one WAL the record went to. Never set it for Kafka or for a log
 	// in another database.
 	LogSyncsStore bool
+	// Counter counts the audience of a dry run (fanout.Audience); nil: dry runs answer 503.
+	Counter Counter
+	// DryRun bounds dry runs; the zero value means DefaultDryRunConfig.
+	DryRun DryRunConfig
 }
 
 // Service serves the push endpoints.
@@ -98,6 +104,13 @@ type Service struct {
 	incarnation string
 	// reappended counts jobs a req_id retry appended again, its record still holding them.
 	reappended *metrics.Counter
+
+	// Dry runs: the audience counter, its bounds, and the places of the ones counting.
+	counter         Counter
+	dryCfg          DryRunConfig
+	dryRuns         chan struct{}
+	dryRunsTotal    *metrics.Counter
+	dryRunsTimedOut *metrics.Counter
 }
 
 // New builds the service.
@@ -112,8 +125,15 @@ func New(d Deps) *Service {
 		d.Limiter = limit.New(nil, d.Metrics)
 	}
 	noSync, _ := d.Store.(RecordNoSyncer)
+	if d.DryRun == (DryRunConfig{}) {
+		d.DryRun = DefaultDryRunConfig()
+	}
+	dryRuns := make(chan struct{}, max(d.DryRun.Concurrency, 1))
+	d.Metrics.GetOrCreateGauge(`pushd_api_dry_runs_capacity`, func() float64 { return float64(cap(dryRuns)) })
+	d.Metrics.GetOrCreateGauge(`pushd_api_dry_runs_running`, func() float64 { return float64(len(dryRuns)) })
 	return &Service{
 		st: d.Store, log: d.Log, lim: d.Limiter, zl: d.Logger.Named("pushapi"),
+		counter: d.Counter, dryCfg: d.DryRun, dryRuns: dryRuns,
 		noSync: noSync, jobSyncsStore: d.LogSyncsStore,
 		incarnation: push.NewObjectID(),
 		volume:      newVolumeCache(d.Store.DailyVolume),
@@ -122,6 +142,9 @@ func New(d Deps) *Service {
 		scheduled:   d.Metrics.GetOrCreateCounter(`pushd_api_pushes_total{result="scheduled"}`),
 		dupes:       d.Metrics.GetOrCreateCounter(`pushd_api_pushes_total{result="duplicate"}`),
 		reappended:  d.Metrics.GetOrCreateCounter(`pushd_api_jobs_reappended_total`),
+
+		dryRunsTotal:    d.Metrics.GetOrCreateCounter(`pushd_api_dry_runs_total`),
+		dryRunsTimedOut: d.Metrics.GetOrCreateCounter(`pushd_api_dry_runs_timed_out_total`),
 	}
 }
 

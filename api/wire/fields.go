@@ -59,6 +59,9 @@ func (f fields) common(c *Common, prodHeader string) *push.Error {
 	}
 	c.Data = compact(raw)
 	var perr *push.Error
+	if c.DryRun, perr = f.dryRun(); perr != nil {
+		return perr
+	}
 	if c.NotificationID, perr = f.id("notification_id"); perr != nil {
 		return perr
 	}

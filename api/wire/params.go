@@ -13,23 +13,26 @@ const (
 	pathDevices = "/1.1/push/devices"
 )
 
-// pushParams are the top-level parameters of POST /1.1/push: exactly those the spec names.
+// pushParams are the top-level parameters of POST /1.1/push: those the spec names, plus one
+// pushd extension, dry_run.
 // Any other name is refused (a typo such as "chanels" would otherwise send to every device);
 // names are case-sensitive. docs/decisions.md, "Request parameters", lists them.
 var pushParams = []string{
 	"data", "where", "channels", "push_time", "expiration_time", "expiration_interval",
 	"notification_id", "req_id", "prod", "topic", "apns_team_id", "flow_control",
 	"_notificationChannel",
+	"dry_run", // pushd extension: validate and count, send nothing
 }
 
 // devicesParams are the top-level parameters of POST /1.1/push/devices: those the spec names,
-// plus one pushd extension, _notificationChannel (the /1.1/push name of the Android
-// notification channel; it wins over channel).
+// plus two pushd extensions, _notificationChannel (the /1.1/push name of the Android
+// notification channel; it wins over channel) and dry_run.
 var devicesParams = []string{
 	"device_type", "device_ids", "data", "expiration_interval", "expiration_time",
 	"notification_id", "req_id", "prod", "topic", "apns_team_id", "device_profile", "channel",
 	"vendor",
 	"_notificationChannel", // pushd extension
+	"dry_run",              // pushd extension
 }
 
 // checkNames refuses the first member of f (in key order) that is not one of allowed, null

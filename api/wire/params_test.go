@@ -30,6 +30,7 @@ var paramValues = map[string]string{
 	"device_profile":       `"cert"`,
 	"channel":              `"chat"`,
 	"vendor":               `"mi"`,
+	"dry_run":              `true`,
 }
 
 type endpoint struct {

@@ -62,6 +62,9 @@ type Common struct {
 	APNsTeamID         string
 	// NotificationChannel is _notificationChannel (for devices pushes, else `channel`).
 	NotificationChannel string
+	// DryRun is the pushd extension dry_run: validate the push and count its audience, but
+	// store and send nothing (docs/decisions.md, "Dry runs").
+	DryRun bool
 }
 
 // PushRequest is a decoded POST /1.1/push body.

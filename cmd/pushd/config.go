@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pushd/pushd/api/pushapi"
 	"github.com/pushd/pushd/fanout"
 	"github.com/pushd/pushd/scheduler"
 	"github.com/pushd/pushd/sender"
@@ -50,6 +51,9 @@ type serveConfig struct {
 
 	// Sender tuning: retry horizon and backoff towards the gateways.
 	Sender sender.Config
+
+	// DryRun bounds the dry runs of pushes (the dry_run extension) on the api role.
+	DryRun pushapi.DryRunConfig
 
 	// Gateways: endpoint overrides and extra trusted roots (simulators, staging).
 	APNsEndpoint string
@@ -127,6 +131,8 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	c.Worker = fanout.DefaultWorkerConfig()
 	c.Worker.RegisterFlags(fs, "fanout-")
 	c.Sender.RegisterFlags(fs, "sender-")
+	c.DryRun = pushapi.DefaultDryRunConfig()
+	c.DryRun.RegisterFlags(fs, "dry-run-")
 	fs.StringVar(&c.APNsEndpoint, "apns-endpoint", envOr("PUSHD_APNS_ENDPOINT", ""), "APNs base URL for both environments instead of Apple's (PUSHD_APNS_ENDPOINT)")
 	fs.StringVar(&c.FCMEndpoint, "fcm-endpoint", envOr("PUSHD_FCM_ENDPOINT", ""), "FCM base URL instead of Google's (PUSHD_FCM_ENDPOINT)")
 	fs.StringVar(&c.FCMTokenURL, "fcm-token-url", envOr("PUSHD_FCM_TOKEN_URL", ""), "OAuth2 token URL for every FCM service account instead of its token_uri (PUSHD_FCM_TOKEN_URL)")
@@ -198,6 +204,9 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	}
 	if err := c.Worker.Validate(); err != nil {
 		return nil, err
+	}
+	if err := c.DryRun.Validate(); err != nil {
+		return nil, fmt.Errorf("--dry-run-timeout, --dry-run-concurrency: %w", err)
 	}
 	if c.Sim && !c.Dev {
 		return nil, fmt.Errorf("--sim needs --dev: the simulators are wired to the dev app")

@@ -35,9 +35,11 @@ import (
 
 // Checks that the implementations fit what their consumers declare.
 var (
-	_ fanout.Sender = (*sender.Dispatcher)(nil)
-	_ fanout.Log    = queue.Log(nil)
-	_ pushapi.Store = store.Store(nil)
+	_ fanout.Sender        = (*sender.Dispatcher)(nil)
+	_ fanout.Log           = queue.Log(nil)
+	_ pushapi.Store        = store.Store(nil)
+	_ pushapi.Counter      = (*fanout.Audience)(nil)
+	_ fanout.AudienceStore = store.Store(nil)
 )
 
 // openCassandra opens the cluster store and makes sure its tables exist.
@@ -262,8 +264,13 @@ func credentialValidators() map[string]api.CredentialValidator {
 	return v
 }
 
-// registerPush adds the push endpoints to the API server.
-func registerPush(p *parts, srv *api.Server, set *metrics.Set) {
+// registerPush adds the push endpoints to the API server. Dry runs count with the fan-out's
+// own planner split, scan and routing (fanout.Audience), split as this node's planner would.
+func registerPush(p *parts, srv *api.Server, set *metrics.Set) error {
+	aud, err := fanout.NewAudience(p.cfg.Planner, p.store)
+	if err != nil {
+		return err
+	}
 	pushapi.New(pushapi.Deps{
 		Store:   p.store,
 		Log:     p.queue,
@@ -273,7 +280,10 @@ func registerPush(p *parts, srv *api.Server, set *metrics.Set) {
 		// The embedded log lives in the store's own Pebble: its synced append makes the push
 		// record written just before it durable too (one fsync per push instead of two).
 		LogSyncsStore: p.cfg.Log == "embedded" && p.pebble != nil,
+		Counter:       aud,
+		DryRun:        p.cfg.DryRun,
 	}).Register(srv)
+	return nil
 }
 
 // sims are the in-process gateway simulators of --sim.

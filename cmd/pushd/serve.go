@@ -180,7 +180,9 @@ func addAPI(p *parts, g *service.Group, hooks *testHooks) error {
 	if err != nil {
 		return err
 	}
-	registerPush(p, srv, set)
+	if err := registerPush(p, srv, set); err != nil {
+		return err
+	}
 	if p.cfg.AdminToken == "" {
 		p.log.Info("admin API disabled: set PUSHD_ADMIN_TOKEN to enable /admin/")
 	}
