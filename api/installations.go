@@ -40,6 +40,31 @@ func (s *Server) registerInstallations() {
 	s.Register(Route{Method: "GET", Path: "/1.1/installations/:id", Name: routeInstGet, Auth: AuthApp}, s.getInstallation)
 	s.Register(Route{Method: "PUT", Path: "/1.1/installations/:id", Name: routeInstPut, Auth: AuthApp, JSONBody: true, MaxBody: InstallationBodyLimit}, s.updateInstallation)
 	s.Register(Route{Method: "DELETE", Path: "/1.1/installations/:id", Name: routeInstDelete, Auth: AuthMaster}, s.deleteInstallation)
+	// The original's generic object paths for the same class, which its JavaScript SDK
+	// (AV.Installation is AV.Object "_Installation") and every SDK's AV.Query use.
+	s.Register(Route{Method: "POST", Path: "/1.1/classes/_Installation", Name: routeInstCreate, Auth: AuthApp, JSONBody: true, MaxBody: InstallationBodyLimit}, s.createInstallation)
+	s.Register(Route{Method: "GET", Path: "/1.1/classes/_Installation", Name: routeInstList, Auth: AuthMaster}, s.listInstallations)
+	s.Register(Route{Method: "GET", Path: "/1.1/classes/_Installation/:id", Name: routeInstGet, Auth: AuthApp}, s.getInstallation)
+	s.Register(Route{Method: "PUT", Path: "/1.1/classes/_Installation/:id", Name: routeInstPut, Auth: AuthApp, JSONBody: true, MaxBody: InstallationBodyLimit}, s.updateInstallation)
+	s.Register(Route{Method: "DELETE", Path: "/1.1/classes/_Installation/:id", Name: routeInstDelete, Auth: AuthMaster}, s.deleteInstallation)
+}
+
+// wantsSavedDoc says whether a save asks for the stored document in its answer: the
+// original's fetchWhenSave=true (Java SDK, every installation save) or new=true (JavaScript
+// SDK's fetchWhenSave option).
+func wantsSavedDoc(ctx *fasthttp.RequestCtx) bool {
+	args := ctx.QueryArgs()
+	return string(args.Peek("fetchWhenSave")) == "true" || string(args.Peek("new")) == "true"
+}
+
+// writeSaved answers a save: the short form (timestamp and objectId), or the stored
+// document when the request asked for it (wantsSavedDoc).
+func writeSaved(ctx *fasthttp.RequestCtx, status int, field string, now time.Time, inst *push.Installation) {
+	if wantsSavedDoc(ctx) {
+		WriteJSON(ctx, status, inst.Doc)
+		return
+	}
+	WriteJSON(ctx, status, appendTimeID(make([]byte, 0, 80), field, now, inst.ObjectID))
 }
 
 func errNoInstallation(id string) *push.Error {
@@ -95,6 +120,12 @@ func (s *Server) createInstallation(ctx *fasthttp.RequestCtx, c *Call) error {
 	body, perr := decodeObject(ctx.PostBody())
 	if perr != nil {
 		return perr
+	}
+	// The original's Objective-C SDK sends every save of a known installation as a create
+	// carrying its objectId (LCInstallation.m, postProcessBatchRequests); the device ids
+	// decide which record it updates, so the objectId is accepted and not used.
+	if _, ok := body[fObjectID].(string); ok {
+		delete(body, fObjectID)
 	}
 	if perr := checkBodyFields(body); perr != nil {
 		return perr
@@ -238,7 +269,7 @@ func (s *Server) upsertInstallation(ctx *fasthttp.RequestCtx, c *Call, body, pro
 			return wrapPutError(err, oid, app.ID)
 		}
 		ctx.Response.Header.Set("Location", s.baseURL(ctx)+"/1.1/installations/"+oid)
-		WriteJSON(ctx, fasthttp.StatusCreated, appendTimeID(make([]byte, 0, 80), fCreatedAt, c.Now, oid))
+		writeSaved(ctx, fasthttp.StatusCreated, fCreatedAt, c.Now, &inst)
 		return nil
 	}
 
@@ -275,7 +306,7 @@ func (s *Server) upsertInstallation(ctx *fasthttp.RequestCtx, c *Call, body, pro
 	if err := s.deps.Installations.PutInstallation(bg, app.ID, app.Settings.Buckets, inst); err != nil {
 		return wrapPutError(err, target, app.ID)
 	}
-	WriteJSON(ctx, fasthttp.StatusOK, appendTimeID(make([]byte, 0, 80), fUpdatedAt, c.Now, target))
+	writeSaved(ctx, fasthttp.StatusOK, fUpdatedAt, c.Now, &inst)
 	return nil
 }
 
@@ -381,7 +412,7 @@ func (s *Server) updateInstallation(ctx *fasthttp.RequestCtx, c *Call) error {
 	if err := s.putInstallation(bg, app, inst); err != nil {
 		return err
 	}
-	WriteJSON(ctx, fasthttp.StatusOK, appendTimeID(make([]byte, 0, 80), fUpdatedAt, c.Now, oid))
+	writeSaved(ctx, fasthttp.StatusOK, fUpdatedAt, c.Now, &inst)
 	return nil
 }
 
