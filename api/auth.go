@@ -27,7 +27,9 @@ const (
 
 // The original service's names of the same headers, which its SDKs send unchanged
 // (docs/migration.md, "Identity and SDKs"): X-LC-* by every current SDK, X-AVOSCloud-* by
-// older ones. X-AVOSCloud-Master-Key carries the master key without the ",master" suffix.
+// older ones and many hand-written REST clients, X-Uluru-* by the oldest (the original's
+// LeanEngine SDKs still read all three). The *-Master-Key headers carry the master key
+// without the ",master" suffix.
 const (
 	HeaderLCAppID   = "X-LC-Id"
 	HeaderLCKey     = "X-LC-Key"
@@ -41,16 +43,22 @@ const (
 	HeaderAVSign      = "X-AVOSCloud-Request-Sign"
 	HeaderAVProd      = "X-AVOSCloud-Application-Production"
 	HeaderAVSession   = "X-AVOSCloud-Session-Token"
+
+	HeaderUluruAppID     = "X-Uluru-Application-Id"
+	HeaderUluruKey       = "X-Uluru-Application-Key"
+	HeaderUluruMasterKey = "X-Uluru-Master-Key"
+	HeaderUluruProd      = "X-Uluru-Application-Production"
 )
 
 // Each credential is read from the first of its names the request carries, in this order:
-// pushd's own name, then the original's current one, then the older one. A request that
+// pushd's own name, then the original's current one, then the older ones. A request that
 // mixes families (X-SVC-Id with X-LC-Key) is read the same way, one header at a time.
 var (
-	namesAppID = []string{HeaderAppID, HeaderLCAppID, HeaderAVAppID}
-	namesKey   = []string{HeaderKey, HeaderLCKey, HeaderAVKey}
-	namesSign  = []string{HeaderSign, HeaderLCSign, HeaderAVSign}
-	namesProd  = []string{HeaderProd, HeaderLCProd, HeaderAVProd}
+	namesAppID     = []string{HeaderAppID, HeaderLCAppID, HeaderAVAppID, HeaderUluruAppID}
+	namesKey       = []string{HeaderKey, HeaderLCKey, HeaderAVKey, HeaderUluruKey}
+	namesMasterKey = []string{HeaderAVMasterKey, HeaderUluruMasterKey}
+	namesSign      = []string{HeaderSign, HeaderLCSign, HeaderAVSign}
+	namesProd      = []string{HeaderProd, HeaderLCProd, HeaderAVProd, HeaderUluruProd}
 )
 
 // peekFirst returns the value of the first of names the request carries with a non-empty
@@ -72,13 +80,13 @@ func ProdHeader(ctx *fasthttp.RequestCtx) string {
 	return string(v)
 }
 
-// keyHeader returns the key credential: X-SVC-Key, X-LC-Key or X-AVOSCloud-Application-Key
-// as sent ("<key>" or "<key>,master"), or else X-AVOSCloud-Master-Key as "<key>,master".
+// keyHeader returns the key credential: the first application-key header as sent ("<key>"
+// or "<key>,master"), or else the first master-key header as "<key>,master".
 func keyHeader(h *fasthttp.RequestHeader) []byte {
 	if v, _ := peekFirst(h, namesKey); len(v) > 0 {
 		return v
 	}
-	if v := h.Peek(HeaderAVMasterKey); len(v) > 0 {
+	if v, _ := peekFirst(h, namesMasterKey); len(v) > 0 {
 		return append(append([]byte(nil), v...), ",master"...)
 	}
 	return nil

@@ -28,7 +28,7 @@ import (
 // inside a batch would dodge the push intake's admission order.
 const (
 	routeBatch     = "batch"
-	batchMaxBody   = 256 << 10 // the server-wide cap: up to maxBatchRequests installation bodies
+	batchMaxBody   = 256 << 10 // the server-wide cap: room for maxBatchOps installation bodies
 	maxBatchOps    = 50        // Parse's limit; the original documents none for these endpoints
 	internalIDKey  = "__internalId"
 	childrenKey    = "__children"

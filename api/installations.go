@@ -49,6 +49,20 @@ func (s *Server) registerInstallations() {
 	s.Register(Route{Method: "DELETE", Path: "/1.1/classes/_Installation/:id", Name: routeInstDelete, Auth: AuthMaster}, s.deleteInstallation)
 }
 
+// isObjectIDShape says whether s looks like an objectId of ours or the original's: 24
+// lowercase hex digits.
+func isObjectIDShape(s string) bool {
+	if len(s) != 24 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // wantsSavedDoc says whether a save asks for the stored document in its answer: the
 // original's fetchWhenSave=true (Java SDK, every installation save) or new=true (JavaScript
 // SDK's fetchWhenSave option).
@@ -123,8 +137,10 @@ func (s *Server) createInstallation(ctx *fasthttp.RequestCtx, c *Call) error {
 	}
 	// The original's Objective-C SDK sends every save of a known installation as a create
 	// carrying its objectId (LCInstallation.m, postProcessBatchRequests); the device ids
-	// decide which record it updates, so the objectId is accepted and not used.
-	if _, ok := body[fObjectID].(string); ok {
+	// decide which record it updates, so an objectId of the objectId shape is accepted and
+	// not used (the record it names may have been swept meanwhile). Anything else in that
+	// field is still 117.
+	if oid, ok := body[fObjectID].(string); ok && isObjectIDShape(oid) {
 		delete(body, fObjectID)
 	}
 	if perr := checkBodyFields(body); perr != nil {
