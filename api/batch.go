@@ -102,6 +102,26 @@ func (s *Server) runBatchOp(ctx *fasthttp.RequestCtx, op *batchOp) batchResult {
 		_ = json.Unmarshal(id, &res.internalID)
 	}
 	path, _, _ := strings.Cut(op.Path, "?")
+	// AV.Object.destroyAll (JavaScript SDK, object.js) deletes a class's objects as one
+	// DELETE of their comma-joined ids: one request per id here, the first failure answering
+	// for the group.
+	if dir, ids, ok := strings.Cut(path, ","); ok && strings.EqualFold(op.Method, "DELETE") && batchable(dir) {
+		i := strings.LastIndexByte(dir, '/')
+		all := append([]string{dir[i+1:]}, strings.Split(ids, ",")...)
+		if len(all) > maxBatchOps {
+			perr := push.Errorf(push.CodeValidation, "a batch delete may name at most %d objects", maxBatchOps)
+			res.status, res.body = fasthttp.StatusBadRequest, errorBody(perr)
+			return res
+		}
+		for _, id := range all {
+			one := batchOp{Method: op.Method, Path: dir[:i+1] + id, Params: op.Params}
+			if r := s.runBatchOp(ctx, &one); !r.ok() {
+				return r
+			}
+		}
+		res.status, res.body = fasthttp.StatusOK, []byte("{}")
+		return res
+	}
 	if !batchable(path) {
 		perr := push.Errorf(push.CodeNotFoundRoute, "%s %s cannot be batched: only %s and %s requests can", clipID(op.Method), clipID(path), batchPathInst, batchPathClass)
 		res.status, res.body = fasthttp.StatusNotFound, errorBody(perr)

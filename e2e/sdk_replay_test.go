@@ -125,6 +125,8 @@ type sdkRequest struct {
 	code   int    // the error code, when status is not 2xx
 	save   string // remember the answer's objectId under this name
 	check  func(t *testing.T, ans map[string]any, r *replayer)
+	// batchCheck checks a /1.1/batch answer: one {"success": ...} or {"error": ...} each.
+	batchCheck func(t *testing.T, ans []map[string]map[string]any, r *replayer)
 }
 
 // replayer sends recorded requests to a running pushd and keeps the objectIds they created.
@@ -238,6 +240,13 @@ func (r *replayer) run(q *sdkRequest) {
 	if q.check != nil {
 		q.check(r.t, m, r)
 	}
+	if q.batchCheck != nil {
+		var arr []map[string]map[string]any
+		if err := json.Unmarshal(ans.body, &arr); err != nil {
+			r.t.Fatalf("%s (%s): batch answer %s: %v", q.name, q.from, ans.body, err)
+		}
+		q.batchCheck(r.t, arr, r)
+	}
 }
 
 // The installations the recorded requests register.
@@ -296,8 +305,24 @@ var sdkRequests = []sdkRequest{
 		method: "POST", path: "/1.1/batch", auth: masterSign, header: jsHeaders,
 		body:   `{"requests":[{"method":"GET","path":"/1.1/classes/_Installation","params":{"where":{"installationId":{"$in":["` + jsInstallationID + `","` + strings.Repeat("x", 1990) + `"]}},"limit":100}}]}`,
 		status: 200,
-		check: func(t *testing.T, m map[string]any, _ *replayer) {
-			// The answer is an array; m is nil for it. Checked by js-long-query-batch-shape.
+		batchCheck: func(t *testing.T, arr []map[string]map[string]any, _ *replayer) {
+			if rs, _ := arr[0]["success"]["results"].([]any); len(arr) != 1 || len(rs) != 1 {
+				t.Errorf("batch GET answer %v: want one success with the JS installation", arr)
+			}
+		}},
+	{name: "js-save-all", from: "leancloud-storage src/object.js AV.Object.saveAll -> _deepSaveAsync: POST /batch with one POST classes/<class> per unsaved object",
+		method: "POST", path: "/1.1/batch", auth: appSign, header: jsHeaders,
+		body: `{"requests":[{"method":"POST","path":"/1.1/classes/_Installation","body":{"deviceType":"android","installationId":"c0ffee00-0000-4000-8000-00000000000a","channels":["news"]}},` +
+			`{"method":"POST","path":"/1.1/classes/_Installation","body":{"deviceType":"android","installationId":"c0ffee00-0000-4000-8000-00000000000b","channels":["news"]}}]}`,
+		status: 200,
+		batchCheck: func(t *testing.T, arr []map[string]map[string]any, r *replayer) {
+			for i, name := range []string{"js-a", "js-b"} {
+				oid, _ := arr[i]["success"]["objectId"].(string)
+				if len(arr) != 2 || oid == "" {
+					t.Fatalf("saveAll answer %v: want two successes with objectIds", arr)
+				}
+				r.oids[name] = oid
+			}
 		}},
 	{name: "js-push", from: "leancloud-storage src/push.js AV.Push.send: POST /push (service push) with the caller's data, where from query._getParams().where, push_time via toJSON",
 		method: "POST", path: "/1.1/push", auth: masterSign, header: jsHeaders,
@@ -408,6 +433,15 @@ var sdkRequests = []sdkRequest{
 		}},
 
 	// ---- Deletes last ----
+	{name: "js-destroy-all", from: "leancloud-storage src/object.js AV.Object.destroyAll: POST /batch with one DELETE classes/<class>/<id>,<id> per class",
+		method: "POST", path: "/1.1/batch", auth: masterSign, header: jsHeaders,
+		body:   `{"requests":[{"method":"DELETE","path":"/1.1/classes/_Installation/{{oid:js-a}},{{oid:js-b}}","body":{}}]}`,
+		status: 200,
+		batchCheck: func(t *testing.T, arr []map[string]map[string]any, _ *replayer) {
+			if len(arr) != 1 || arr[0]["success"] == nil {
+				t.Errorf("destroyAll answer %v: want one success", arr)
+			}
+		}},
 	{name: "js-destroy", from: "leancloud-storage src/object.js destroy: DELETE classes/<class>/<id> with the object's _flags ({}) as body",
 		method: "DELETE", path: "/1.1/classes/_Installation/{{oid:js}}", auth: masterSign, header: jsHeaders, body: `{}`, status: 200},
 	{name: "java-delete-whole", from: "java-unified-sdk APIService.java deleteWholeObject DELETE /1.1/{endpointClass}/{objectId}",
@@ -434,27 +468,21 @@ func TestE2ESDKReplay(t *testing.T) {
 	for i := range sdkRequests {
 		q := &sdkRequests[i]
 		r.run(q)
-		if q.name == "js-long-query-batch" {
-			ans := r.send(q)
-			var arr []map[string]map[string]any
-			if err := json.Unmarshal(ans.body, &arr); err != nil || len(arr) != 1 {
-				t.Fatalf("batch answer %s: %v", ans.body, err)
-			}
-			if rs, _ := arr[0]["success"]["results"].([]any); len(rs) != 1 {
-				t.Errorf("batch GET answer %s: want one success with the JS installation", ans.body)
-			}
-		}
 		if q.name == "objc-unsubscribe" {
 			// What the iOS device's installation holds now: every field the SDK saves.
 			ans := r.send(&sdkRequest{method: "GET", path: "/1.1/installations/{{oid:objc}}", auth: masterSign, header: objcHeaders})
 			var m map[string]any
 			_ = json.Unmarshal(ans.body, &m)
 			want := map[string]any{"deviceType": "ios", "deviceToken": iosToken, "apnsTeamId": "7J5XJ6FRC4", "apnsTopic": "com.example.news",
-				"timeZone": "Asia/Shanghai", "badge": float64(0), "deviceProfile": "ios_prod"}
+				"timeZone": "Asia/Shanghai", "deviceProfile": "ios_prod"}
 			for k, v := range want {
 				if m[k] != v {
 					t.Errorf("iOS installation %s = %v, want %v (%s)", k, m[k], v, ans.body)
 				}
+			}
+			// badge was saved as 0; the push with "badge":"Increment" may have raised it since.
+			if b, ok := m["badge"].(float64); !ok || b < 0 || b > 1 {
+				t.Errorf("iOS installation badge %v, want 0 or 1", m["badge"])
 			}
 			if ch, _ := m["channels"].([]any); len(ch) != 1 || ch[0] != "news" {
 				t.Errorf("iOS installation channels %v, want [news]", m["channels"])
