@@ -108,7 +108,9 @@ var (
 	javaHeaders = map[string]string{"X-LC-Prod": "1", "Accept": "application/json", "Content-Type": "application/json", "User-Agent": "LeanCloud-Java-SDK/8.2.24"}
 	// objc-sdk, AVOS/Sources/Foundation/Network/LCPaasClient.m requestWithPath: JSON bodies,
 	// X-LC-Prod only when the app set a production mode.
-	objcHeaders = map[string]string{"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "LeanCloud-Objective-C-SDK/13.9.0"}
+	// swift-sdk, Sources/Storage/HTTPClient.swift: X-LC-Id, X-LC-Sign, JSON bodies.
+	swiftHeaders = map[string]string{"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "LeanCloud-Swift-SDK/17.11.0"}
+	objcHeaders  = map[string]string{"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "LeanCloud-Objective-C-SDK/13.9.0"}
 )
 
 // sdkRequest is one request an original SDK makes for installations or push, rebuilt from the
@@ -254,6 +256,7 @@ const (
 	jsInstallationID   = "7c0b3d1e-5a2f-4c8e-9b61-2f4d5e6a7b8c"                             // AV._getInstallationId: uuid v4
 	javaInstallationID = "0f6e1c2b3a4d5e6f708192a3b4c5d6e7"                                 // LCInstallation.genInstallationId: md5 hex
 	iosToken           = "5c1ad8e4c0b3e2f1a0d9c8b7a6f5e4d3c2b1a0f9e8d7c6b5a4f3e2d1c0b9a8f7" // LCInstallation.m hexadecimalStringFromData: lowercase
+	swiftToken         = "0e1d2c3b4a59687766554433221100ffeeddccbbaa99887766554433221100ff"
 	hmsToken           = "IQAAAACy0kYJAAAAAAjwbVtAgB1HnRFEGzxsQ5nK7lFBbW-EXAMPLE"
 	objcInternalID     = "3F2504E0-4F89-11D3-9A0C-0305E82C3301" // LCObject._uuid, sent as body.__internalId
 )
@@ -423,12 +426,43 @@ var sdkRequests = []sdkRequest{
 		body:   `{"requests":[{"method":"POST","path":"/1.1/installations","body":{"channels":{"__op":"Remove","objects":["sports"]},"objectId":"{{oid:objc}}","deviceToken":"` + iosToken + `","apnsTeamId":"7J5XJ6FRC4","deviceType":"ios","timeZone":"Asia/Shanghai","apnsTopic":"com.example.news","__internalId":"{{oid:objc}}"}}]}`,
 		status: 200},
 
+	// ---- Swift SDK: swift-sdk (LCInstallation, LCPush) ----
+	{name: "swift-register", from: "swift-sdk Sources/Storage/ObjectUpdater.swift save -> POST batch/save; BatchRequest.swift jsonValue (new: true, body.__internalId); DataType/Installation.swift initialize (timeZone, apnsTopic, deviceType)",
+		method: "POST", path: "/1.1/batch/save", auth: appSign, header: swiftHeaders,
+		body:   `{"requests":[{"path":"/1.1/installations","method":"POST","new":true,"body":{"__internalId":"swift-internal-1","deviceType":"ios","timeZone":"Europe/Paris","apnsTopic":"com.example.swift","deviceToken":"` + swiftToken + `","apnsTeamId":"7J5XJ6FRC4"}}]}`,
+		status: 200,
+		check: func(t *testing.T, m map[string]any, r *replayer) {
+			res, _ := m["swift-internal-1"].(map[string]any)
+			oid, _ := res["objectId"].(string)
+			if oid == "" {
+				t.Fatalf("swift batch/save answer %v: want an object keyed by __internalId", m)
+			}
+			r.oids["swift"] = oid
+		}},
+	{name: "swift-subscribe", from: "swift-sdk BatchRequest.swift: a known object's operations as PUT <eigenEndpoint> with body.__internalId = objectId (ObjectUpdater.updateObjects matches the answer by objectId)",
+		method: "POST", path: "/1.1/batch/save", auth: appSign, header: swiftHeaders,
+		body:   `{"requests":[{"path":"/1.1/installations/{{oid:swift}}","method":"PUT","body":{"__internalId":"{{oid:swift}}","channels":{"__op":"AddUnique","objects":["news"]},"badge":3}}]}`,
+		status: 200,
+		check: func(t *testing.T, m map[string]any, r *replayer) {
+			if res, _ := m[r.oids["swift"]].(map[string]any); res["updatedAt"] == nil {
+				t.Errorf("swift subscribe answer %v: want the update keyed by objectId", m)
+			}
+		}},
+	{name: "swift-push-query", from: "swift-sdk Sources/Storage/Push.swift send: prod, data, the query's lconValue merged in (className, where, and order/limit when set), push_time with expiration_interval",
+		method: "POST", path: "/1.1/push", auth: appSign, header: swiftHeaders,
+		body:   `{"prod":"dev","data":{"alert":"Bonjour"},"className":"_Installation","where":{"timeZone":"Europe/Paris"},"order":"-updatedAt","limit":1000,"push_time":"{{now}}","expiration_interval":7200}`,
+		status: 200},
+	{name: "swift-push-channels", from: "swift-sdk Sources/Storage/Push.swift send with channels, expiration_time (LCDate.stringFromDate)",
+		method: "POST", path: "/1.1/push", auth: appSign, header: swiftHeaders,
+		body:   `{"prod":"prod","data":{"alert":"Salut"},"channels":["news"],"expiration_time":"2099-06-01T12:00:00.000Z"}`,
+		status: 200},
+
 	// ---- Older SDKs and REST clients of the original: X-AVOSCloud-* headers ----
 	{name: "avoscloud-query", from: "older AVOSCloud SDKs and REST clients: X-AVOSCloud-Application-Id with X-AVOSCloud-Master-Key (the original's LeanEngine SDKs read them: leanengine-node-sdk middleware, leanengine-java-sdk EndpointParser)",
 		method: "GET", path: "/1.1/installations?where=" + urlQ(`{"deviceType":"ios"}`), auth: avosMaster, header: map[string]string{"Content-Type": "application/json"}, status: 200,
 		check: func(t *testing.T, m map[string]any, _ *replayer) {
-			if rs, _ := m["results"].([]any); len(rs) != 1 {
-				t.Errorf("avoscloud query %v: want the iOS installation", m)
+			if rs, _ := m["results"].([]any); len(rs) != 2 {
+				t.Errorf("avoscloud query %v: want the two iOS installations (Objective-C, Swift)", m)
 			}
 		}},
 

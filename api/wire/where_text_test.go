@@ -33,3 +33,29 @@ func TestWirePushWhereAsText(t *testing.T) {
 		}
 	}
 }
+
+// TestWirePushSDKQueryParams: the query parameters the SDKs merge into a query push
+// (className, limit, skip, order, include, keys, returnACL) are accepted and do not narrow
+// the audience; className must be _Installation; a near miss is still refused as a typo.
+func TestWirePushSDKQueryParams(t *testing.T) {
+	for _, c := range []struct {
+		name, body string
+		code       push.Code
+	}{
+		{"swift query", `{"prod":"dev","data":{"alert":"a"},"className":"_Installation","where":{"a":1},"order":"-updatedAt","limit":10,"skip":0,"include":"owner","keys":"a","returnACL":"true"}`, 0},
+		{"null className", `{"data":{"alert":"a"},"className":null}`, 0},
+		{"other class", `{"data":{"alert":"a"},"className":"_User","where":{"a":1}}`, push.CodeValidation},
+		{"className not a string", `{"data":{"alert":"a"},"className":1}`, push.CodeValidation},
+		{"typo of a push parameter", `{"data":{"alert":"a"},"chanels":["x"]}`, push.CodeValidation},
+	} {
+		r, perr := DecodePush([]byte(c.body), cn, "", testNow)
+		switch {
+		case c.code != 0 && (perr == nil || perr.Code != c.code):
+			t.Errorf("%s: %v, want code %d", c.name, perr, c.code)
+		case c.code == 0 && perr != nil:
+			t.Errorf("%s: refused: %v", c.name, perr)
+		case c.code == 0 && c.name == "swift query" && string(r.Where) != `{"a":1}`:
+			t.Errorf("%s: where %s", c.name, r.Where)
+		}
+	}
+}

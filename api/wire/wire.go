@@ -157,6 +157,9 @@ func DecodePush(body []byte, ed push.Edition, prodHeader string, now time.Time) 
 	if perr != nil {
 		return nil, perr
 	}
+	if perr := f.dropSDKQueryParams(); perr != nil {
+		return nil, perr
+	}
 	if perr := f.checkNames(pushParams, pathPush); perr != nil {
 		return nil, perr
 	}
