@@ -27,7 +27,7 @@ type appKeys struct {
 func appCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("pushd app create", flag.ContinueOnError)
 	name := fs.String("name", "", "app name (required)")
-	asJSON := fs.Bool("json", false, `print {"appId","appKey","masterKey"} as JSON`)
+	asJSON := fs.Bool("json", false, `print {"appId","appKey","masterKey"} as JSON ({"appId"} with --id)`)
 	data := fs.String("data", envOr("PUSHD_DATA", "./data"), "data directory (PUSHD_DATA)")
 	edition := fs.String("edition", string(push.EditionChina), "china|international")
 	buckets := fs.Int("buckets", push.DefaultBuckets, "bucket count, a power of two, fixed for the app's life")
@@ -76,8 +76,17 @@ func appCreate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("cannot close store: %w", cerr)
 	}
 	keys := appKeys{AppID: app.ID, AppKey: app.AppKey, MasterKey: app.MasterKey}
+	if ident != nil {
+		// The keys are the caller's own: never echoed, in JSON either.
+		keys.AppKey, keys.MasterKey = "", ""
+	}
 	if *asJSON {
 		b, _ := json.Marshal(keys)
+		if ident != nil {
+			b, _ = json.Marshal(struct {
+				AppID string `json:"appId"`
+			}{keys.AppID})
+		}
 		fmt.Fprintln(stdout, string(b))
 		return nil
 	}
