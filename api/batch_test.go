@@ -118,6 +118,17 @@ func TestBatchSave(t *testing.T) {
 	if strings.Contains(string(r.Body), "__internalId") || strings.Contains(string(r.Body), "__children") {
 		t.Fatalf("stored the SDK's bookkeeping fields: %s", r.Body)
 	}
+	// The Objective-C SDK's final form for a known installation: PUT with the objectId in the
+	// body too. The same id is no change; another is 117.
+	r = e.do("POST", "/1.1/batch/save", `{"requests":[{"method":"PUT","path":"/1.1/installations/`+oid+`",
+		"body":{"channels":{"__op":"AddUnique","objects":["b"]},"objectId":"`+oid+`","deviceType":"ios","deviceToken":"`+tok+`","__internalId":"`+oid+`"}}]}`, lc...)
+	if res, _ = r.JSON(t)[oid].(map[string]any); r.Status != 200 || res["updatedAt"] == nil {
+		t.Fatalf("batch/save PUT with its objectId: %d %s", r.Status, r.Body)
+	}
+	r = e.do("PUT", "/1.1/installations/"+oid, `{"objectId":"0123456789abcdef01234567"}`, lc...)
+	if r.Status != 400 || r.Code(t) != 117 {
+		t.Fatalf("PUT with another objectId: %d %s, want 117", r.Status, r.Body)
+	}
 	// A failing request: its error is the answer.
 	r = e.do("POST", "/1.1/batch/save", `{"requests":[{"method":"POST","path":"/1.1/installations","body":{"deviceType":"ios","deviceToken":"nothex","__internalId":"U-2"}}]}`, lc...)
 	if r.Status != 400 || r.Code(t) != 114 {

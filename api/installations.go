@@ -355,6 +355,12 @@ func (s *Server) updateInstallation(ctx *fasthttp.RequestCtx, c *Call) error {
 	if perr != nil {
 		return perr
 	}
+	// The original's Objective-C SDK sends a known installation's save as a PUT whose body
+	// repeats its objectId (LCInstallation.m postProcessBatchRequests, then LCObject.m
+	// sendBatchRequest); the same id is no change. Another one is still 117.
+	if v, ok := body[fObjectID].(string); ok && v == oid {
+		delete(body, fObjectID)
+	}
 	if perr := checkBodyFields(body); perr != nil {
 		return perr
 	}

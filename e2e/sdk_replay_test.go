@@ -396,9 +396,9 @@ var sdkRequests = []sdkRequest{
 			}
 			r.oids["objc"] = oid
 		}},
-	{name: "objc-subscribe", from: "objc-sdk Push/LCPush.m subscribeToChannel (addUniqueObject:forKey:channels) -> LCInstallation.m postProcessBatchRequests: POST /1.1/installations with objectId, deviceToken, apnsTeamId, deviceType, timeZone, apnsTopic",
+	{name: "objc-subscribe", from: "objc-sdk Push/LCPush.m subscribeToChannel (addUniqueObject:forKey:channels) -> LCInstallation.m postProcessBatchRequests (objectId, deviceToken, apnsTeamId, deviceType, timeZone, apnsTopic into the body), then LCObject.m sendBatchRequest: PUT <myObjectPath> once the objectId is known",
 		method: "POST", path: "/1.1/batch/save", auth: appSign, header: objcHeaders,
-		body:   `{"requests":[{"method":"POST","path":"/1.1/installations","body":{"channels":{"__op":"AddUnique","objects":["news","sports"]},"objectId":"{{oid:objc}}","deviceToken":"` + iosToken + `","apnsTeamId":"7J5XJ6FRC4","deviceType":"ios","timeZone":"Asia/Shanghai","apnsTopic":"com.example.news","__internalId":"{{oid:objc}}"},"params":{"fetchWhenSave":true}}]}`,
+		body:   `{"requests":[{"method":"PUT","path":"/1.1/installations/{{oid:objc}}","body":{"channels":{"__op":"AddUnique","objects":["news","sports"]},"objectId":"{{oid:objc}}","deviceToken":"` + iosToken + `","apnsTeamId":"7J5XJ6FRC4","deviceType":"ios","timeZone":"Asia/Shanghai","apnsTopic":"com.example.news","__internalId":"{{oid:objc}}"},"params":{"fetchWhenSave":true}}]}`,
 		status: 200,
 		check: func(t *testing.T, m map[string]any, r *replayer) {
 			res, _ := m[r.oids["objc"]].(map[string]any)
@@ -406,7 +406,7 @@ var sdkRequests = []sdkRequest{
 				t.Errorf("objc subscribe answer %v: want the installation keyed by its objectId, with both channels (fetchWhenSave)", m)
 			}
 		}},
-	{name: "objc-badge", from: "objc-sdk Push/LCInstallation.m setBadge (addSetRequest badge) saved through the same batch",
+	{name: "objc-badge", from: "objc-sdk Push/LCInstallation.m setBadge (addSetRequest badge) in the form postProcessBatchRequests gives it (POST /1.1/installations with the objectId), which older SDK versions send as is",
 		method: "POST", path: "/1.1/batch/save", auth: appSign, header: objcHeaders,
 		body:   `{"requests":[{"method":"POST","path":"/1.1/installations","body":{"badge":0,"deviceProfile":"ios_prod","objectId":"{{oid:objc}}","deviceToken":"` + iosToken + `","apnsTeamId":"7J5XJ6FRC4","deviceType":"ios","timeZone":"Asia/Shanghai","apnsTopic":"com.example.news","__internalId":"{{oid:objc}}"}}]}`,
 		status: 200},
