@@ -38,6 +38,14 @@ type AppRequest struct {
 	Settings *SettingsRequest `json:"settings"`
 }
 
+// adminCreateRequest is the body of POST /admin/apps: an AppRequest, plus optionally the
+// original service's identity to serve the app under (docs/migration.md).
+type adminCreateRequest struct {
+	Name     *string          `json:"name"`
+	Settings *SettingsRequest `json:"settings"`
+	Identity *Identity        `json:"identity"`
+}
+
 // SettingsRequest changes some settings; absent fields keep their value.
 type SettingsRequest struct {
 	ClientPush     *bool         `json:"clientPush"`
@@ -201,30 +209,49 @@ func NewApp(name string, settings push.AppSettings, now time.Time) push.App {
 // CreateApp validates a request and stores a new app (used by the admin API and by
 // `pushd app create`).
 func CreateApp(ctx context.Context, apps AppStore, req AppRequest, now time.Time) (push.App, *push.Error, error) {
-	name := ""
-	if req.Name != nil {
-		name = strings.TrimSpace(*req.Name)
-	}
-	if name == "" || utf8.RuneCountInString(name) > 128 {
-		return push.App{}, push.Errorf(push.CodeValidation, "name is required (1 to 128 characters)"), nil
-	}
-	settings, perr := ApplySettings(push.DefaultSettings(), req.Settings, true)
+	app, perr := newAppFromRequest(req, now)
 	if perr != nil {
 		return push.App{}, perr, nil
 	}
-	app := NewApp(name, settings, now)
 	if err := apps.CreateApp(ctx, app); err != nil {
 		return push.App{}, nil, fmt.Errorf("cannot create app %s: %w", app.ID, err)
 	}
 	return app, nil, nil
 }
 
+// newAppFromRequest validates a creation request's name and settings and builds the app,
+// with a fresh id and keys.
+func newAppFromRequest(req AppRequest, now time.Time) (push.App, *push.Error) {
+	name := ""
+	if req.Name != nil {
+		name = strings.TrimSpace(*req.Name)
+	}
+	if name == "" || utf8.RuneCountInString(name) > 128 {
+		return push.App{}, push.Errorf(push.CodeValidation, "name is required (1 to 128 characters)")
+	}
+	settings, perr := ApplySettings(push.DefaultSettings(), req.Settings, true)
+	if perr != nil {
+		return push.App{}, perr
+	}
+	return NewApp(name, settings, now), nil
+}
+
 func (s *Server) adminCreateApp(ctx *fasthttp.RequestCtx, c *Call) error {
-	var req AppRequest
+	var req adminCreateRequest
 	if perr := decodeStrict(ctx.PostBody(), &req); perr != nil {
 		return perr
 	}
-	app, perr, err := CreateApp(context.Background(), s.deps.Apps, req, c.Now)
+	ar := AppRequest{Name: req.Name, Settings: req.Settings}
+	var (
+		app  push.App
+		perr *push.Error
+		err  error
+	)
+	if req.Identity != nil {
+		app, perr, err = CreateAppWithIdentity(context.Background(), s.deps.Apps, ar, *req.Identity, c.Now)
+	} else {
+		app, perr, err = CreateApp(context.Background(), s.deps.Apps, ar, c.Now)
+	}
 	if perr != nil {
 		return perr
 	}

@@ -25,6 +25,73 @@ const (
 	HeaderProd  = "X-SVC-Prod"
 )
 
+// The original service's names of the same headers, which its SDKs send unchanged
+// (docs/migration.md, "Identity and SDKs"): X-LC-* by every current SDK, X-AVOSCloud-* by
+// older ones and many hand-written REST clients, X-Uluru-* by the oldest (the original's
+// LeanEngine SDKs still read all three). The *-Master-Key headers carry the master key
+// without the ",master" suffix.
+const (
+	HeaderLCAppID   = "X-LC-Id"
+	HeaderLCKey     = "X-LC-Key"
+	HeaderLCSign    = "X-LC-Sign"
+	HeaderLCProd    = "X-LC-Prod"
+	HeaderLCSession = "X-LC-Session"
+
+	HeaderAVAppID     = "X-AVOSCloud-Application-Id"
+	HeaderAVKey       = "X-AVOSCloud-Application-Key"
+	HeaderAVMasterKey = "X-AVOSCloud-Master-Key"
+	HeaderAVSign      = "X-AVOSCloud-Request-Sign"
+	HeaderAVProd      = "X-AVOSCloud-Application-Production"
+	HeaderAVSession   = "X-AVOSCloud-Session-Token"
+
+	HeaderUluruAppID     = "X-Uluru-Application-Id"
+	HeaderUluruKey       = "X-Uluru-Application-Key"
+	HeaderUluruMasterKey = "X-Uluru-Master-Key"
+	HeaderUluruProd      = "X-Uluru-Application-Production"
+)
+
+// Each credential is read from the first of its names the request carries, in this order:
+// pushd's own name, then the original's current one, then the older ones. A request that
+// mixes families (X-SVC-Id with X-LC-Key) is read the same way, one header at a time.
+var (
+	namesAppID     = []string{HeaderAppID, HeaderLCAppID, HeaderAVAppID, HeaderUluruAppID}
+	namesKey       = []string{HeaderKey, HeaderLCKey, HeaderAVKey, HeaderUluruKey}
+	namesMasterKey = []string{HeaderAVMasterKey, HeaderUluruMasterKey}
+	namesSign      = []string{HeaderSign, HeaderLCSign, HeaderAVSign}
+	namesProd      = []string{HeaderProd, HeaderLCProd, HeaderAVProd, HeaderUluruProd}
+)
+
+// peekFirst returns the value of the first of names the request carries with a non-empty
+// value, and that name.
+func peekFirst(h *fasthttp.RequestHeader, names []string) ([]byte, string) {
+	for _, n := range names {
+		if v := h.Peek(n); len(v) > 0 {
+			return v, n
+		}
+	}
+	return nil, names[0]
+}
+
+// ProdHeader is the value of the request's production-environment header (X-SVC-Prod,
+// X-LC-Prod or X-AVOSCloud-Application-Production, first present wins), "" when absent.
+// Push calls read it for the default of "prod".
+func ProdHeader(ctx *fasthttp.RequestCtx) string {
+	v, _ := peekFirst(&ctx.Request.Header, namesProd)
+	return string(v)
+}
+
+// keyHeader returns the key credential: the first application-key header as sent ("<key>"
+// or "<key>,master"), or else the first master-key header as "<key>,master".
+func keyHeader(h *fasthttp.RequestHeader) []byte {
+	if v, _ := peekFirst(h, namesKey); len(v) > 0 {
+		return v
+	}
+	if v, _ := peekFirst(h, namesMasterKey); len(v) > 0 {
+		return append(append([]byte(nil), v...), ",master"...)
+	}
+	return nil
+}
+
 // AppStore is what the API needs of the store for apps.
 type AppStore interface {
 	CreateApp(ctx context.Context, app push.App) error
@@ -35,25 +102,27 @@ type AppStore interface {
 
 var errUnauthorized = push.Errorf(push.CodeUnauthorized, "unauthorized")
 
-// authenticate checks X-SVC-Id with X-SVC-Key or X-SVC-Sign. Every failure (unknown app,
-// wrong key, bad signature) reads the same "unauthorized" to the caller, except a missing
-// header and a stale signature timestamp, which say what to fix.
+// authenticate checks X-SVC-Id with X-SVC-Key or X-SVC-Sign (or the original service's
+// names of them, X-LC-* and X-AVOSCloud-*). Every failure (unknown app, wrong key, bad
+// signature) reads the same "unauthorized" to the caller, except a missing header and a
+// stale signature timestamp, which say what to fix.
 func (s *Server) authenticate(ctx *fasthttp.RequestCtx, now time.Time) (*push.App, bool, *push.Error) {
-	id := ctx.Request.Header.Peek(HeaderAppID)
+	h := &ctx.Request.Header
+	id, _ := peekFirst(h, namesAppID)
 	if len(id) == 0 {
-		return nil, false, push.Errorf(push.CodeUnauthorized, "missing header %s", HeaderAppID)
+		return nil, false, push.Errorf(push.CodeUnauthorized, "missing header %s (or %s)", HeaderAppID, HeaderLCAppID)
 	}
-	key := ctx.Request.Header.Peek(HeaderKey)
-	sign := ctx.Request.Header.Peek(HeaderSign)
+	key := keyHeader(h)
+	sign, signName := peekFirst(h, namesSign)
 	if len(key) == 0 && len(sign) == 0 {
-		return nil, false, push.Errorf(push.CodeUnauthorized, "missing header %s or %s", HeaderKey, HeaderSign)
+		return nil, false, push.Errorf(push.CodeUnauthorized, "missing header %s or %s (or %s or %s)", HeaderKey, HeaderSign, HeaderLCKey, HeaderLCSign)
 	}
 	// A signature's form and clock are checked before the app is read, so that these answers
 	// are the same whether the app exists or not.
 	var sg signature
 	if len(key) == 0 {
 		var perr *push.Error
-		if sg, perr = parseSign(string(sign), now, s.cfg.SignSkew); perr != nil {
+		if sg, perr = parseSignNamed(string(sign), signName, now, s.cfg.SignSkew); perr != nil {
 			return nil, false, perr
 		}
 	}
@@ -91,6 +160,12 @@ type signature struct {
 
 // parseSign reads an X-SVC-Sign value and checks that its timestamp is within skew of now.
 func parseSign(h string, now time.Time, skew time.Duration) (signature, *push.Error) {
+	return parseSignNamed(h, HeaderSign, now, skew)
+}
+
+// parseSignNamed is parseSign for a value that came in the header named name (the errors
+// name the header the client sent).
+func parseSignNamed(h, name string, now time.Time, skew time.Duration) (signature, *push.Error) {
 	parts := strings.Split(h, ",")
 	sg := signature{}
 	switch {
@@ -98,15 +173,15 @@ func parseSign(h string, now time.Time, skew time.Duration) (signature, *push.Er
 		sg.master = true
 	case len(parts) == 2:
 	default:
-		return sg, push.Errorf(push.CodeUnauthorized, "malformed %s: want <sign>,<timestamp>[,master]", HeaderSign)
+		return sg, push.Errorf(push.CodeUnauthorized, "malformed %s: want <sign>,<timestamp>[,master]", name)
 	}
 	ts, err := strconv.ParseInt(parts[1], 10, 64)
 	if err != nil || ts <= 0 {
-		return sg, push.Errorf(push.CodeUnauthorized, "malformed %s timestamp: want Unix milliseconds", HeaderSign)
+		return sg, push.Errorf(push.CodeUnauthorized, "malformed %s timestamp: want Unix milliseconds", name)
 	}
 	d := now.Sub(time.UnixMilli(ts))
 	if d > skew || d < -skew {
-		return sg, push.Errorf(push.CodeUnauthorized, "%s timestamp is more than %s away from the server clock", HeaderSign, skew)
+		return sg, push.Errorf(push.CodeUnauthorized, "%s timestamp is more than %s away from the server clock", name, skew)
 	}
 	sg.sum, sg.timestamp = parts[0], parts[1]
 	return sg, nil

@@ -40,6 +40,45 @@ func (s *Server) registerInstallations() {
 	s.Register(Route{Method: "GET", Path: "/1.1/installations/:id", Name: routeInstGet, Auth: AuthApp}, s.getInstallation)
 	s.Register(Route{Method: "PUT", Path: "/1.1/installations/:id", Name: routeInstPut, Auth: AuthApp, JSONBody: true, MaxBody: InstallationBodyLimit}, s.updateInstallation)
 	s.Register(Route{Method: "DELETE", Path: "/1.1/installations/:id", Name: routeInstDelete, Auth: AuthMaster}, s.deleteInstallation)
+	// The original's generic object paths for the same class, which its JavaScript SDK
+	// (AV.Installation is AV.Object "_Installation") and every SDK's AV.Query use.
+	s.Register(Route{Method: "POST", Path: "/1.1/classes/_Installation", Name: routeInstCreate, Auth: AuthApp, JSONBody: true, MaxBody: InstallationBodyLimit}, s.createInstallation)
+	s.Register(Route{Method: "GET", Path: "/1.1/classes/_Installation", Name: routeInstList, Auth: AuthMaster}, s.listInstallations)
+	s.Register(Route{Method: "GET", Path: "/1.1/classes/_Installation/:id", Name: routeInstGet, Auth: AuthApp}, s.getInstallation)
+	s.Register(Route{Method: "PUT", Path: "/1.1/classes/_Installation/:id", Name: routeInstPut, Auth: AuthApp, JSONBody: true, MaxBody: InstallationBodyLimit}, s.updateInstallation)
+	s.Register(Route{Method: "DELETE", Path: "/1.1/classes/_Installation/:id", Name: routeInstDelete, Auth: AuthMaster}, s.deleteInstallation)
+}
+
+// isObjectIDShape says whether s looks like an objectId of ours or the original's: 24
+// lowercase hex digits.
+func isObjectIDShape(s string) bool {
+	if len(s) != 24 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// wantsSavedDoc says whether a save asks for the stored document in its answer: the
+// original's fetchWhenSave=true (Java SDK, every installation save) or new=true (JavaScript
+// SDK's fetchWhenSave option).
+func wantsSavedDoc(ctx *fasthttp.RequestCtx) bool {
+	args := ctx.QueryArgs()
+	return string(args.Peek("fetchWhenSave")) == "true" || string(args.Peek("new")) == "true"
+}
+
+// writeSaved answers a save: the short form (timestamp and objectId), or the stored
+// document when the request asked for it (wantsSavedDoc).
+func writeSaved(ctx *fasthttp.RequestCtx, status int, field string, now time.Time, inst *push.Installation) {
+	if wantsSavedDoc(ctx) {
+		WriteJSON(ctx, status, inst.Doc)
+		return
+	}
+	WriteJSON(ctx, status, appendTimeID(make([]byte, 0, 80), field, now, inst.ObjectID))
 }
 
 func errNoInstallation(id string) *push.Error {
@@ -95,6 +134,14 @@ func (s *Server) createInstallation(ctx *fasthttp.RequestCtx, c *Call) error {
 	body, perr := decodeObject(ctx.PostBody())
 	if perr != nil {
 		return perr
+	}
+	// The original's Objective-C SDK sends every save of a known installation as a create
+	// carrying its objectId (LCInstallation.m, postProcessBatchRequests); the device ids
+	// decide which record it updates, so an objectId of the objectId shape is accepted and
+	// not used (the record it names may have been swept meanwhile). Anything else in that
+	// field is still 117.
+	if oid, ok := body[fObjectID].(string); ok && isObjectIDShape(oid) {
+		delete(body, fObjectID)
 	}
 	if perr := checkBodyFields(body); perr != nil {
 		return perr
@@ -238,7 +285,7 @@ func (s *Server) upsertInstallation(ctx *fasthttp.RequestCtx, c *Call, body, pro
 			return wrapPutError(err, oid, app.ID)
 		}
 		ctx.Response.Header.Set("Location", s.baseURL(ctx)+"/1.1/installations/"+oid)
-		WriteJSON(ctx, fasthttp.StatusCreated, appendTimeID(make([]byte, 0, 80), fCreatedAt, c.Now, oid))
+		writeSaved(ctx, fasthttp.StatusCreated, fCreatedAt, c.Now, &inst)
 		return nil
 	}
 
@@ -275,7 +322,7 @@ func (s *Server) upsertInstallation(ctx *fasthttp.RequestCtx, c *Call, body, pro
 	if err := s.deps.Installations.PutInstallation(bg, app.ID, app.Settings.Buckets, inst); err != nil {
 		return wrapPutError(err, target, app.ID)
 	}
-	WriteJSON(ctx, fasthttp.StatusOK, appendTimeID(make([]byte, 0, 80), fUpdatedAt, c.Now, target))
+	writeSaved(ctx, fasthttp.StatusOK, fUpdatedAt, c.Now, &inst)
 	return nil
 }
 
@@ -307,6 +354,12 @@ func (s *Server) updateInstallation(ctx *fasthttp.RequestCtx, c *Call) error {
 	body, perr := decodeObject(ctx.PostBody())
 	if perr != nil {
 		return perr
+	}
+	// The original's Objective-C SDK sends a known installation's save as a PUT whose body
+	// repeats its objectId (LCInstallation.m postProcessBatchRequests, then LCObject.m
+	// sendBatchRequest); the same id is no change. Another one is still 117.
+	if v, ok := body[fObjectID].(string); ok && v == oid {
+		delete(body, fObjectID)
 	}
 	if perr := checkBodyFields(body); perr != nil {
 		return perr
@@ -381,7 +434,7 @@ func (s *Server) updateInstallation(ctx *fasthttp.RequestCtx, c *Call) error {
 	if err := s.putInstallation(bg, app, inst); err != nil {
 		return err
 	}
-	WriteJSON(ctx, fasthttp.StatusOK, appendTimeID(make([]byte, 0, 80), fUpdatedAt, c.Now, oid))
+	writeSaved(ctx, fasthttp.StatusOK, fUpdatedAt, c.Now, &inst)
 	return nil
 }
 

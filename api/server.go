@@ -216,6 +216,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s.notFound = s.newRoute(Route{Name: "not_found"}, nil)
 	s.registerOps()
 	s.registerInstallations()
+	s.registerBatch()
 	s.registerAdmin()
 	s.srv = &fasthttp.Server{
 		Handler:               s.serve,

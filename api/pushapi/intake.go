@@ -51,7 +51,7 @@ func (s *Service) push(ctx *fasthttp.RequestCtx, c *api.Call) error {
 		return err
 	}
 	app := c.App
-	req, perr := wire.DecodePush(ctx.PostBody(), app.Settings.Edition, string(ctx.Request.Header.Peek("X-SVC-Prod")), c.Now)
+	req, perr := wire.DecodePush(ctx.PostBody(), app.Settings.Edition, api.ProdHeader(ctx), c.Now)
 	if perr != nil {
 		return perr
 	}
@@ -90,7 +90,7 @@ func (s *Service) pushDevices(ctx *fasthttp.RequestCtx, c *api.Call) error {
 		return err
 	}
 	app := c.App
-	req, perr := wire.DecodePushDevices(ctx.PostBody(), app.Settings.Edition, string(ctx.Request.Header.Peek("X-SVC-Prod")), c.Now)
+	req, perr := wire.DecodePushDevices(ctx.PostBody(), app.Settings.Edition, api.ProdHeader(ctx), c.Now)
 	if perr != nil {
 		return perr
 	}

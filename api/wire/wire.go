@@ -160,6 +160,9 @@ func DecodePush(body []byte, ed push.Edition, prodHeader string, now time.Time) 
 	if perr != nil {
 		return nil, perr
 	}
+	if perr := f.dropSDKQueryParams(); perr != nil {
+		return nil, perr
+	}
 	if perr := f.checkNames(pushParams, pathPush); perr != nil {
 		return nil, perr
 	}
@@ -169,6 +172,15 @@ func DecodePush(body []byte, ed push.Edition, prodHeader string, now time.Time) 
 		return nil, perr
 	}
 	if raw, ok := f["where"]; ok {
+		// The original's Objective-C SDK (LCPush.m, postData) sends a query's where as
+		// its JSON text, a string; the original reads both forms.
+		if isKind(raw, '"') {
+			var text string
+			if json.Unmarshal(raw, &text) != nil || !isKind(json.RawMessage(text), '{') || !json.Valid([]byte(text)) {
+				return nil, typeError("where", "a JSON object (or its JSON text)")
+			}
+			raw = json.RawMessage(text)
+		}
 		if !isKind(raw, '{') {
 			return nil, typeError("where", "a JSON object")
 		}

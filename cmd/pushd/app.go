@@ -27,22 +27,44 @@ type appKeys struct {
 func appCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("pushd app create", flag.ContinueOnError)
 	name := fs.String("name", "", "app name (required)")
-	asJSON := fs.Bool("json", false, `print {"appId","appKey","masterKey"} as JSON`)
+	asJSON := fs.Bool("json", false, `print {"appId","appKey","masterKey"} as JSON ({"appId"} with --id)`)
 	data := fs.String("data", envOr("PUSHD_DATA", "./data"), "data directory (PUSHD_DATA)")
 	edition := fs.String("edition", string(push.EditionChina), "china|international")
 	buckets := fs.Int("buckets", push.DefaultBuckets, "bucket count, a power of two, fixed for the app's life")
+	id := fs.String("id", "", "serve the app under this id of the original service; its app key and master key come from PUSHD_APP_KEY and PUSHD_MASTER_KEY (never flags)")
 	if ok, err := parseHelpAware(fs, stdout, stderr, func() error { return fs.Parse(args) }); !ok {
 		return err
 	}
 	if *name == "" {
 		return errors.New("app create needs --name")
 	}
+	var ident *api.Identity
+	if *id != "" {
+		// Keys never travel in flags: argv is readable by every user of the machine (ps)
+		// and lands in shell history.
+		ident = &api.Identity{AppID: *id, AppKey: os.Getenv("PUSHD_APP_KEY"), MasterKey: os.Getenv("PUSHD_MASTER_KEY")}
+		if ident.AppKey == "" || ident.MasterKey == "" {
+			return errors.New("app create --id needs the original app key in PUSHD_APP_KEY and its master key in PUSHD_MASTER_KEY")
+		}
+		if perr := ident.Validate(); perr != nil {
+			return errors.New(perr.Message)
+		}
+	}
 	st, err := pebble.Open(storeDir(*data), pebble.Options{})
 	if err != nil {
 		return fmt.Errorf("cannot open store (stop a running pushd serve on this data directory, or use the admin API): %w", err)
 	}
 	ed := push.Edition(*edition)
-	app, perr, err := api.CreateApp(ctx, st, api.AppRequest{Name: name, Settings: &api.SettingsRequest{Edition: &ed, Buckets: buckets}}, time.Now())
+	req := api.AppRequest{Name: name, Settings: &api.SettingsRequest{Edition: &ed, Buckets: buckets}}
+	var (
+		app  push.App
+		perr *push.Error
+	)
+	if ident != nil {
+		app, perr, err = api.CreateAppWithIdentity(ctx, st, req, *ident, time.Now())
+	} else {
+		app, perr, err = api.CreateApp(ctx, st, req, time.Now())
+	}
 	cerr := st.Close()
 	if perr != nil {
 		return errors.New(perr.Message)
@@ -54,9 +76,23 @@ func appCreate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("cannot close store: %w", cerr)
 	}
 	keys := appKeys{AppID: app.ID, AppKey: app.AppKey, MasterKey: app.MasterKey}
+	if ident != nil {
+		// The keys are the caller's own: never echoed, in JSON either.
+		keys.AppKey, keys.MasterKey = "", ""
+	}
 	if *asJSON {
 		b, _ := json.Marshal(keys)
+		if ident != nil {
+			b, _ = json.Marshal(struct {
+				AppID string `json:"appId"`
+			}{keys.AppID})
+		}
 		fmt.Fprintln(stdout, string(b))
+		return nil
+	}
+	if ident != nil {
+		// The keys are the caller's own: do not echo them to a terminal or a log.
+		fmt.Fprintf(stdout, "app %q created under the original identity\n  appId:     %s\n  appKey:    (from PUSHD_APP_KEY)\n  masterKey: (from PUSHD_MASTER_KEY)\n", app.Name, keys.AppID)
 		return nil
 	}
 	fmt.Fprintf(stdout, "app %q created\n  appId:     %s\n  appKey:    %s\n  masterKey: %s\n", app.Name, keys.AppID, keys.AppKey, keys.MasterKey)
