@@ -1,0 +1,191 @@
+package cassandra
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/store"
+)
+
+const (
+	cqlOfflineGet    = `SELECT state FROM offline_messages WHERE app_id = ? AND installation_id = ? AND msg_id = ?`
+	cqlOfflineGetDoc = `SELECT state, doc FROM offline_messages WHERE app_id = ? AND installation_id = ? AND msg_id = ?`
+	cqlOfflineList   = `SELECT msg_id, state, seq, doc FROM offline_messages WHERE app_id = ? AND installation_id = ?`
+	cqlOfflineInsert = `INSERT INTO offline_messages (app_id, installation_id, msg_id, state, seq, doc) VALUES (?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
+	cqlOfflineDone   = `INSERT INTO offline_messages (app_id, installation_id, msg_id, state, seq, doc) VALUES (?, ?, ?, 2, 0, null) USING TTL ?`
+	cqlOfflineDelete = `DELETE FROM offline_messages WHERE app_id = ? AND installation_id = ? AND msg_id = ?`
+
+	offlineCached = 1
+	offlineDone   = 2
+)
+
+// offlineTTL is the TTL of an offline row of a message expiring at exp (0: never): its expiry,
+// or store.DirectAckedKeep, plus an hour in which a second copy is still recognised.
+func offlineTTL(exp int64, now time.Time) int {
+	if exp == 0 {
+		return ttlSeconds(store.DirectAckedKeep)
+	}
+	return ttlSeconds(time.UnixMilli(exp).Sub(now) + time.Hour)
+}
+
+// countDirect adds t to the own channel's tally of push record id; false when it is gone.
+func (s *Store) countDirect(ctx context.Context, app, id string, t push.Tally) (bool, error) {
+	_, err := s.UpdateNotification(ctx, app, id, func(n *push.Notification) error {
+		if n.Status == push.StatusCancelled {
+			return store.ErrNotFound
+		}
+		if n.Counts == nil {
+			n.Counts = push.Counts{}
+		}
+		n.Counts.Add(push.Counts{push.ChannelDirect: t})
+		return nil
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// CacheDirect implements store.Store: an INSERT IF NOT EXISTS, then the record's count. Not
+// one write as in store/pebble: a crash between the two loses the message's count (never the
+// message).
+func (s *Store) CacheDirect(ctx context.Context, msg push.DirectMessage, now time.Time, limit int) (push.CacheOutcome, int, error) {
+	app, iid := msg.AppID, msg.InstallationID
+	fail := func(err error) (push.CacheOutcome, int, error) {
+		return 0, 0, fmt.Errorf("cannot cache message %s for installation %s of app %s: %w", msg.ID, iid, app, err)
+	}
+	var state int
+	err := s.q(ctx, cqlOfflineGet, app, iid, msg.ID).Scan(&state)
+	if err == nil {
+		return push.CacheDuplicate, 0, nil
+	}
+	if !errors.Is(err, gocql.ErrNotFound) {
+		return fail(err)
+	}
+	if _, err := s.GetNotification(ctx, app, msg.ID); errors.Is(err, store.ErrNotFound) {
+		return push.CacheCancelled, 0, nil
+	} else if err != nil {
+		return fail(err)
+	}
+	if msg.Expired(now) {
+		if err := s.q(ctx, cqlOfflineDone, app, iid, msg.ID, ttlSeconds(time.Hour)).Exec(); err != nil {
+			return fail(err)
+		}
+		if _, err := s.countDirect(ctx, app, msg.ID, push.Tally{Expired: 1}); err != nil {
+			return fail(err)
+		}
+		return push.CacheExpired, 0, nil
+	}
+	cached, err := s.offlineList(ctx, app, iid)
+	if err != nil {
+		return fail(err)
+	}
+	dropped := 0
+	msg.Seq = now.UnixNano()
+	for _, m := range cached {
+		msg.Seq = max(msg.Seq, m.Seq+1)
+	}
+	if limit > 0 && len(cached) >= limit {
+		for _, m := range cached[:len(cached)-limit+1] {
+			if err := s.q(ctx, cqlOfflineDelete, app, iid, m.ID).Exec(); err != nil {
+				return fail(err)
+			}
+			dropped++
+		}
+	}
+	doc, err := json.Marshal(&msg)
+	if err != nil {
+		return fail(err)
+	}
+	applied, err := s.q(ctx, cqlOfflineInsert, app, iid, msg.ID, offlineCached, msg.Seq, doc, offlineTTL(msg.Expires, now)).MapScanCAS(map[string]any{})
+	if err != nil {
+		return fail(err)
+	}
+	if !applied {
+		return push.CacheDuplicate, dropped, nil
+	}
+	if _, err := s.countDirect(ctx, app, msg.ID, push.Tally{Sent: 1}); err != nil {
+		return fail(err)
+	}
+	return push.CacheStored, dropped, nil
+}
+
+// offlineList reads the installation's cached messages, oldest first (expired ones included).
+func (s *Store) offlineList(ctx context.Context, app, iid string) ([]push.DirectMessage, error) {
+	it := s.q(ctx, cqlOfflineList, app, iid).Iter()
+	var (
+		id    string
+		state int
+		seq   int64
+		doc   []byte
+		out   []push.DirectMessage
+	)
+	for it.Scan(&id, &state, &seq, &doc) {
+		if state != offlineCached {
+			continue
+		}
+		var m push.DirectMessage
+		if err := json.Unmarshal(doc, &m); err != nil {
+			_ = it.Close()
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	if err := it.Close(); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b push.DirectMessage) int { return cmp.Compare(a.Seq, b.Seq) })
+	return out, nil
+}
+
+// OfflineMessages implements store.Store.
+func (s *Store) OfflineMessages(ctx context.Context, appID, installationID string, now time.Time) ([]push.DirectMessage, error) {
+	all, err := s.offlineList(ctx, appID, installationID)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the offline messages of installation %s of app %s: %w", installationID, appID, err)
+	}
+	out := all[:0]
+	for _, m := range all {
+		if !m.Expired(now) {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// AckDirect implements store.Store: per id, the row turns done, then the record counts an
+// arrival (two writes: a crash between them loses that arrival).
+func (s *Store) AckDirect(ctx context.Context, appID, installationID string, ids []string, now time.Time) (int, error) {
+	acked := 0
+	for _, id := range ids {
+		var (
+			state int
+			doc   []byte
+		)
+		err := s.q(ctx, cqlOfflineGetDoc, appID, installationID, id).Scan(&state, &doc)
+		if errors.Is(err, gocql.ErrNotFound) || (err == nil && state != offlineCached) {
+			continue
+		}
+		if err != nil {
+			return acked, fmt.Errorf("cannot ack message %s of installation %s of app %s: %w", id, installationID, appID, err)
+		}
+		var m push.DirectMessage
+		_ = json.Unmarshal(doc, &m)
+		if err := s.q(ctx, cqlOfflineDone, appID, installationID, id, offlineTTL(m.Expires, now)).Exec(); err != nil {
+			return acked, fmt.Errorf("cannot ack message %s of installation %s of app %s: %w", id, installationID, appID, err)
+		}
+		if _, err := s.countDirect(ctx, appID, id, push.Tally{Arrivals: 1}); err != nil {
+			return acked, fmt.Errorf("cannot count the arrival of message %s of app %s: %w", id, appID, err)
+		}
+		acked++
+	}
+	return acked, nil
+}

@@ -1,0 +1,281 @@
+package pebble
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/store"
+)
+
+// The own channel's offline cache: one row per (app, installation, message id). A cached
+// message's value is stateCached, its seq, its keep-until (its expiry) and its JSON; an acked or
+// expired one shrinks to stateDone and a keep-until, and stays only so that a second copy of
+// the message consumed from push.direct (after a crash) is recognised and not counted twice.
+const (
+	stateCached = 1
+	stateDone   = 2
+)
+
+// doneKeep is how long past its expiry (or past now) a done row is kept: the time in which a
+// crashed gateway consumes the message again.
+const doneKeep = time.Hour
+
+func offlinePrefix(dst []byte, app, iid string) []byte {
+	return appendStr(appendStr(append(dst, tOffline), app), iid)
+}
+
+func offlineKey(dst []byte, app, iid, id string) []byte {
+	return appendStr(offlinePrefix(dst, app, iid), id)
+}
+
+// offlineRow is one decoded row.
+type offlineRow struct {
+	key   []byte
+	state byte
+	seq   int64
+	keep  int64 // unix ms; 0: keep until acked
+	msg   []byte
+}
+
+func encodeOffline(state byte, seq, keep int64, msg []byte) []byte {
+	v := make([]byte, 17, 17+len(msg))
+	v[0] = state
+	binary.BigEndian.PutUint64(v[1:], uint64(seq))
+	binary.BigEndian.PutUint64(v[9:], uint64(keep))
+	return append(v, msg...)
+}
+
+func decodeOffline(key, v []byte) (offlineRow, error) {
+	if len(v) < 17 || (v[0] != stateCached && v[0] != stateDone) {
+		return offlineRow{}, store.ErrBadRoute
+	}
+	return offlineRow{
+		key:   key,
+		state: v[0],
+		seq:   int64(binary.BigEndian.Uint64(v[1:])),
+		keep:  int64(binary.BigEndian.Uint64(v[9:])),
+		msg:   v[17:],
+	}, nil
+}
+
+// doneUntil is the keep-until of a done row of a message expiring at exp (0: never).
+func doneUntil(exp int64, now time.Time) int64 {
+	if exp == 0 {
+		return now.Add(store.DirectAckedKeep).UnixMilli()
+	}
+	return max(exp, now.UnixMilli()) + doneKeep.Milliseconds()
+}
+
+// offlineRows reads every row of one installation's cache.
+func (s *Store) offlineRows(app, iid string) ([]offlineRow, error) {
+	prefix := offlinePrefix(nil, app, iid)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var rows []offlineRow
+	for ok := it.First(); ok; ok = it.Next() {
+		r, err := decodeOffline(append([]byte(nil), it.Key()...), append([]byte(nil), it.Value()...))
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, r)
+	}
+	return rows, it.Error()
+}
+
+// countDirect adds t to the own channel's tally of push record id inside b; false when the
+// record is gone. The caller holds the record's stripe.
+func (s *Store) countDirect(b *pebble.Batch, app, id string, t push.Tally) (bool, error) {
+	n, err := s.readNotification(app, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if n.Status == push.StatusCancelled {
+		return false, nil
+	}
+	if n.Counts == nil {
+		n.Counts = push.Counts{}
+	}
+	n.Counts.Add(push.Counts{push.ChannelDirect: t})
+	return true, notificationRows(b, &n, &n)
+}
+
+// CacheDirect implements store.Store.
+func (s *Store) CacheDirect(ctx context.Context, msg push.DirectMessage, now time.Time, limit int) (push.CacheOutcome, int, error) {
+	if err := s.enter(); err != nil {
+		return 0, 0, err
+	}
+	defer s.exit()
+	out, dropped, err := s.cacheDirect(msg, now, limit)
+	if err != nil {
+		return 0, 0, fmt.Errorf("cannot cache message %s for installation %s of app %s: %w", msg.ID, msg.InstallationID, msg.AppID, err)
+	}
+	return out, dropped, nil
+}
+
+func (s *Store) cacheDirect(msg push.DirectMessage, now time.Time, limit int) (push.CacheOutcome, int, error) {
+	app, iid := msg.AppID, msg.InstallationID
+	defer s.locks.lockAll([]int{stripeOf("f", app, iid), stripeOf("n", app, msg.ID)})()
+	key := offlineKey(nil, app, iid, msg.ID)
+	if _, err := s.get(key); err == nil {
+		return push.CacheDuplicate, 0, nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return 0, 0, err
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	if msg.Expired(now) {
+		ok, err := s.countDirect(b, app, msg.ID, push.Tally{Expired: 1})
+		if err != nil || !ok {
+			return push.CacheCancelled, 0, err
+		}
+		if err := b.Set(key, encodeOffline(stateDone, 0, doneUntil(msg.Expires, now), nil), nil); err != nil {
+			return 0, 0, err
+		}
+		return push.CacheExpired, 0, b.Commit(pebble.Sync)
+	}
+	ok, err := s.countDirect(b, app, msg.ID, push.Tally{Sent: 1})
+	if err != nil || !ok {
+		return push.CacheCancelled, 0, err
+	}
+	rows, err := s.offlineRows(app, iid)
+	if err != nil {
+		return 0, 0, err
+	}
+	// Rows past their keep-until go; the oldest cached ones go past the bound.
+	nowMs := now.UnixMilli()
+	var cached []offlineRow
+	seq := now.UnixNano()
+	for _, r := range rows {
+		if r.keep != 0 && r.keep <= nowMs {
+			if err := b.Delete(r.key, nil); err != nil {
+				return 0, 0, err
+			}
+			continue
+		}
+		if r.state == stateCached {
+			cached = append(cached, r)
+			seq = max(seq, r.seq+1)
+		}
+	}
+	dropped := 0
+	if limit > 0 && len(cached) >= limit {
+		slices.SortFunc(cached, func(a, b offlineRow) int { return cmp.Compare(a.seq, b.seq) })
+		for _, r := range cached[:len(cached)-limit+1] {
+			if err := b.Delete(r.key, nil); err != nil {
+				return 0, 0, err
+			}
+			dropped++
+		}
+	}
+	msg.Seq = seq
+	v, err := json.Marshal(&msg)
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := b.Set(key, encodeOffline(stateCached, seq, msg.Expires, v), nil); err != nil {
+		return 0, 0, err
+	}
+	return push.CacheStored, dropped, b.Commit(pebble.Sync)
+}
+
+// OfflineMessages implements store.Store.
+func (s *Store) OfflineMessages(ctx context.Context, appID, installationID string, now time.Time) ([]push.DirectMessage, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.exit()
+	rows, err := s.offlineRows(appID, installationID)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the offline messages of installation %s of app %s: %w", installationID, appID, err)
+	}
+	var out []push.DirectMessage
+	for _, r := range rows {
+		if r.state != stateCached {
+			continue
+		}
+		var m push.DirectMessage
+		if err := json.Unmarshal(r.msg, &m); err != nil {
+			return nil, fmt.Errorf("cannot decode an offline message of installation %s of app %s: %w", installationID, appID, err)
+		}
+		if m.Expired(now) {
+			continue
+		}
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b push.DirectMessage) int { return cmp.Compare(a.Seq, b.Seq) })
+	return out, nil
+}
+
+// AckDirect implements store.Store. The write is not synced: an ack lost in a crash loses its
+// count together with its removal, and the device, sent the message again, acks it again.
+func (s *Store) AckDirect(ctx context.Context, appID, installationID string, ids []string, now time.Time) (int, error) {
+	if err := s.enter(); err != nil {
+		return 0, err
+	}
+	defer s.exit()
+	n, err := s.ackDirect(appID, installationID, ids, now)
+	if err != nil {
+		return 0, fmt.Errorf("cannot ack messages of installation %s of app %s: %w", installationID, appID, err)
+	}
+	return n, nil
+}
+
+func (s *Store) ackDirect(app, iid string, ids []string, now time.Time) (int, error) {
+	stripes := make([]int, 0, len(ids)+1)
+	stripes = append(stripes, stripeOf("f", app, iid))
+	for _, id := range ids {
+		stripes = append(stripes, stripeOf("n", app, id))
+	}
+	defer s.locks.lockAll(stripes)()
+	b := s.db.NewBatch()
+	defer b.Close()
+	acked := 0
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		key := offlineKey(nil, app, iid, id)
+		v, err := s.get(key)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		r, err := decodeOffline(key, v)
+		if err != nil {
+			return 0, err
+		}
+		if r.state != stateCached {
+			continue
+		}
+		if err := b.Set(key, encodeOffline(stateDone, 0, doneUntil(r.keep, now), nil), nil); err != nil {
+			return 0, err
+		}
+		if _, err := s.countDirect(b, app, id, push.Tally{Arrivals: 1}); err != nil {
+			return 0, err
+		}
+		acked++
+	}
+	if acked == 0 {
+		return 0, nil
+	}
+	return acked, b.Commit(pebble.NoSync)
+}
