@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"path/filepath"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -15,6 +16,7 @@ import (
 	"github.com/pushd/pushd/internal/service"
 	"github.com/pushd/pushd/internal/telemetry"
 	"github.com/pushd/pushd/queue"
+	"github.com/pushd/pushd/sender/direct"
 	"github.com/pushd/pushd/store"
 	"github.com/pushd/pushd/store/pebble"
 )
@@ -155,9 +157,36 @@ func openStore(ctx context.Context, p *parts, g *service.Group) error {
 	return nil
 }
 
-// addGateway wires the gateway role (own-channel device connections). Filled by a later issue.
-func addGateway(p *parts, _ *service.Group, _ *testHooks) error {
-	p.log.Info("role gateway is not implemented in this build yet; it runs nothing")
+// addGateway wires the gateway role (own-channel device connections, sender/direct): the
+// connect endpoint, then the consumer of push.direct (stopped first: no message is taken
+// while the connections close).
+func addGateway(p *parts, g *service.Group, hooks *testHooks) error {
+	set := p.reg.Add(metrics.NewSet())
+	cfg := p.cfg.Direct
+	cfg.Addr = p.cfg.GatewayAddr
+	core := direct.NewCore(cfg, p.store, p.log, set)
+	srv := direct.NewServer(cfg, core, p.store, p.store, p.log, set)
+	var svc service.Service = srv
+	if hooks != nil && hooks.gatewayReady != nil {
+		svc = gatewayHook{srv, hooks.gatewayReady}
+	}
+	g.Add("gateway", svc)
+	lg := p.queue
+	g.Add("gateway-consumer", service.Func(func(ctx context.Context) error { return core.Consume(ctx, lg) }))
+	return nil
+}
+
+// gatewayHook tells a test the bound address once the gateway listens.
+type gatewayHook struct {
+	*direct.Server
+	ready func(addr string)
+}
+
+func (h gatewayHook) Start(ctx context.Context) error {
+	if err := h.Server.Start(ctx); err != nil {
+		return err
+	}
+	h.ready(h.Server.Addr().String())
 	return nil
 }
 
@@ -181,6 +210,8 @@ func addAPI(p *parts, g *service.Group, hooks *testHooks) error {
 		return err
 	}
 	registerPush(p, srv, set)
+	_, port, _ := net.SplitHostPort(p.cfg.GatewayAddr)
+	srv.RegisterRouter(api.RouterConfig{URL: p.cfg.GatewayURL, Port: port, TTL: p.cfg.Direct.WithDefaults().RouterTTL})
 	if p.cfg.AdminToken == "" {
 		p.log.Info("admin API disabled: set PUSHD_ADMIN_TOKEN to enable /admin/")
 	}
