@@ -16,8 +16,9 @@ type RouterConfig struct {
 	// URL is the connect endpoint's URL (ws:// or wss://, ending in /1.1/connect). Empty: the
 	// host the device asked the router at, with Port.
 	URL string
-	// Port is the gateway's port, used when URL is empty.
-	Port string
+	// Port gives the gateway's port, used when URL is empty (a func: the port is known once
+	// the gateway listens, which may be on port 0).
+	Port func() string
 	// TTL is how long a device may keep the answer.
 	TTL time.Duration
 }
@@ -48,7 +49,7 @@ func (s *Server) RegisterRouter(cfg RouterConfig) {
 			if ip := net.ParseIP(host); ip != nil && ip.To4() == nil {
 				host = "[" + host + "]"
 			}
-			url = "ws://" + host + ":" + cfg.Port + "/1.1/connect"
+			url = "ws://" + host + ":" + cfg.Port() + "/1.1/connect"
 		}
 		b, err := json.Marshal(map[string]any{"server": url, "ttl": ttl, "v": 1})
 		if err != nil {

@@ -36,6 +36,8 @@ type parts struct {
 	queue queue.Log
 	// sims are the in-process gateway simulators of --sim, else nil.
 	sims *sims
+	// gateway is the own channel's device endpoint when this node runs the gateway role.
+	gateway *direct.Server
 }
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks *testHooks) error {
@@ -166,6 +168,7 @@ func addGateway(p *parts, g *service.Group, hooks *testHooks) error {
 	cfg.Addr = p.cfg.GatewayAddr
 	core := direct.NewCore(cfg, p.store, p.log, set)
 	srv := direct.NewServer(cfg, core, p.store, p.store, p.log, set)
+	p.gateway = srv
 	var svc service.Service = srv
 	if hooks != nil && hooks.gatewayReady != nil {
 		svc = gatewayHook{srv, hooks.gatewayReady}
@@ -211,7 +214,14 @@ func addAPI(p *parts, g *service.Group, hooks *testHooks) error {
 	}
 	registerPush(p, srv, set)
 	_, port, _ := net.SplitHostPort(p.cfg.GatewayAddr)
-	srv.RegisterRouter(api.RouterConfig{URL: p.cfg.GatewayURL, Port: port, TTL: p.cfg.Direct.WithDefaults().RouterTTL})
+	gw := p.gateway
+	srv.RegisterRouter(api.RouterConfig{URL: p.cfg.GatewayURL, TTL: p.cfg.Direct.WithDefaults().RouterTTL, Port: func() string {
+		if gw != nil && gw.Addr() != nil { // this node's gateway, once it listens
+			_, bound, _ := net.SplitHostPort(gw.Addr().String())
+			return bound
+		}
+		return port
+	}})
 	if p.cfg.AdminToken == "" {
 		p.log.Info("admin API disabled: set PUSHD_ADMIN_TOKEN to enable /admin/")
 	}

@@ -2,13 +2,17 @@ package sim
 
 import (
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gobwas/ws"
@@ -24,6 +28,8 @@ type DeviceConfig struct {
 	// AckDelay delays each ack; NoAck never acks (the messages stay in the offline cache).
 	AckDelay time.Duration
 	NoAck    bool
+	// Sign authenticates with X-SVC-Sign instead of X-SVC-Key.
+	Sign bool
 	// NoPing never sends heartbeats (the server closes the connection after two periods).
 	NoPing bool
 	// Ledger counts the pushes received, shared across reconnects (nil: a new one).
@@ -95,20 +101,22 @@ func (l *Ledger) Acked(id string) bool {
 type Device struct {
 	cfg       DeviceConfig
 	conn      net.Conn
+	r         io.Reader // conn, or the handshake's reader holding frames sent with it
 	wmu       sync.Mutex
 	done      chan struct{}
 	closeOnce sync.Once
 	hello     chan Hello
 	code      int
 	reason    string
+	pongs     atomic.Int64
 	wg        sync.WaitGroup
 }
 
 // Hello is the server's first frame.
 type Hello struct {
-	V         int `json:"v"`
-	Heartbeat int `json:"heartbeat"`
-	Offline   int `json:"offline"`
+	V         int     `json:"v"`
+	Heartbeat float64 `json:"heartbeat"` // seconds
+	Offline   int     `json:"offline"`
 }
 
 // Route asks the router where the installation connects.
@@ -152,12 +160,21 @@ func DialDeviceAt(ctx context.Context, server string, cfg DeviceConfig) (*Device
 	if cfg.Ledger == nil {
 		cfg.Ledger = NewLedger()
 	}
-	d := ws.Dialer{Header: ws.HandshakeHeaderHTTP(http.Header{"X-SVC-Id": {cfg.AppID}, "X-SVC-Key": {cfg.AppKey}})}
-	conn, _, _, err := d.Dial(ctx, server+"?v=1&installationId="+url.QueryEscape(cfg.InstallationID))
+	h := http.Header{"X-SVC-Id": {cfg.AppID}, "X-SVC-Key": {cfg.AppKey}}
+	if cfg.Sign {
+		ts := strconv.FormatInt(time.Now().UnixMilli(), 10)
+		sum := md5.Sum([]byte(ts + cfg.AppKey))
+		h = http.Header{"X-SVC-Id": {cfg.AppID}, "X-SVC-Sign": {hex.EncodeToString(sum[:]) + "," + ts}}
+	}
+	d := ws.Dialer{Header: ws.HandshakeHeaderHTTP(h)}
+	conn, br, _, err := d.Dial(ctx, server+"?v=1&installationId="+url.QueryEscape(cfg.InstallationID))
 	if err != nil {
 		return nil, Hello{}, fmt.Errorf("cannot connect to %s: %w", server, err)
 	}
-	dev := &Device{cfg: cfg, conn: conn, done: make(chan struct{}), hello: make(chan Hello, 1)}
+	dev := &Device{cfg: cfg, conn: conn, r: conn, done: make(chan struct{}), hello: make(chan Hello, 1)}
+	if br != nil {
+		dev.r = br
+	}
 	dev.wg.Go(dev.read)
 	select {
 	case h := <-dev.hello:
@@ -197,6 +214,9 @@ func (d *Device) Send(b []byte) error {
 	return wsutil.WriteClientText(d.conn, b)
 }
 
+// Pongs is how many pongs the server answered the device's pings with.
+func (d *Device) Pongs() int64 { return d.pongs.Load() }
+
 // Ping sends a protocol ping.
 func (d *Device) Ping() error { return d.Send([]byte(`{"op":"ping"}`)) }
 
@@ -222,12 +242,12 @@ func (d *Device) read() {
 		}
 	}()
 	for {
-		h, err := ws.ReadHeader(d.conn)
+		h, err := ws.ReadHeader(d.r)
 		if err != nil {
 			return
 		}
 		payload := make([]byte, h.Length)
-		if _, err := io.ReadFull(d.conn, payload); err != nil {
+		if _, err := io.ReadFull(d.r, payload); err != nil {
 			return
 		}
 		switch h.OpCode {
@@ -256,10 +276,12 @@ func (d *Device) read() {
 		case "hello":
 			if f.Heartbeat > 0 && !d.cfg.NoPing {
 				stopPing = make(chan struct{})
-				hb, stop := time.Duration(f.Heartbeat)*time.Second, stopPing
+				hb, stop := time.Duration(f.Heartbeat*float64(time.Second)), stopPing
 				d.wg.Go(func() { d.pinger(hb, stop) })
 			}
 			d.hello <- f.Hello
+		case "pong":
+			d.pongs.Add(1)
 		case "push":
 			d.cfg.Ledger.add(f.ID)
 			if d.cfg.OnPush != nil {

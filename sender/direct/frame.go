@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"time"
 
 	"github.com/pushd/pushd/push"
 )
@@ -90,11 +91,11 @@ func AppendPush(dst []byte, m *push.DirectMessage) []byte {
 
 // helloFrame tells a device the protocol version, its heartbeat period and how many cached
 // messages follow at once.
-func helloFrame(heartbeatSec int64, cached int) []byte {
+func helloFrame(heartbeat time.Duration, cached int) []byte {
 	b := []byte(`{"op":"hello","v":`)
 	b = strconv.AppendInt(b, ProtocolVersion, 10)
 	b = append(b, `,"heartbeat":`...)
-	b = strconv.AppendInt(b, heartbeatSec, 10)
+	b = strconv.AppendFloat(b, heartbeat.Seconds(), 'f', -1, 64)
 	b = append(b, `,"offline":`...)
 	b = strconv.AppendInt(b, int64(cached), 10)
 	return append(b, '}')

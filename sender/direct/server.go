@@ -223,7 +223,7 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 	}
 	hb := s.cfg.Heartbeat
 	err := s.core.Attach(ctx, hs.appID, hs.iid, sess, func(cached int) error {
-		return sess.write(helloFrame(int64((hb+time.Second-1)/time.Second), cached))
+		return sess.write(helloFrame(hb, cached))
 	})
 	if err != nil {
 		s.log.Warn("cannot attach a device", zap.String("app_id", hs.appID), zap.Error(err))
