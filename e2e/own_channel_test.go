@@ -19,13 +19,14 @@ import (
 
 // ownRecord is what the own-channel tests read of a push record.
 type ownRecord struct {
-	Status      string `json:"status"`
-	Devices     int64  `json:"devices"`
-	Successes   int64  `json:"successes"`
-	LCSuccesses int64  `json:"lcSuccesses"`
-	Arrivals    int64  `json:"arrivals"`
-	Failures    int64  `json:"failures"`
-	Expired     int64  `json:"expired"`
+	Status      string   `json:"status"`
+	Devices     int64    `json:"devices"`
+	Successes   int64    `json:"successes"`
+	LCSuccesses int64    `json:"lcSuccesses"`
+	Arrivals    int64    `json:"arrivals"`
+	Failures    int64    `json:"failures"`
+	Expired     int64    `json:"expired"`
+	Errors      []string `json:"errors"`
 }
 
 func (c *client) ownRecord(t *testing.T, oid string) ownRecord {
@@ -133,7 +134,7 @@ func TestE2EOwnChannelKillMidPushLosesNothing(t *testing.T) {
 		return rec.Status == push.StatusDone && rec.Arrivals == int64(len(iids))
 	})
 	n := int64(len(iids))
-	if rec.Devices != n || rec.Successes != n || rec.LCSuccesses != n || rec.Arrivals != n || rec.Failures != 0 || rec.Expired != 0 {
+	if rec.Devices != n || rec.Successes != n || rec.LCSuccesses != n || rec.Arrivals != n || rec.Failures != 0 || rec.Expired != 0 || len(rec.Errors) != 0 {
 		t.Errorf("record %+v: want devices = successes = lcSuccesses = arrivals = %d", rec, n)
 	}
 	dups := 0

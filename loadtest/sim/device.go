@@ -284,11 +284,11 @@ func (d *Device) read() {
 			d.pongs.Add(1)
 		case "push":
 			d.cfg.Ledger.add(f.ID)
-			if d.cfg.OnPush != nil {
-				d.cfg.OnPush(f.DevicePush)
-			}
 			if !d.cfg.NoAck {
 				d.ackLater(f.ID)
+			}
+			if d.cfg.OnPush != nil {
+				d.cfg.OnPush(f.DevicePush)
 			}
 		}
 	}
