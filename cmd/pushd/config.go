@@ -211,7 +211,7 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 		return nil, err
 	}
 	c.Direct.Addr = c.GatewayAddr
-	if err := c.Direct.WithDefaults().Validate(); err != nil {
+	if err := c.Direct.Validate(); err != nil {
 		return nil, err
 	}
 	if _, _, err := net.SplitHostPort(c.GatewayAddr); err != nil {

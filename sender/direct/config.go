@@ -70,7 +70,8 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Validate checks a config after WithDefaults.
+// Validate checks a config as given (cmd/pushd: the flags' values), so that a zero a user set
+// is refused rather than replaced by a default.
 func (c Config) Validate() error {
 	var errs []error
 	if c.Heartbeat < 100*time.Millisecond {
@@ -79,7 +80,7 @@ func (c Config) Validate() error {
 	if c.MaxFrame < 256 {
 		errs = append(errs, fmt.Errorf("--direct-max-frame %d is below 256 bytes", c.MaxFrame))
 	}
-	if c.ConnectRate < 0 || c.ConnectBurst < 1 {
+	if c.ConnectRate <= 0 || c.ConnectBurst < 0 {
 		errs = append(errs, fmt.Errorf("--direct-connect-rate %g must be positive", c.ConnectRate))
 	}
 	if c.OfflineLimit < 1 {
