@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,6 +33,7 @@ type rig struct {
 	srv  *direct.Server
 	url  string
 	off  int64
+	stop func() // stops the server (once) and waits for it
 }
 
 func newRig(t *testing.T, cfg direct.Config) *rig {
@@ -56,12 +58,16 @@ func newRig(t *testing.T, cfg direct.Config) *rig {
 	}
 	done := make(chan error, 1)
 	go func() { done <- r.srv.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("server Run: %v", err)
-		}
-	})
+	var once sync.Once
+	r.stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("server Run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(r.stop)
 	r.url = "ws://" + r.srv.Addr().String() + "/1.1/connect"
 	return r
 }
@@ -377,6 +383,26 @@ func TestDirectConnectionPings(t *testing.T) {
 	}
 	if r.core.Connected() != 1 {
 		t.Errorf("%d connected, want 1", r.core.Connected())
+	}
+}
+
+// TestDirectStopClosesGoingAway: on stop every device is told 1001 and the server returns
+// once its connections are gone.
+func TestDirectStopClosesGoingAway(t *testing.T) {
+	r := newRig(t, direct.Config{})
+	r.installation(t, "dev1", push.DeviceAndroid, "")
+	r.installation(t, "dev2", push.DeviceAndroid, "")
+	d1, _ := r.mustDial(t, sim.DeviceConfig{InstallationID: "dev1"})
+	d2, _ := r.mustDial(t, sim.DeviceConfig{InstallationID: "dev2"})
+	r.stop()
+	for _, d := range []*sim.Device{d1, d2} {
+		<-d.Done()
+		if code, _ := d.CloseCode(); code != direct.CloseGoingAway {
+			t.Errorf("closed with %d, want %d", code, direct.CloseGoingAway)
+		}
+	}
+	if n := r.core.Connected(); n != 0 {
+		t.Errorf("%d sessions left after stop", n)
 	}
 }
 
