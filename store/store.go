@@ -99,7 +99,10 @@ type Store interface {
 	PendingJobs(ctx context.Context, appID string, before time.Time, limit int) ([]push.Notification, error)
 	GetNotification(ctx context.Context, appID, objectID string) (push.Notification, error)
 	// UpdateNotification reads, applies fn and writes atomically with respect to other
-	// UpdateNotification calls on the same record. fn returning an error aborts.
+	// UpdateNotification calls on the same record. fn returning an error aborts. fn sees the
+	// stored document, without the own channel's counts (CacheDirect, AckDirect), which the
+	// record readers (GetNotification, ListNotifications, NotificationsByNID, and the record
+	// UpdateNotification returns) add into Counts["direct"].
 	UpdateNotification(ctx context.Context, appID, objectID string, fn func(*push.Notification) error) (push.Notification, error)
 	DeleteNotification(ctx context.Context, appID, objectID string) error
 	// ListNotifications yields records newest first.
@@ -127,7 +130,8 @@ type Store interface {
 
 	// Own-channel offline cache (offline_messages). CacheDirect stores msg in the cache of its
 	// installation and counts it on its push record (msg.ID) in one write: Counts[direct].Sent
-	// when stored, .Expired when msg has expired at now. It is idempotent per (app,
+	// when stored, .Expired when msg has expired at now (kept beside the record, not in its
+	// document: many devices count at once; DeleteNotification removes them with it). It is idempotent per (app,
 	// installation, msg.ID): a message cached or acked before gives CacheDuplicate and writes
 	// nothing (an acked message is remembered until its expiry, at most DirectAckedKeep). A
 	// missing push record (cancelled) gives CacheCancelled and writes nothing. At most limit

@@ -36,7 +36,7 @@ type rig struct {
 	stop func() // stops the server (once) and waits for it
 }
 
-func newRig(t *testing.T, cfg direct.Config) *rig {
+func newRig(t testing.TB, cfg direct.Config) *rig {
 	t.Helper()
 	st, err := pebble.Open(t.TempDir(), pebble.Options{})
 	if err != nil {

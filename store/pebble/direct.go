@@ -94,24 +94,60 @@ func (s *Store) offlineRows(app, iid string) ([]offlineRow, error) {
 	return rows, it.Error()
 }
 
-// countDirect adds t to the own channel's tally of push record id inside b; false when the
-// record is gone. The caller holds the record's stripe.
-func (s *Store) countDirect(b *pebble.Batch, app, id string, t push.Tally) (bool, error) {
-	n, err := s.readNotification(app, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return false, nil
+func directCountKey(dst []byte, app, oid string) []byte {
+	return appendStr(appendStr(append(dst, tDirectCount), app), oid)
+}
+
+// directCounts reads the own channel's counts of push record oid (zero when none).
+func (s *Store) directCounts(app, oid string) (push.Tally, error) {
+	var buf [24]byte
+	v, ok, err := s.getInto(buf[:0], directCountKey(nil, app, oid))
+	if err != nil || !ok {
+		return push.Tally{}, err
 	}
-	if err != nil {
-		return false, err
+	if len(v) != 24 {
+		return push.Tally{}, store.ErrBadRoute
 	}
-	if n.Status == push.StatusCancelled {
-		return false, nil
+	return push.Tally{
+		Sent:     int64(binary.BigEndian.Uint64(v)),
+		Expired:  int64(binary.BigEndian.Uint64(v[8:])),
+		Arrivals: int64(binary.BigEndian.Uint64(v[16:])),
+	}, nil
+}
+
+// withDirectCounts adds the own channel's counts of n (kept beside the record, 'e') into
+// n.Counts: the record as the store's readers see it.
+func (s *Store) withDirectCounts(n *push.Notification) error {
+	t, err := s.directCounts(n.AppID, n.ObjectID)
+	if err != nil || t == (push.Tally{}) {
+		return err
 	}
 	if n.Counts == nil {
 		n.Counts = push.Counts{}
 	}
 	n.Counts.Add(push.Counts{push.ChannelDirect: t})
-	return true, notificationRows(b, &n, &n)
+	return nil
+}
+
+// countDirect adds t to the own channel's counts of push record oid inside b. The caller holds
+// the counts' stripe ("e", app, oid) until b is committed.
+func (s *Store) countDirect(b *pebble.Batch, app, oid string, t push.Tally) error {
+	cur, err := s.directCounts(app, oid)
+	if err != nil {
+		return err
+	}
+	cur.Add(t)
+	var v [24]byte
+	binary.BigEndian.PutUint64(v[:], uint64(cur.Sent))
+	binary.BigEndian.PutUint64(v[8:], uint64(cur.Expired))
+	binary.BigEndian.PutUint64(v[16:], uint64(cur.Arrivals))
+	return b.Set(directCountKey(nil, app, oid), v[:], nil)
+}
+
+// recordAlive says whether push record oid exists (a cancelled push's record is removed).
+func (s *Store) recordAlive(app, oid string) (bool, error) {
+	_, ok, err := s.getInto(nil, notifKey(nil, app, oid))
+	return ok, err
 }
 
 // CacheDirect implements store.Store.
@@ -129,28 +165,42 @@ func (s *Store) CacheDirect(ctx context.Context, msg push.DirectMessage, now tim
 
 func (s *Store) cacheDirect(msg push.DirectMessage, now time.Time, limit int) (push.CacheOutcome, int, error) {
 	app, iid := msg.AppID, msg.InstallationID
-	defer s.locks.lockAll([]int{stripeOf("f", app, iid), stripeOf("n", app, msg.ID)})()
+	// The stripes are held while reading and committing to memory only; the WAL sync that makes
+	// the write durable follows outside them, so that the devices of one push (one counts key)
+	// do not wait on each other's fsync.
+	unlock := s.locks.lockAll([]int{stripeOf("f", app, iid), stripeOf("e", app, msg.ID)})
+	out, dropped, err := s.cacheDirectLocked(msg, now, limit)
+	unlock()
+	if err != nil || out == push.CacheDuplicate || out == push.CacheCancelled {
+		return out, dropped, err
+	}
+	return out, dropped, s.syncWAL()
+}
+
+func (s *Store) cacheDirectLocked(msg push.DirectMessage, now time.Time, limit int) (push.CacheOutcome, int, error) {
+	app, iid := msg.AppID, msg.InstallationID
 	key := offlineKey(nil, app, iid, msg.ID)
-	if _, err := s.get(key); err == nil {
-		return push.CacheDuplicate, 0, nil
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return 0, 0, err
+	if _, ok, err := s.getInto(nil, key); err != nil || ok {
+		return push.CacheDuplicate, 0, err
+	}
+	// A push cancelled before this message is cached has no record: not delivered. One being
+	// cancelled meanwhile may still see it cached; it then counts as sent, as the spec says.
+	if ok, err := s.recordAlive(app, msg.ID); err != nil || !ok {
+		return push.CacheCancelled, 0, err
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
 	if msg.Expired(now) {
-		ok, err := s.countDirect(b, app, msg.ID, push.Tally{Expired: 1})
-		if err != nil || !ok {
-			return push.CacheCancelled, 0, err
+		if err := s.countDirect(b, app, msg.ID, push.Tally{Expired: 1}); err != nil {
+			return 0, 0, err
 		}
 		if err := b.Set(key, encodeOffline(stateDone, 0, doneUntil(msg.Expires, now), nil), nil); err != nil {
 			return 0, 0, err
 		}
-		return push.CacheExpired, 0, b.Commit(pebble.Sync)
+		return push.CacheExpired, 0, b.Commit(pebble.NoSync)
 	}
-	ok, err := s.countDirect(b, app, msg.ID, push.Tally{Sent: 1})
-	if err != nil || !ok {
-		return push.CacheCancelled, 0, err
+	if err := s.countDirect(b, app, msg.ID, push.Tally{Sent: 1}); err != nil {
+		return 0, 0, err
 	}
 	rows, err := s.offlineRows(app, iid)
 	if err != nil {
@@ -190,7 +240,7 @@ func (s *Store) cacheDirect(msg push.DirectMessage, now time.Time, limit int) (p
 	if err := b.Set(key, encodeOffline(stateCached, seq, msg.Expires, v), nil); err != nil {
 		return 0, 0, err
 	}
-	return push.CacheStored, dropped, b.Commit(pebble.Sync)
+	return push.CacheStored, dropped, b.Commit(pebble.NoSync)
 }
 
 // OfflineMessages implements store.Store.
@@ -239,7 +289,7 @@ func (s *Store) ackDirect(app, iid string, ids []string, now time.Time) (int, er
 	stripes := make([]int, 0, len(ids)+1)
 	stripes = append(stripes, stripeOf("f", app, iid))
 	for _, id := range ids {
-		stripes = append(stripes, stripeOf("n", app, id))
+		stripes = append(stripes, stripeOf("e", app, id))
 	}
 	defer s.locks.lockAll(stripes)()
 	b := s.db.NewBatch()
@@ -269,8 +319,12 @@ func (s *Store) ackDirect(app, iid string, ids []string, now time.Time) (int, er
 		if err := b.Set(key, encodeOffline(stateDone, 0, doneUntil(r.keep, now), nil), nil); err != nil {
 			return 0, err
 		}
-		if _, err := s.countDirect(b, app, id, push.Tally{Arrivals: 1}); err != nil {
+		if alive, err := s.recordAlive(app, id); err != nil {
 			return 0, err
+		} else if alive { // a removed record (swept, or deleted by the admin) counts nothing
+			if err := s.countDirect(b, app, id, push.Tally{Arrivals: 1}); err != nil {
+				return 0, err
+			}
 		}
 		acked++
 	}

@@ -31,6 +31,7 @@ import (
 //	'g' app objectId                            → pushId, badge                  (installation_badges)
 //	'k' app deviceId                            → dead since, unix ms            (dead_tokens)
 //	'f' app installationId msgId                → state, seq, keep, message JSON (offline_messages)
+//	'e' app objectId                            → sent, expired, arrivals        (notification_counts, own channel)
 //
 // Times in keys are int64-encoded: updatedHour in unix milliseconds, updatedAt truncated to its
 // hour (updatedSlot: a refresh within the hour leaves the row alone; rows written before that
@@ -56,6 +57,7 @@ const (
 	tBadge       = 'g'
 	tDead        = 'k'
 	tOffline     = 'f'
+	tDirectCount = 'e'
 
 	reservedQueue = 'q' // queue/embedded; never written here
 )

@@ -132,3 +132,57 @@ func testOfflineCacheBound(t *testing.T, s store.Store) {
 		t.Errorf("cached %v, want %v", got, want[2:])
 	}
 }
+
+// testOfflineCountsReaders: every record reader shows the own channel's counts, an update
+// keeps them out of the stored document (no double counting), and a deleted record takes
+// them with it.
+func testOfflineCountsReaders(t *testing.T, s store.Store) {
+	app, iid := uniq("app"), "iid-1"
+	now := time.Now()
+	n := notif(app, "r1", "nidR", now)
+	n.Counts = push.Counts{push.ChannelDirect: {Targets: 2}}
+	if err := s.CreateNotification(bg, n); err != nil {
+		t.Fatal(err)
+	}
+	for _, dev := range []string{iid, "iid-2"} {
+		if out, _, err := s.CacheDirect(bg, directMsg(app, dev, "r1", time.Time{}), now, 10); err != nil || out != push.CacheStored {
+			t.Fatalf("CacheDirect: %v, %v", out, err)
+		}
+	}
+	if _, err := s.AckDirect(bg, app, iid, []string{"r1"}, now); err != nil {
+		t.Fatal(err)
+	}
+	want := push.Tally{Targets: 2, Sent: 2, Arrivals: 1}
+	upd, err := s.UpdateNotification(bg, app, "r1", func(r *push.Notification) error {
+		r.Counts.Add(push.Counts{push.ChannelDirect: {Failed: 0}})
+		r.TasksDone++
+		return nil
+	})
+	if err != nil || upd.Counts[push.ChannelDirect] != want {
+		t.Errorf("UpdateNotification gave %+v, %v; want %+v", upd.Counts[push.ChannelDirect], err, want)
+	}
+	if got := directTally(t, s, app, "r1"); got != want {
+		t.Errorf("GetNotification after an update: %+v, want %+v", got, want)
+	}
+	byNID, err := s.NotificationsByNID(bg, app, "nidR")
+	if err != nil || len(byNID) != 1 || byNID[0].Counts[push.ChannelDirect] != want {
+		t.Errorf("NotificationsByNID: %+v, %v", byNID, err)
+	}
+	var listed push.Tally
+	err = s.ListNotifications(bg, app, func(r *push.Notification) error {
+		listed = r.Counts[push.ChannelDirect]
+		return nil
+	})
+	if err != nil || listed != want {
+		t.Errorf("ListNotifications: %+v, %v; want %+v", listed, err, want)
+	}
+	if err := s.DeleteNotification(bg, app, "r1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateNotification(bg, notif(app, "r1", "nidR", now)); err != nil {
+		t.Fatal(err)
+	}
+	if got := directTally(t, s, app, "r1"); got != (push.Tally{}) {
+		t.Errorf("a record created again under a deleted one's id starts with %+v", got)
+	}
+}

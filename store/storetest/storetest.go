@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"DeadTokens", testDeadTokens},
 		{"OfflineCache", testOfflineCache},
 		{"OfflineCacheBound", testOfflineCacheBound},
+		{"OfflineCountsInRecordReaders", testOfflineCountsReaders},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
