@@ -36,27 +36,53 @@ func offlineTTL(exp int64, now time.Time) int {
 	return ttlSeconds(time.UnixMilli(exp).Sub(now) + time.Hour)
 }
 
-// countDirect adds t to the own channel's tally of push record id; false when it is gone.
-func (s *Store) countDirect(ctx context.Context, app, id string, t push.Tally) (bool, error) {
-	_, err := s.UpdateNotification(ctx, app, id, func(n *push.Notification) error {
-		if n.Status == push.StatusCancelled {
-			return store.ErrNotFound
+// The own channel's counts of a record are counters of notification_counts (device_type
+// "direct"), not fields of its document: every device of a push adds to them at once.
+const (
+	cqlDirectCountAdd  = `UPDATE notification_counts SET value = value + ? WHERE app_id = ? AND object_id = ? AND device_type = 'direct' AND what = ?`
+	cqlDirectCountList = `SELECT what, value FROM notification_counts WHERE app_id = ? AND object_id = ? AND device_type = 'direct'`
+	cqlDirectCountDrop = `DELETE FROM notification_counts WHERE app_id = ? AND object_id = ?`
+)
+
+// countDirect adds one to the own channel's count what (sent, expired, arrivals) of record id.
+func (s *Store) countDirect(ctx context.Context, app, id, what string) error {
+	return s.q(ctx, cqlDirectCountAdd, int64(1), app, id, what).Exec()
+}
+
+// withDirectCounts adds the own channel's counts of n into n.Counts.
+func (s *Store) withDirectCounts(ctx context.Context, n *push.Notification) error {
+	it := s.q(ctx, cqlDirectCountList, n.AppID, n.ObjectID).Iter()
+	var (
+		what  string
+		value int64
+		t     push.Tally
+	)
+	for it.Scan(&what, &value) {
+		switch what {
+		case "sent":
+			t.Sent = value
+		case "expired":
+			t.Expired = value
+		case "arrivals":
+			t.Arrivals = value
 		}
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("cannot read the own-channel counts of push record %s of app %s: %w", n.ObjectID, n.AppID, err)
+	}
+	if t != (push.Tally{}) {
 		if n.Counts == nil {
 			n.Counts = push.Counts{}
 		}
 		n.Counts.Add(push.Counts{push.ChannelDirect: t})
-		return nil
-	})
-	if errors.Is(err, store.ErrNotFound) {
-		return false, nil
 	}
-	return err == nil, err
+	return nil
 }
 
-// CacheDirect implements store.Store: an INSERT IF NOT EXISTS, then the record's count. Not
+// CacheDirect implements store.Store: an INSERT IF NOT EXISTS, then the record's counter. Not
 // one write as in store/pebble: a crash between the two loses the message's count (never the
-// message).
+// message), and a timed-out counter update may count twice (Cassandra counters are not
+// idempotent).
 func (s *Store) CacheDirect(ctx context.Context, msg push.DirectMessage, now time.Time, limit int) (push.CacheOutcome, int, error) {
 	app, iid := msg.AppID, msg.InstallationID
 	fail := func(err error) (push.CacheOutcome, int, error) {
@@ -70,7 +96,7 @@ func (s *Store) CacheDirect(ctx context.Context, msg push.DirectMessage, now tim
 	if !errors.Is(err, gocql.ErrNotFound) {
 		return fail(err)
 	}
-	if _, err := s.GetNotification(ctx, app, msg.ID); errors.Is(err, store.ErrNotFound) {
+	if err := s.q(ctx, cqlNotifGetID, app, msg.ID).Scan(new(string), new(time.Time)); errors.Is(err, gocql.ErrNotFound) {
 		return push.CacheCancelled, 0, nil
 	} else if err != nil {
 		return fail(err)
@@ -79,7 +105,7 @@ func (s *Store) CacheDirect(ctx context.Context, msg push.DirectMessage, now tim
 		if err := s.q(ctx, cqlOfflineDone, app, iid, msg.ID, ttlSeconds(time.Hour)).Exec(); err != nil {
 			return fail(err)
 		}
-		if _, err := s.countDirect(ctx, app, msg.ID, push.Tally{Expired: 1}); err != nil {
+		if err := s.countDirect(ctx, app, msg.ID, "expired"); err != nil {
 			return fail(err)
 		}
 		return push.CacheExpired, 0, nil
@@ -112,7 +138,7 @@ func (s *Store) CacheDirect(ctx context.Context, msg push.DirectMessage, now tim
 	if !applied {
 		return push.CacheDuplicate, dropped, nil
 	}
-	if _, err := s.countDirect(ctx, app, msg.ID, push.Tally{Sent: 1}); err != nil {
+	if err := s.countDirect(ctx, app, msg.ID, "sent"); err != nil {
 		return fail(err)
 	}
 	return push.CacheStored, dropped, nil
@@ -182,7 +208,7 @@ func (s *Store) AckDirect(ctx context.Context, appID, installationID string, ids
 		if err := s.q(ctx, cqlOfflineDone, appID, installationID, id, offlineTTL(m.Expires, now)).Exec(); err != nil {
 			return acked, fmt.Errorf("cannot ack message %s of installation %s of app %s: %w", id, installationID, appID, err)
 		}
-		if _, err := s.countDirect(ctx, appID, id, push.Tally{Arrivals: 1}); err != nil {
+		if err := s.countDirect(ctx, appID, id, "arrivals"); err != nil {
 			return acked, fmt.Errorf("cannot count the arrival of message %s of app %s: %w", id, appID, err)
 		}
 		acked++
