@@ -47,9 +47,11 @@ type ReqClaim struct {
 	CreatedAt time.Time `json:"createdAt"`
 }
 
-// DirectAckedKeep bounds how long an acked own-channel message is remembered (to drop a second
-// copy of it from push.direct) when the message has no expiry of its own.
-const DirectAckedKeep = 7 * 24 * time.Hour
+// DirectAckedKeep bounds how long an acked (or expired) own-channel message is remembered, to
+// drop a second copy of it from push.direct: such copies come from a crash before an offset's
+// commit or a fan-out task sent again, within minutes; a day covers a long outage of the
+// gateway too, and keeps the rows a device's cache write reads few.
+const DirectAckedKeep = 24 * time.Hour
 
 // Store is the full contract of a store implementation.
 type Store interface {
@@ -133,7 +135,7 @@ type Store interface {
 	// when stored, .Expired when msg has expired at now (kept beside the record, not in its
 	// document: many devices count at once; DeleteNotification removes them with it). It is idempotent per (app,
 	// installation, msg.ID): a message cached or acked before gives CacheDuplicate and writes
-	// nothing (an acked message is remembered until its expiry, at most DirectAckedKeep). A
+	// nothing (an acked message is remembered for DirectAckedKeep). A
 	// missing push record (cancelled) gives CacheCancelled and writes nothing. At most limit
 	// messages stay cached per installation: the oldest are dropped, and dropped says how many.
 	// The write is durable when CacheDirect returns.

@@ -17,7 +17,6 @@ import (
 
 const (
 	cqlOfflineGet    = `SELECT state FROM offline_messages WHERE app_id = ? AND installation_id = ? AND msg_id = ?`
-	cqlOfflineGetDoc = `SELECT state, doc FROM offline_messages WHERE app_id = ? AND installation_id = ? AND msg_id = ?`
 	cqlOfflineList   = `SELECT msg_id, state, seq, doc FROM offline_messages WHERE app_id = ? AND installation_id = ?`
 	cqlOfflineInsert = `INSERT INTO offline_messages (app_id, installation_id, msg_id, state, seq, doc) VALUES (?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
 	cqlOfflineDone   = `INSERT INTO offline_messages (app_id, installation_id, msg_id, state, seq, doc) VALUES (?, ?, ?, 2, 0, null) USING TTL ?`
@@ -27,14 +26,17 @@ const (
 	offlineDone   = 2
 )
 
-// offlineTTL is the TTL of an offline row of a message expiring at exp (0: never): its expiry,
-// or store.DirectAckedKeep, plus an hour in which a second copy is still recognised.
+// offlineTTL is the TTL of a cached message expiring at exp: its expiry (0: none, kept until
+// acked or dropped past the bound; Cassandra needs a TTL, so a year).
 func offlineTTL(exp int64, now time.Time) int {
 	if exp == 0 {
-		return ttlSeconds(store.DirectAckedKeep)
+		return ttlSeconds(365 * 24 * time.Hour)
 	}
-	return ttlSeconds(time.UnixMilli(exp).Sub(now) + time.Hour)
+	return ttlSeconds(time.UnixMilli(exp).Sub(now))
 }
+
+// doneTTL is the TTL of a done row (store.DirectAckedKeep).
+var doneTTL = ttlSeconds(store.DirectAckedKeep)
 
 // The own channel's counts of a record are counters of notification_counts (device_type
 // "direct"), not fields of its document: every device of a push adds to them at once.
@@ -102,7 +104,7 @@ func (s *Store) CacheDirect(ctx context.Context, msg push.DirectMessage, now tim
 		return fail(err)
 	}
 	if msg.Expired(now) {
-		if err := s.q(ctx, cqlOfflineDone, app, iid, msg.ID, ttlSeconds(time.Hour)).Exec(); err != nil {
+		if err := s.q(ctx, cqlOfflineDone, app, iid, msg.ID, doneTTL).Exec(); err != nil {
 			return fail(err)
 		}
 		if err := s.countDirect(ctx, app, msg.ID, "expired"); err != nil {
@@ -192,20 +194,15 @@ func (s *Store) OfflineMessages(ctx context.Context, appID, installationID strin
 func (s *Store) AckDirect(ctx context.Context, appID, installationID string, ids []string, now time.Time) (int, error) {
 	acked := 0
 	for _, id := range ids {
-		var (
-			state int
-			doc   []byte
-		)
-		err := s.q(ctx, cqlOfflineGetDoc, appID, installationID, id).Scan(&state, &doc)
+		var state int
+		err := s.q(ctx, cqlOfflineGet, appID, installationID, id).Scan(&state)
 		if errors.Is(err, gocql.ErrNotFound) || (err == nil && state != offlineCached) {
 			continue
 		}
 		if err != nil {
 			return acked, fmt.Errorf("cannot ack message %s of installation %s of app %s: %w", id, installationID, appID, err)
 		}
-		var m push.DirectMessage
-		_ = json.Unmarshal(doc, &m)
-		if err := s.q(ctx, cqlOfflineDone, appID, installationID, id, offlineTTL(m.Expires, now)).Exec(); err != nil {
+		if err := s.q(ctx, cqlOfflineDone, appID, installationID, id, doneTTL).Exec(); err != nil {
 			return acked, fmt.Errorf("cannot ack message %s of installation %s of app %s: %w", id, installationID, appID, err)
 		}
 		if err := s.countDirect(ctx, appID, id, "arrivals"); err != nil {

@@ -25,9 +25,6 @@ const (
 	stateDone   = 2
 )
 
-// doneKeep is how long past its expiry (or past now) a done row is kept: the time in which a
-// crashed gateway consumes the message again.
-const doneKeep = time.Hour
 
 func offlinePrefix(dst []byte, app, iid string) []byte {
 	return appendStr(appendStr(append(dst, tOffline), app), iid)
@@ -67,12 +64,9 @@ func decodeOffline(key, v []byte) (offlineRow, error) {
 	}, nil
 }
 
-// doneUntil is the keep-until of a done row of a message expiring at exp (0: never).
-func doneUntil(exp int64, now time.Time) int64 {
-	if exp == 0 {
-		return now.Add(store.DirectAckedKeep).UnixMilli()
-	}
-	return max(exp, now.UnixMilli()) + doneKeep.Milliseconds()
+// doneUntil is the keep-until of a done row written at now (store.DirectAckedKeep).
+func doneUntil(now time.Time) int64 {
+	return now.Add(store.DirectAckedKeep).UnixMilli()
 }
 
 // offlineRows reads every row of one installation's cache.
@@ -194,7 +188,7 @@ func (s *Store) cacheDirectLocked(msg push.DirectMessage, now time.Time, limit i
 		if err := s.countDirect(b, app, msg.ID, push.Tally{Expired: 1}); err != nil {
 			return 0, 0, err
 		}
-		if err := b.Set(key, encodeOffline(stateDone, 0, doneUntil(msg.Expires, now), nil), nil); err != nil {
+		if err := b.Set(key, encodeOffline(stateDone, 0, doneUntil(now), nil), nil); err != nil {
 			return 0, 0, err
 		}
 		return push.CacheExpired, 0, b.Commit(pebble.NoSync)
@@ -316,7 +310,7 @@ func (s *Store) ackDirect(app, iid string, ids []string, now time.Time) (int, er
 		if r.state != stateCached {
 			continue
 		}
-		if err := b.Set(key, encodeOffline(stateDone, 0, doneUntil(r.keep, now), nil), nil); err != nil {
+		if err := b.Set(key, encodeOffline(stateDone, 0, doneUntil(now), nil), nil); err != nil {
 			return 0, err
 		}
 		if alive, err := s.recordAlive(app, id); err != nil {
