@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"path/filepath"
+	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 	"go.uber.org/zap"
@@ -174,6 +175,33 @@ func addGateway(p *parts, g *service.Group, hooks *testHooks) error {
 		svc = gatewayHook{srv, hooks.gatewayReady}
 	}
 	g.Add("gateway", svc)
+	if st := p.pebble; st != nil {
+		// Cassandra's offline rows expire by TTL; the embedded store's are swept.
+		every, log := p.cfg.SweepEvery, p.log.Named("direct")
+		g.Add("offline-sweeper", service.Func(func(ctx context.Context) error {
+			tick := time.NewTicker(every)
+			defer tick.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-tick.C:
+				}
+				for { // in rounds, so that a large backlog never holds one long iterator
+					n, err := st.SweepOffline(ctx, time.Now(), 10_000)
+					if err != nil {
+						if ctx.Err() == nil {
+							log.Warn("cannot sweep the offline cache", zap.Error(err))
+						}
+						break
+					}
+					if n < 10_000 {
+						break
+					}
+				}
+			}
+		}))
+	}
 	lg := p.queue
 	g.Add("gateway-consumer", service.Func(func(ctx context.Context) error { return core.Consume(ctx, lg) }))
 	return nil

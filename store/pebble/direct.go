@@ -327,3 +327,74 @@ func (s *Store) ackDirect(app, iid string, ids []string, now time.Time) (int, er
 	}
 	return acked, b.Commit(pebble.NoSync)
 }
+
+// SweepOffline deletes up to limit offline-cache rows past their keep-until at now: expired
+// cached messages and done rows, of devices that never came back to have them removed by a
+// later cache write. It says how many it deleted. The embedded store only (Cassandra's rows
+// carry TTLs); cmd/pushd runs it on the gateway role's nodes every --sweep-every.
+func (s *Store) SweepOffline(ctx context.Context, now time.Time, limit int) (int, error) {
+	if err := s.enter(); err != nil {
+		return 0, err
+	}
+	defer s.exit()
+	prefix := []byte{tOffline}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return 0, fmt.Errorf("cannot sweep the offline cache: %w", err)
+	}
+	nowMs := now.UnixMilli()
+	var stale [][]byte
+	for ok := it.First(); ok && len(stale) < limit; ok = it.Next() {
+		if err := ctx.Err(); err != nil {
+			_ = it.Close()
+			return 0, err
+		}
+		r, err := decodeOffline(nil, it.Value())
+		if err != nil {
+			_ = it.Close()
+			return 0, fmt.Errorf("cannot sweep the offline cache: %w", err)
+		}
+		if r.keep != 0 && r.keep <= nowMs {
+			stale = append(stale, append([]byte(nil), it.Key()...))
+		}
+	}
+	if err := it.Close(); err != nil {
+		return 0, fmt.Errorf("cannot sweep the offline cache: %w", err)
+	}
+	deleted := 0
+	for _, k := range stale {
+		app, rest, err := store.DecodeKeyString(k[1:])
+		if err != nil {
+			return deleted, fmt.Errorf("cannot sweep the offline cache: %w", err)
+		}
+		iid, _, err := store.DecodeKeyString(rest)
+		if err != nil {
+			return deleted, fmt.Errorf("cannot sweep the offline cache: %w", err)
+		}
+		ok, err := s.sweepOfflineRow(app, iid, k, nowMs)
+		if err != nil {
+			return deleted, fmt.Errorf("cannot sweep the offline cache of installation %s of app %s: %w", iid, app, err)
+		}
+		if ok {
+			deleted++
+		}
+	}
+	return deleted, nil
+}
+
+// sweepOfflineRow deletes row k if, read again under its device's stripe, it is still stale.
+func (s *Store) sweepOfflineRow(app, iid string, k []byte, nowMs int64) (bool, error) {
+	defer s.locks.lock(stripeOf("f", app, iid))()
+	v, ok, err := s.getInto(nil, k)
+	if err != nil || !ok {
+		return false, err
+	}
+	r, err := decodeOffline(k, v)
+	if err != nil {
+		return false, err
+	}
+	if r.keep == 0 || r.keep > nowMs {
+		return false, nil
+	}
+	return true, s.db.Delete(k, pebble.NoSync)
+}
