@@ -103,7 +103,12 @@ func TestE2EOwnChannelKillMidPushLosesNothing(t *testing.T) {
 	for i := range online {
 		devices[i] = c.dialDevice(t, iids[i], ledgers[i])
 	}
-	oid := c.push(t, map[string]any{"where": map[string]any{"deviceType": "android"}, "data": map[string]any{"alert": "own channel"}})
+	// The Android payload of the spec: alert, title, silent, action, _notificationChannel, custom
+	// attributes, and the android object over them; iOS-only keys dropped.
+	payload := map[string]any{"alert": "own channel", "title": "Deals", "badge": 3, "sound": "ding", "plan": "gold",
+		"_notificationChannel": "offers", "android": map[string]any{"action": "com.example.OPEN", "silent": false, "title": "Android deals"}}
+	const wantData = `{"_notificationChannel":"offers","action":"com.example.OPEN","alert":"own channel","plan":"gold","silent":false,"title":"Android deals"}`
+	oid := c.push(t, map[string]any{"where": map[string]any{"deviceType": "android"}, "data": payload})
 	p.waitOutput(regexp.MustCompile(`faultpoint `+regexp.QuoteMeta(point)+` reached`), pushTimeout)
 	p.kill()
 	for _, d := range devices {
@@ -136,6 +141,11 @@ func TestE2EOwnChannelKillMidPushLosesNothing(t *testing.T) {
 	n := int64(len(iids))
 	if rec.Devices != n || rec.Successes != n || rec.LCSuccesses != n || rec.Arrivals != n || rec.Failures != 0 || rec.Expired != 0 || len(rec.Errors) != 0 {
 		t.Errorf("record %+v: want devices = successes = lcSuccesses = arrivals = %d", rec, n)
+	}
+	for i, l := range ledgers {
+		if got := string(l.Data(oid)); got != wantData {
+			t.Errorf("device %s got data %s, want %s", iids[i], got, wantData)
+		}
 	}
 	dups := 0
 	for i, l := range ledgers {

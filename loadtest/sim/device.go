@@ -53,18 +53,29 @@ type Ledger struct {
 	times map[string]int
 	order []string
 	acked map[string]bool
+	data  map[string]json.RawMessage
 }
 
 // NewLedger returns an empty ledger.
-func NewLedger() *Ledger { return &Ledger{times: map[string]int{}, acked: map[string]bool{}} }
+func NewLedger() *Ledger {
+	return &Ledger{times: map[string]int{}, acked: map[string]bool{}, data: map[string]json.RawMessage{}}
+}
 
-func (l *Ledger) add(id string) {
+func (l *Ledger) add(id string, data json.RawMessage) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.times[id] == 0 {
 		l.order = append(l.order, id)
+		l.data[id] = data
 	}
 	l.times[id]++
+}
+
+// Data is the data of message id as first received.
+func (l *Ledger) Data(id string) json.RawMessage {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.data[id]
 }
 
 func (l *Ledger) ack(ids []string) {
@@ -283,7 +294,7 @@ func (d *Device) read() {
 		case "pong":
 			d.pongs.Add(1)
 		case "push":
-			d.cfg.Ledger.add(f.ID)
+			d.cfg.Ledger.add(f.ID, f.Data)
 			if !d.cfg.NoAck {
 				d.ackLater(f.ID)
 			}

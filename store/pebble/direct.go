@@ -25,7 +25,6 @@ const (
 	stateDone   = 2
 )
 
-
 func offlinePrefix(dst []byte, app, iid string) []byte {
 	return appendStr(appendStr(append(dst, tOffline), app), iid)
 }
