@@ -141,8 +141,16 @@ func (s *Server) Run(ctx context.Context) error {
 			break
 		}
 		s.wg.Go(func() {
-			defer s.untrack(conn)
-			s.serveConn(ctx, conn)
+			if read := s.serveConn(ctx, conn); read != nil {
+				// A fresh goroutine reads the idle connection: its stack starts small, where
+				// the handshake's grew (an idle connection's cost is mostly its stack).
+				s.wg.Go(func() {
+					defer s.untrack(conn)
+					read()
+				})
+				return
+			}
+			s.untrack(conn)
 		})
 	}
 	s.mu.Lock()
@@ -181,8 +189,9 @@ type handshake struct {
 	appID, key, sign   string
 }
 
-// serveConn upgrades, authenticates, attaches and reads the device's frames.
-func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
+// serveConn upgrades, authenticates and attaches the device; it returns the read loop to run
+// (nil: the connection is refused or gone).
+func (s *Server) serveConn(ctx context.Context, conn net.Conn) func() {
 	_ = conn.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
 	var hs handshake
 	u := ws.Upgrader{
@@ -212,14 +221,14 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 	}
 	if _, err := u.Upgrade(conn); err != nil {
 		s.connects["bad_request"].Inc()
-		return
+		return nil
 	}
 	sess := &wsSession{conn: conn, timeout: s.cfg.WriteTimeout}
 	code, reason, result := s.admit(ctx, &hs)
 	s.connects[result].Inc()
 	if code != 0 {
 		sess.Close(code, reason)
-		return
+		return nil
 	}
 	hb := s.cfg.Heartbeat
 	err := s.core.Attach(ctx, hs.appID, hs.iid, sess, func(cached int) error {
@@ -228,11 +237,15 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 	if err != nil {
 		s.log.Warn("cannot attach a device", zap.String("app_id", hs.appID), zap.Error(err))
 		sess.Close(CloseInternal, "cannot flush the offline cache")
-		return
+		return nil
 	}
-	defer s.core.Detach(hs.appID, hs.iid, sess)
-	code, reason = s.readLoop(ctx, conn, sess, &hs)
-	sess.Close(code, reason)
+	_ = conn.SetDeadline(time.Time{})
+	app, iid := hs.appID, hs.iid
+	return func() {
+		defer s.core.Detach(app, iid, sess)
+		code, reason := s.readLoop(ctx, conn, sess, app, iid)
+		sess.Close(code, reason)
+	}
 }
 
 // admit checks the handshake: version, app and key, rate, installation. A non-zero code
@@ -313,7 +326,7 @@ func authorized(app *push.App, key, sign string, now time.Time) bool {
 
 // readLoop reads the device's frames until it leaves or breaks a rule; it returns the close
 // code and reason to end with (0 when the connection is already gone).
-func (s *Server) readLoop(ctx context.Context, conn net.Conn, sess *wsSession, hs *handshake) (int, string) {
+func (s *Server) readLoop(ctx context.Context, conn net.Conn, sess *wsSession, app, iid string) (int, string) {
 	silent := 2 * s.cfg.Heartbeat
 	for {
 		_ = conn.SetReadDeadline(time.Now().Add(silent))
@@ -365,8 +378,8 @@ func (s *Server) readLoop(ctx context.Context, conn net.Conn, sess *wsSession, h
 					return 0, ""
 				}
 			case OpAck:
-				if err := s.core.Ack(ctx, hs.appID, hs.iid, f.IDs); err != nil {
-					s.log.Warn("cannot record acks", zap.String("app_id", hs.appID), zap.Error(err))
+				if err := s.core.Ack(ctx, app, iid, f.IDs); err != nil {
+					s.log.Warn("cannot record acks", zap.String("app_id", app), zap.Error(err))
 				}
 			}
 		default:
