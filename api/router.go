@@ -28,14 +28,10 @@ type RouterConfig struct {
 func (s *Server) RegisterRouter(cfg RouterConfig) {
 	ttl := int64(cfg.TTL / time.Second)
 	s.Register(Route{Method: "GET", Path: "/1.1/router", Name: "router", Auth: AuthApp}, func(ctx *fasthttp.RequestCtx, c *Call) error {
-		var bad []byte
-		ctx.QueryArgs().VisitAll(func(k, _ []byte) {
-			if string(k) != "installationId" && bad == nil {
-				bad = append([]byte(nil), k...)
+		for k := range ctx.QueryArgs().All() {
+			if string(k) != "installationId" {
+				return push.Errorf(push.CodeValidation, "unknown parameter %q: the router takes installationId", k)
 			}
-		})
-		if bad != nil {
-			return push.Errorf(push.CodeValidation, "unknown parameter %q: the router takes installationId", bad)
 		}
 		if len(ctx.QueryArgs().Peek("installationId")) == 0 {
 			return push.Errorf(push.CodeMissingRequired, "missing parameter installationId")

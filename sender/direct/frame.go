@@ -64,11 +64,8 @@ func DecodeFrame(b []byte) (Frame, error) {
 	return Frame{}, ErrUnknownOp
 }
 
-// Server frames (the only ones we write), pre-encoded where constant.
-var (
-	framePong = []byte(`{"op":"pong"}`)
-	framePing = []byte(`{"op":"ping"}`)
-)
+// framePong answers a device's ping.
+var framePong = []byte(`{"op":"pong"}`)
 
 // AppendPush appends the push frame of m to dst.
 func AppendPush(dst []byte, m *push.DirectMessage) []byte {
@@ -98,13 +95,6 @@ func helloFrame(heartbeat time.Duration, cached int) []byte {
 	b = strconv.AppendFloat(b, heartbeat.Seconds(), 'f', -1, 64)
 	b = append(b, `,"offline":`...)
 	b = strconv.AppendInt(b, int64(cached), 10)
-	return append(b, '}')
-}
-
-// movedFrame tells a device to reconnect to server (cluster rebalance).
-func movedFrame(server string) []byte {
-	b := []byte(`{"op":"moved","server":`)
-	b = appendJSONString(b, server)
 	return append(b, '}')
 }
 
