@@ -159,3 +159,76 @@ func TestE2EOwnChannelKillMidPushLosesNothing(t *testing.T) {
 		t.Errorf("pushd exit after SIGTERM: %v", err)
 	}
 }
+
+// TestE2EOwnChannelMixedPushOfflineDevices: one push to iOS devices (APNs simulator) and
+// own-channel Android devices, 20% of them offline until the push is done. Every iOS token is
+// accepted once; every Android device gets the message exactly once (live, or from its offline
+// cache when it connects) and acks it; the record's counts and arrivals are exact.
+func TestE2EOwnChannelMixedPushOfflineDevices(t *testing.T) {
+	if testing.Short() {
+		t.Skip("e2e")
+	}
+	const (
+		nIOS     = 40
+		nAndroid = 50
+		offline  = nAndroid / 5
+	)
+	s := startPushsim(t)
+	data := t.TempDir()
+	c, tokens := prepareData(t, data, s, push.DefaultSettings(), nIOS, "mix")
+	p := startPushd(t, data, "--apns-endpoint", s.apnsURL, "--gateway-ca", filepath.Join(s.dir, "ca.pem"))
+	c.base = p.base
+	ledgers := make([]*sim.Ledger, nAndroid)
+	iids := make([]string, nAndroid)
+	for i := range iids {
+		iids[i] = fmt.Sprintf("e2e-mix-%02d", i)
+		ledgers[i] = sim.NewLedger()
+		c.createInstallation(t, map[string]any{"deviceType": "android", "installationId": iids[i], "channels": []string{"mix"}})
+		if i >= offline {
+			c.dialDevice(t, iids[i], ledgers[i])
+		}
+	}
+	oid := c.push(t, map[string]any{"data": map[string]any{"alert": "mixed"}, "channels": []string{"mix"}})
+	c.waitDone(t, oid)
+	waitfor.True(t, pushTimeout, "the online devices to receive and ack", func() bool {
+		for _, l := range ledgers[offline:] {
+			if !l.Acked(oid) {
+				return false
+			}
+		}
+		return true
+	})
+	for i := range offline {
+		if ledgers[i].Times(oid) != 0 {
+			t.Fatalf("offline device %s got the push", iids[i])
+		}
+		c.dialDevice(t, iids[i], ledgers[i])
+	}
+	var rec ownRecord
+	waitfor.True(t, pushTimeout, "every arrival counted", func() bool {
+		rec = c.ownRecord(t, oid)
+		return rec.Arrivals == nAndroid
+	})
+	for i, l := range ledgers {
+		if k := l.Times(oid); k != 1 {
+			t.Errorf("device %s got the push %d times, want exactly once", iids[i], k)
+		}
+	}
+	st := s.stats.mustGet(t, true)
+	short, dups, strangers := deliveries(st.PerToken, tokens, 1)
+	if len(short) > 0 || dups > 0 || len(strangers) > 0 {
+		t.Errorf("APNs simulator: %d tokens short, %d duplicates, %d strangers", len(short), dups, len(strangers))
+	}
+	full, _, err := c.record(oid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int64(nIOS + nAndroid)
+	if rec.Devices != n || rec.Successes != n || rec.LCSuccesses != nAndroid || full.IOSSuccesses != nIOS || rec.Failures != 0 || len(rec.Errors) != 0 {
+		t.Errorf("record %+v (iosSuccesses %d): want devices = successes = %d, lcSuccesses = arrivals = %d, iosSuccesses %d",
+			rec, full.IOSSuccesses, n, nAndroid, nIOS)
+	}
+	if err := p.stop(stopTimeout); err != nil {
+		t.Errorf("pushd exit after SIGTERM: %v", err)
+	}
+}
