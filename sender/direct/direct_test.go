@@ -350,9 +350,9 @@ func TestDirectHeartbeatAndLimits(t *testing.T) {
 		{`{"op":"ack","ids":["` + string(make([]byte, 600)) + `"]}`, direct.CloseTooBig},
 	} {
 		d, _ := r.mustDial(t, sim.DeviceConfig{InstallationID: "dev1"})
-		if err := d.Send([]byte(tc.frame)); err != nil {
-			t.Fatal(err)
-		}
+		// The server may close on a too large frame's header, before the device wrote it all:
+		// the write error is then expected; the close code below is the check.
+		_ = d.Send([]byte(tc.frame))
 		if code := closedWith(d); code != tc.code {
 			t.Errorf("frame %.20q closed with %d, want %d", tc.frame, code, tc.code)
 		}

@@ -239,7 +239,8 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) func() {
 		sess.Close(CloseInternal, "cannot flush the offline cache")
 		return nil
 	}
-	_ = conn.SetDeadline(time.Time{})
+	// No deadline is cleared here: the read loop sets its own per frame, and every write its
+	// own (clearing the write deadline now could unbound a live write already under way).
 	app, iid := hs.appID, hs.iid
 	return func() {
 		defer s.core.Detach(app, iid, sess)
