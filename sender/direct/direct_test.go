@@ -367,7 +367,7 @@ func TestDirectHeartbeatAndLimits(t *testing.T) {
 
 // TestDirectConnectionPings: a device that pings stays connected past two periods.
 func TestDirectConnectionPings(t *testing.T) {
-	r := newRig(t, direct.Config{Heartbeat: 100 * time.Millisecond})
+	r := newRig(t, direct.Config{Heartbeat: 250 * time.Millisecond})
 	r.installation(t, "dev1", push.DeviceAndroid, "")
 	d, _ := r.mustDial(t, sim.DeviceConfig{InstallationID: "dev1"})
 	// Pinging at half the period, 8 pongs span 4 periods: twice the silence that closes.
