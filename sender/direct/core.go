@@ -46,6 +46,11 @@ type devKey struct{ app, iid string }
 type attached struct {
 	s  Session
 	mu sync.Mutex
+	// flushed holds the ids the connect's flush wrote (guarded by mu): a message cached just
+	// before the flush read the cache is in it, and its live write is skipped instead of
+	// sending it twice. One device's messages come in order from one partition, so the first
+	// live message not in it ends the need for it.
+	flushed map[string]struct{}
 }
 
 // Core is the codec-neutral delivery core. See the package doc.
@@ -58,6 +63,10 @@ type Core struct {
 
 	mu       sync.Mutex
 	sessions map[devKey]*attached
+
+	// afterAttach, set by tests only, runs in Attach between registering the session and
+	// reading the offline cache.
+	afterAttach func()
 }
 
 type coreMetrics struct {
@@ -131,21 +140,28 @@ func (c *Core) Handle(ctx context.Context, qm queue.Message) error {
 	a := c.sessions[devKey{m.AppID, m.InstallationID}]
 	c.mu.Unlock()
 	if a != nil {
-		c.write(a, []push.DirectMessage{m})
+		c.writeLive(a, m)
 	}
 	return nil
 }
 
-// write delivers msgs on a; a failed write closes the session (the messages stay cached).
-func (c *Core) write(a *attached, msgs []push.DirectMessage) {
+// writeLive delivers a newly cached message on a, unless the connect's flush already did; a
+// failed write closes the session (the message stays cached).
+func (c *Core) writeLive(a *attached, m push.DirectMessage) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if err := a.s.Deliver(msgs); err != nil {
+	if a.flushed != nil {
+		if _, done := a.flushed[m.ID]; done {
+			return
+		}
+		a.flushed = nil
+	}
+	if err := a.s.Deliver([]push.DirectMessage{m}); err != nil {
 		c.m.writeFails.Inc()
 		a.s.Close(CloseWriteFailed, "write failed")
 		return
 	}
-	c.m.written.Add(len(msgs))
+	c.m.written.Inc()
 }
 
 // Attach makes s the installation's live session, replacing (and closing) an older one, and
@@ -163,6 +179,9 @@ func (c *Core) Attach(ctx context.Context, app, iid string, s Session, hello fun
 	if old != nil {
 		old.s.Close(CloseReplaced, "replaced by a newer connection")
 	}
+	if c.afterAttach != nil {
+		c.afterAttach()
+	}
 	msgs, err := c.cache.OfflineMessages(ctx, app, iid, c.now())
 	if err != nil {
 		c.Detach(app, iid, s)
@@ -176,6 +195,10 @@ func (c *Core) Attach(ctx context.Context, app, iid string, s Session, hello fun
 	}
 	if len(msgs) == 0 {
 		return nil
+	}
+	a.flushed = make(map[string]struct{}, len(msgs))
+	for i := range msgs {
+		a.flushed[msgs[i].ID] = struct{}{}
 	}
 	if err := s.Deliver(msgs); err != nil {
 		c.m.writeFails.Inc()

@@ -407,3 +407,33 @@ func TestDirectStopClosesGoingAway(t *testing.T) {
 }
 
 var _ store.Store = (*pebble.Store)(nil)
+
+// TestDirectNoDuplicateWhenConnectRacesDelivery: a message cached while a device connects,
+// just before the connect's flush reads the cache, reaches the device once, not once from the
+// flush and once live.
+func TestDirectNoDuplicateWhenConnectRacesDelivery(t *testing.T) {
+	r := newRig(t, direct.Config{})
+	r.installation(t, "dev1", push.DeviceAndroid, "")
+	r.record(t, "race1")
+	r.record(t, "after1")
+	handled := make(chan struct{})
+	direct.SetAfterAttach(r.core, func() {
+		direct.SetAfterAttach(r.core, nil)
+		// The gateway consumes race1 now: cached, then its live write waits for the flush.
+		go func() {
+			defer close(handled)
+			r.consume(t, "dev1", "race1", time.Time{})
+		}()
+		waitfor.True(t, 10*time.Second, "race1 cached", func() bool { return slices.Contains(r.cached(t, "dev1"), "race1") })
+	})
+	d, h := r.mustDial(t, sim.DeviceConfig{InstallationID: "dev1", NoAck: true})
+	<-handled
+	if h.Offline != 1 {
+		t.Errorf("hello says %d cached, want 1", h.Offline)
+	}
+	r.consume(t, "dev1", "after1", time.Time{}) // a later live message still arrives
+	waitfor.True(t, 10*time.Second, "after1", func() bool { return d.Ledger().Times("after1") == 1 })
+	if n := d.Ledger().Times("race1"); n != 1 {
+		t.Errorf("race1 received %d times, want once", n)
+	}
+}
