@@ -243,6 +243,7 @@ func (r *run) deliver(ctx context.Context, b *batch) error {
 			invalid++
 		case push.OutcomeExpired:
 			expired++
+		case push.OutcomeQueued: // handed to the own-channel gateway, which counts it
 		default:
 			failed++
 			reason := res[i].Reason

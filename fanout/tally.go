@@ -63,6 +63,7 @@ func (t *tally) count(ch uint8, o push.Outcome) {
 		x.InvalidTokens++
 	case push.OutcomeExpired:
 		x.Expired++
+	case push.OutcomeQueued: // the own-channel gateway counts it (sender/direct)
 	default:
 		x.Failed++
 	}

@@ -48,6 +48,9 @@ const (
 	OutcomeFailed                          // permanent failure; Result.Reason says why
 	OutcomeInvalidToken                    // the gateway says the token is dead: the installation is deleted
 	OutcomeExpired                         // the push expired before it could be sent
+	// OutcomeQueued: handed to the own-channel gateway on push.direct. Fan-out counts only the
+	// target; the gateway counts it sent (written or cached) or expired on the record.
+	OutcomeQueued
 )
 
 func (o Outcome) String() string {
@@ -60,6 +63,8 @@ func (o Outcome) String() string {
 		return "invalid_token"
 	case OutcomeExpired:
 		return "expired"
+	case OutcomeQueued:
+		return "queued"
 	}
 	return "unknown"
 }

@@ -22,6 +22,9 @@ type Tally struct {
 	Failed        int64 `json:"failed"`
 	Expired       int64 `json:"expired"`
 	InvalidTokens int64 `json:"invalidTokens"`
+	// Arrivals counts the own channel's targets whose device acknowledged the message: a
+	// figure APNs and FCM cannot give. Zero on every other channel.
+	Arrivals int64 `json:"arrivals,omitempty"`
 }
 
 // Add adds o into t.
@@ -31,6 +34,7 @@ func (t *Tally) Add(o Tally) {
 	t.Failed += o.Failed
 	t.Expired += o.Expired
 	t.InvalidTokens += o.InvalidTokens
+	t.Arrivals += o.Arrivals
 }
 
 // Counts are a push's tallies by delivery channel (ChannelAPNs, ChannelDirect, ...).

@@ -47,6 +47,12 @@ type ReqClaim struct {
 	CreatedAt time.Time `json:"createdAt"`
 }
 
+// DirectAckedKeep bounds how long an acked (or expired) own-channel message is remembered, to
+// drop a second copy of it from push.direct: such copies come from a crash before an offset's
+// commit or a fan-out task sent again, within minutes; a day covers a long outage of the
+// gateway too, and keeps the rows a device's cache write reads few.
+const DirectAckedKeep = 24 * time.Hour
+
 // Store is the full contract of a store implementation.
 type Store interface {
 	// Apps.
@@ -95,7 +101,10 @@ type Store interface {
 	PendingJobs(ctx context.Context, appID string, before time.Time, limit int) ([]push.Notification, error)
 	GetNotification(ctx context.Context, appID, objectID string) (push.Notification, error)
 	// UpdateNotification reads, applies fn and writes atomically with respect to other
-	// UpdateNotification calls on the same record. fn returning an error aborts.
+	// UpdateNotification calls on the same record. fn returning an error aborts. fn sees the
+	// stored document, without the own channel's counts (CacheDirect, AckDirect), which the
+	// record readers (GetNotification, ListNotifications, NotificationsByNID, and the record
+	// UpdateNotification returns) add into Counts["direct"].
 	UpdateNotification(ctx context.Context, appID, objectID string, fn func(*push.Notification) error) (push.Notification, error)
 	DeleteNotification(ctx context.Context, appID, objectID string) error
 	// ListNotifications yields records newest first.
@@ -120,6 +129,24 @@ type Store interface {
 	ReleaseReqID(ctx context.Context, appID, reqID, objectID string) error
 	AddDailyVolume(ctx context.Context, appID, day string, n int64) (total int64, err error)
 	DailyVolume(ctx context.Context, appID, day string) (int64, error)
+
+	// Own-channel offline cache (offline_messages). CacheDirect stores msg in the cache of its
+	// installation and counts it on its push record (msg.ID) in one write: Counts[direct].Sent
+	// when stored, .Expired when msg has expired at now (kept beside the record, not in its
+	// document: many devices count at once; DeleteNotification removes them with it). It is idempotent per (app,
+	// installation, msg.ID): a message cached or acked before gives CacheDuplicate and writes
+	// nothing (an acked message is remembered for DirectAckedKeep). A
+	// missing push record (cancelled) gives CacheCancelled and writes nothing. At most limit
+	// messages stay cached per installation: the oldest are dropped, and dropped says how many.
+	// The write is durable when CacheDirect returns.
+	CacheDirect(ctx context.Context, msg push.DirectMessage, now time.Time, limit int) (out push.CacheOutcome, dropped int, err error)
+	// OfflineMessages lists the installation's cached messages not yet acked nor expired at
+	// now, oldest first.
+	OfflineMessages(ctx context.Context, appID, installationID string, now time.Time) ([]push.DirectMessage, error)
+	// AckDirect removes the installation's cached messages of ids and counts each once as an
+	// arrival on its push record; it says how many it counted (ids unknown or acked before
+	// count nothing).
+	AckDirect(ctx context.Context, appID, installationID string, ids []string, now time.Time) (int, error)
 
 	// Fan-out checkpoints.
 	GetTaskProgress(ctx context.Context, jobID, taskID string) (push.TaskProgress, error)

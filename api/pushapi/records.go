@@ -48,6 +48,7 @@ func recordJSON(n *push.Notification) map[string]any {
 		"failures":       total.Failed,
 		"expired":        total.Expired,
 		"invalidTokens":  total.InvalidTokens,
+		"arrivals":       total.Arrivals, // own-channel devices that acknowledged the push
 		"tasks":          n.Tasks,
 		"tasksDone":      n.TasksDone,
 	}

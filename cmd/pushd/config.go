@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"github.com/pushd/pushd/fanout"
 	"github.com/pushd/pushd/scheduler"
 	"github.com/pushd/pushd/sender"
+	"github.com/pushd/pushd/sender/direct"
 	"github.com/pushd/pushd/store/cassandra"
 	"github.com/pushd/pushd/store/pebble"
 )
@@ -72,6 +74,12 @@ type serveConfig struct {
 
 	// OpsAddr serves the ops endpoints on nodes without the api role.
 	OpsAddr string
+
+	// Gateway role (own Android channel): where devices connect, the URL the router gives
+	// them, and the gateway's tuning.
+	GatewayAddr string
+	GatewayURL  string
+	Direct      direct.Config
 }
 
 var (
@@ -133,6 +141,9 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	c.Sender.RegisterFlags(fs, "sender-")
 	c.DryRun = pushapi.DefaultDryRunConfig()
 	c.DryRun.RegisterFlags(fs, "dry-run-")
+	fs.StringVar(&c.GatewayAddr, "gateway-addr", ":8090", "listen address of the own channel's device connections, gateway role (PUSHD_GATEWAY_ADDR)")
+	fs.StringVar(&c.GatewayURL, "gateway-url", "", "URL the router (GET /1.1/router) gives devices, e.g. wss://push.example.com/1.1/connect; empty: ws://<the host asked>:<gateway port>/1.1/connect (PUSHD_GATEWAY_URL)")
+	c.Direct.RegisterFlags(fs, "direct-")
 	fs.StringVar(&c.APNsEndpoint, "apns-endpoint", envOr("PUSHD_APNS_ENDPOINT", ""), "APNs base URL for both environments instead of Apple's (PUSHD_APNS_ENDPOINT)")
 	fs.StringVar(&c.FCMEndpoint, "fcm-endpoint", envOr("PUSHD_FCM_ENDPOINT", ""), "FCM base URL instead of Google's (PUSHD_FCM_ENDPOINT)")
 	fs.StringVar(&c.FCMTokenURL, "fcm-token-url", envOr("PUSHD_FCM_TOKEN_URL", ""), "OAuth2 token URL for every FCM service account instead of its token_uri (PUSHD_FCM_TOKEN_URL)")
@@ -207,6 +218,13 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	}
 	if err := c.DryRun.Validate(); err != nil {
 		return nil, fmt.Errorf("--dry-run-timeout, --dry-run-concurrency: %w", err)
+	}
+	c.Direct.Addr = c.GatewayAddr
+	if err := c.Direct.Validate(); err != nil {
+		return nil, err
+	}
+	if _, _, err := net.SplitHostPort(c.GatewayAddr); err != nil {
+		return nil, fmt.Errorf("--gateway-addr %q: %w", c.GatewayAddr, err)
 	}
 	if c.Sim && !c.Dev {
 		return nil, fmt.Errorf("--sim needs --dev: the simulators are wired to the dev app")

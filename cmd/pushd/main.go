@@ -81,6 +81,8 @@ func parseHelpAware(fs *flag.FlagSet, stdout, stderr io.Writer, parse func() err
 type testHooks struct {
 	ready    func(addr string) // called once the API listens
 	opsReady func(addr string) // called once the ops endpoints listen
+	// gatewayReady is called once the gateway role's device endpoint listens.
+	gatewayReady func(addr string)
 	// opsEndDrain, when closed, ends the ops server's --drain-delay early.
 	opsEndDrain <-chan struct{}
 }

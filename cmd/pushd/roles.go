@@ -26,6 +26,7 @@ import (
 	"github.com/pushd/pushd/scheduler"
 	"github.com/pushd/pushd/sender"
 	"github.com/pushd/pushd/sender/apns"
+	"github.com/pushd/pushd/sender/direct"
 	"github.com/pushd/pushd/sender/fcm"
 	"github.com/pushd/pushd/sender/hms"
 	"github.com/pushd/pushd/sender/mi"
@@ -36,10 +37,12 @@ import (
 // Checks that the implementations fit what their consumers declare.
 var (
 	_ fanout.Sender        = (*sender.Dispatcher)(nil)
+	_ fanout.Sender        = (*direct.Handoff)(nil)
 	_ fanout.Log           = queue.Log(nil)
 	_ pushapi.Store        = store.Store(nil)
 	_ pushapi.Counter      = (*fanout.Audience)(nil)
 	_ fanout.AudienceStore = store.Store(nil)
+	_ direct.Cache         = store.Store(nil)
 )
 
 // openCassandra opens the cluster store and makes sure its tables exist.
@@ -119,7 +122,8 @@ func addFanout(p *parts, g *service.Group, _ *testHooks) error {
 		return err
 	}
 	g.Add("planner", pl)
-	w, err := fanout.NewWorker(p.cfg.Worker, p.store, p.queue, d, p.log, set)
+	// Own-channel targets go to push.direct, for the gateway role (sender/direct).
+	w, err := fanout.NewWorker(p.cfg.Worker, p.store, p.queue, direct.NewHandoff(d, p.queue), p.log, set)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"path/filepath"
+	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 	"go.uber.org/zap"
@@ -15,6 +17,7 @@ import (
 	"github.com/pushd/pushd/internal/service"
 	"github.com/pushd/pushd/internal/telemetry"
 	"github.com/pushd/pushd/queue"
+	"github.com/pushd/pushd/sender/direct"
 	"github.com/pushd/pushd/store"
 	"github.com/pushd/pushd/store/pebble"
 )
@@ -34,6 +37,8 @@ type parts struct {
 	queue queue.Log
 	// sims are the in-process gateway simulators of --sim, else nil.
 	sims *sims
+	// gateway is the own channel's device endpoint when this node runs the gateway role.
+	gateway *direct.Server
 }
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks *testHooks) error {
@@ -155,9 +160,64 @@ func openStore(ctx context.Context, p *parts, g *service.Group) error {
 	return nil
 }
 
-// addGateway wires the gateway role (own-channel device connections). Filled by a later issue.
-func addGateway(p *parts, _ *service.Group, _ *testHooks) error {
-	p.log.Info("role gateway is not implemented in this build yet; it runs nothing")
+// addGateway wires the gateway role (own-channel device connections, sender/direct): the
+// connect endpoint, then the consumer of push.direct (stopped first: no message is taken
+// while the connections close).
+func addGateway(p *parts, g *service.Group, hooks *testHooks) error {
+	set := p.reg.Add(metrics.NewSet())
+	cfg := p.cfg.Direct
+	cfg.Addr = p.cfg.GatewayAddr
+	core := direct.NewCore(cfg, p.store, p.log, set)
+	srv := direct.NewServer(cfg, core, p.store, p.store, p.log, set)
+	p.gateway = srv
+	var svc service.Service = srv
+	if hooks != nil && hooks.gatewayReady != nil {
+		svc = gatewayHook{srv, hooks.gatewayReady}
+	}
+	g.Add("gateway", svc)
+	if st := p.pebble; st != nil {
+		// Cassandra's offline rows expire by TTL; the embedded store's are swept.
+		every, log := p.cfg.SweepEvery, p.log.Named("direct")
+		g.Add("offline-sweeper", service.Func(func(ctx context.Context) error {
+			tick := time.NewTicker(every)
+			defer tick.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-tick.C:
+				}
+				for { // in rounds, so that a large backlog never holds one long iterator
+					n, err := st.SweepOffline(ctx, time.Now(), 10_000)
+					if err != nil {
+						if ctx.Err() == nil {
+							log.Warn("cannot sweep the offline cache", zap.Error(err))
+						}
+						break
+					}
+					if n < 10_000 {
+						break
+					}
+				}
+			}
+		}))
+	}
+	lg := p.queue
+	g.Add("gateway-consumer", service.Func(func(ctx context.Context) error { return core.Consume(ctx, lg) }))
+	return nil
+}
+
+// gatewayHook tells a test the bound address once the gateway listens.
+type gatewayHook struct {
+	*direct.Server
+	ready func(addr string)
+}
+
+func (h gatewayHook) Start(ctx context.Context) error {
+	if err := h.Server.Start(ctx); err != nil {
+		return err
+	}
+	h.ready(h.Server.Addr().String())
 	return nil
 }
 
@@ -183,6 +243,15 @@ func addAPI(p *parts, g *service.Group, hooks *testHooks) error {
 	if err := registerPush(p, srv, set); err != nil {
 		return err
 	}
+	_, port, _ := net.SplitHostPort(p.cfg.GatewayAddr)
+	gw := p.gateway
+	srv.RegisterRouter(api.RouterConfig{URL: p.cfg.GatewayURL, TTL: p.cfg.Direct.WithDefaults().RouterTTL, Port: func() string {
+		if gw != nil && gw.Addr() != nil { // this node's gateway, once it listens
+			_, bound, _ := net.SplitHostPort(gw.Addr().String())
+			return bound
+		}
+		return port
+	}})
 	if p.cfg.AdminToken == "" {
 		p.log.Info("admin API disabled: set PUSHD_ADMIN_TOKEN to enable /admin/")
 	}

@@ -15,8 +15,12 @@ import (
 // RunCLI runs both simulators as a standalone gateway pair (`pushsim`, `pushd sim`) until ctx
 // ends: it writes an APNs .p8 key, a service-account JSON and the simulators' CA bundle to
 // -dir, prints the URLs and credentials to out, and serves. args are the flags without the
-// program name; -h prints them.
+// program name; -h prints them. `pushsim device ...` runs a simulated own-channel Android
+// device instead (RunDeviceCLI).
 func RunCLI(ctx context.Context, args []string, out io.Writer) error {
+	if len(args) > 0 && args[0] == "device" {
+		return RunDeviceCLI(ctx, args[1:], out)
+	}
 	fs := flag.NewFlagSet("pushsim", flag.ContinueOnError)
 	fs.SetOutput(out)
 	apnsAddr := fs.String("apns-addr", "127.0.0.1:2197", "APNs simulator listen address (2197 is Apple's alternative port)")

@@ -105,6 +105,9 @@ func (s *Store) readRecord(ctx context.Context, appID, objectID string) (push.No
 // GetNotification implements store.Store.
 func (s *Store) GetNotification(ctx context.Context, appID, objectID string) (push.Notification, error) {
 	n, _, _, err := s.readRecord(ctx, appID, objectID)
+	if err == nil {
+		err = s.withDirectCounts(ctx, &n)
+	}
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return n, fmt.Errorf("cannot get push record %s of app %s: %w", objectID, appID, err)
 	}
@@ -172,6 +175,9 @@ func (s *Store) UpdateNotification(ctx context.Context, appID, objectID string, 
 				return n, fmt.Errorf("cannot re-index push record %s of app %s: %w", objectID, appID, err)
 			}
 		}
+		if err := s.withDirectCounts(ctx, &n); err != nil { // the record as readers see it
+			return n, err
+		}
 		return n, nil
 	}
 	return push.Notification{}, fmt.Errorf("cannot update push record %s of app %s: %d conflicting updates in a row", objectID, appID, maxCASRetries)
@@ -192,6 +198,10 @@ func (s *Store) DeleteNotification(ctx context.Context, appID, objectID string) 
 	}
 	if !applied {
 		return store.ErrNotFound
+	}
+	// Counters cannot share a logged batch with other rows: their own delete, first.
+	if err := s.q(ctx, cqlDirectCountDrop, appID, objectID).Exec(); err != nil {
+		return fmt.Errorf("cannot delete the counts of push record %s of app %s: %w", objectID, appID, err)
 	}
 	b := s.s.NewBatch(gocql.LoggedBatch).WithContext(ctx)
 	b.Query(cqlNotifDelete, appID, ref.day, ref.created, objectID)
@@ -219,6 +229,9 @@ func (s *Store) ListNotifications(ctx context.Context, appID string, fn func(*pu
 			var n push.Notification
 			if fnErr = json.Unmarshal(doc, &n); fnErr != nil {
 				fnErr = fmt.Errorf("cannot decode a push record of app %s: %w", appID, fnErr)
+				break
+			}
+			if fnErr = s.withDirectCounts(ctx, &n); fnErr != nil {
 				break
 			}
 			if fnErr = fn(&n); fnErr != nil {
@@ -254,6 +267,9 @@ func (s *Store) NotificationsByNID(ctx context.Context, appID, notificationID st
 		n, _, _, err := s.readRecord(ctx, appID, oid)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
+		}
+		if err == nil {
+			err = s.withDirectCounts(ctx, &n)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("cannot get push record %s of app %s: %w", oid, appID, err)

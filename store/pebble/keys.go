@@ -30,6 +30,8 @@ import (
 //	'p' jobId taskId                            → TaskProgress JSON              (task_progress)
 //	'g' app objectId                            → pushId, badge                  (installation_badges)
 //	'k' app deviceId                            → dead since, unix ms            (dead_tokens)
+//	'f' app installationId msgId                → state, seq, keep, message JSON (offline_messages)
+//	'e' app objectId                            → sent, expired, arrivals        (notification_counts, own channel)
 //
 // Times in keys are int64-encoded: updatedHour in unix milliseconds, updatedAt truncated to its
 // hour (updatedSlot: a refresh within the hour leaves the row alone; rows written before that
@@ -54,6 +56,8 @@ const (
 	tProgress    = 'p'
 	tBadge       = 'g'
 	tDead        = 'k'
+	tOffline     = 'f'
+	tDirectCount = 'e'
 
 	reservedQueue = 'q' // queue/embedded; never written here
 )

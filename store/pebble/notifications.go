@@ -177,6 +177,9 @@ func (s *Store) GetNotification(ctx context.Context, appID, objectID string) (pu
 	}
 	defer s.exit()
 	n, err := s.readNotification(appID, objectID)
+	if err == nil {
+		err = s.withDirectCounts(&n)
+	}
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return n, fmt.Errorf("cannot get push record %s of app %s: %w", objectID, appID, err)
 	}
@@ -210,6 +213,10 @@ func (s *Store) UpdateNotification(ctx context.Context, appID, objectID string, 
 	n.AppID, n.ObjectID, n.CreatedAt = appID, objectID, old.CreatedAt
 	if err := s.writeNotification(&old, &n); err != nil {
 		return push.Notification{}, fmt.Errorf("cannot update push record %s of app %s: %w", objectID, appID, err)
+	}
+	// The result is the record as readers see it; fn saw (and wrote) the stored document only.
+	if err := s.withDirectCounts(&n); err != nil {
+		return push.Notification{}, fmt.Errorf("cannot read the own-channel counts of push record %s of app %s: %w", objectID, appID, err)
 	}
 	return n, nil
 }
@@ -246,6 +253,7 @@ func (s *Store) deleteNotification(appID, objectID string, wo *pebble.WriteOptio
 		notifKey(nil, appID, objectID),
 		notifTimeKey(nil, appID, n.CreatedAt.UnixNano(), objectID),
 		appendStr(notifNIDPrefix(nil, appID, n.NotificationID), objectID),
+		directCountKey(nil, appID, objectID), // the own channel's counts, if any
 	}
 	if n.PendingJob != nil {
 		keys = append(keys, pendingKey(nil, appID, n.PendingSince().UnixNano(), objectID))
@@ -321,6 +329,9 @@ func (s *Store) PendingJobs(ctx context.Context, appID string, before time.Time,
 		if errors.Is(err, store.ErrNotFound) {
 			return nil // deleted after the iterator opened
 		}
+		if err == nil {
+			err = s.withDirectCounts(&n)
+		}
 		if err != nil {
 			return err
 		}
@@ -358,6 +369,9 @@ func (s *Store) ListNotifications(ctx context.Context, appID string, fn func(*pu
 		if errors.Is(err, store.ErrNotFound) {
 			return nil // deleted after the iterator opened
 		}
+		if err == nil {
+			err = s.withDirectCounts(&n)
+		}
 		if err != nil {
 			return err
 		}
@@ -392,6 +406,9 @@ func (s *Store) NotificationsByNID(ctx context.Context, appID, notificationID st
 		n, err := s.readNotification(appID, oid)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil
+		}
+		if err == nil {
+			err = s.withDirectCounts(&n)
 		}
 		if err != nil {
 			return err

@@ -49,6 +49,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"TaskProgress", testTaskProgress},
 		{"InstallationBadgeIncrement", testBadgeIncrement},
 		{"DeadTokens", testDeadTokens},
+		{"OfflineCache", testOfflineCache},
+		{"OfflineCacheBound", testOfflineCacheBound},
+		{"OfflineCountsInRecordReaders", testOfflineCountsReaders},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

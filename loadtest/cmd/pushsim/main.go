@@ -1,5 +1,6 @@
 // Command pushsim runs the APNs and FCM gateway simulators (package loadtest/sim) until
 // SIGINT or SIGTERM, for `make run` and the load test. `pushsim -h` lists the flags.
+// `pushsim device` runs a simulated own-channel Android device instead (`pushsim device -h`).
 package main
 
 import (

@@ -1,0 +1,339 @@
+package sim
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gobwas/ws"
+	"github.com/gobwas/ws/wsutil"
+)
+
+// DeviceConfig is one simulated own-channel Android device (docs/own-channel.md).
+type DeviceConfig struct {
+	// API is the REST API's base URL (http://host:port), asked GET /1.1/router.
+	API            string
+	AppID, AppKey  string
+	InstallationID string
+	// AckDelay delays each ack; NoAck never acks (the messages stay in the offline cache).
+	AckDelay time.Duration
+	NoAck    bool
+	// Sign authenticates with X-SVC-Sign instead of X-SVC-Key.
+	Sign bool
+	// NoPing never sends heartbeats (the server closes the connection after two periods).
+	NoPing bool
+	// Ledger counts the pushes received, shared across reconnects (nil: a new one).
+	Ledger *Ledger
+	// OnPush, when set, is called for each push frame (from the reading goroutine).
+	OnPush func(p DevicePush)
+}
+
+// DevicePush is one push frame a device received.
+type DevicePush struct {
+	ID   string          `json:"id"`
+	NID  string          `json:"nid"`
+	Data json.RawMessage `json:"data"`
+	Exp  int64           `json:"exp,omitempty"`
+}
+
+// Ledger is a device's record of the pushes it received, by message id. Safe for
+// concurrent use.
+type Ledger struct {
+	mu    sync.Mutex
+	times map[string]int
+	order []string
+	acked map[string]bool
+	data  map[string]json.RawMessage
+}
+
+// NewLedger returns an empty ledger.
+func NewLedger() *Ledger {
+	return &Ledger{times: map[string]int{}, acked: map[string]bool{}, data: map[string]json.RawMessage{}}
+}
+
+func (l *Ledger) add(id string, data json.RawMessage) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.times[id] == 0 {
+		l.order = append(l.order, id)
+		l.data[id] = data
+	}
+	l.times[id]++
+}
+
+// Data is the data of message id as first received.
+func (l *Ledger) Data(id string) json.RawMessage {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.data[id]
+}
+
+func (l *Ledger) ack(ids []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, id := range ids {
+		l.acked[id] = true
+	}
+}
+
+// Times is how often message id was received.
+func (l *Ledger) Times(id string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.times[id]
+}
+
+// IDs lists the distinct message ids received, in first-arrival order.
+func (l *Ledger) IDs() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.order...)
+}
+
+// Acked says whether the device acked message id.
+func (l *Ledger) Acked(id string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.acked[id]
+}
+
+// Device is one connection of a simulated device. Close ends it; Done is closed once the
+// connection is gone, and CloseCode then tells how the server ended it.
+type Device struct {
+	cfg       DeviceConfig
+	conn      net.Conn
+	r         io.Reader // conn, or the handshake's reader holding frames sent with it
+	wmu       sync.Mutex
+	done      chan struct{}
+	closeOnce sync.Once
+	hello     chan Hello
+	code      int
+	reason    string
+	pongs     atomic.Int64
+	wg        sync.WaitGroup
+}
+
+// Hello is the server's first frame.
+type Hello struct {
+	V         int     `json:"v"`
+	Heartbeat float64 `json:"heartbeat"` // seconds
+	Offline   int     `json:"offline"`
+}
+
+// Route asks the router where the installation connects.
+func Route(ctx context.Context, api, appID, appKey, iid string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, api+"/1.1/router?installationId="+url.QueryEscape(iid), nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("X-SVC-Id", appID)
+	req.Header.Set("X-SVC-Key", appKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("cannot ask the router: %w", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("router answered %d: %s", resp.StatusCode, b)
+	}
+	var r struct {
+		Server string `json:"server"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil || r.Server == "" {
+		return "", fmt.Errorf("router answered %s", b)
+	}
+	return r.Server, nil
+}
+
+// DialDevice asks the router where to connect, connects, and waits for the server's hello
+// (a refusal ends in an error with the close code and reason).
+func DialDevice(ctx context.Context, cfg DeviceConfig) (*Device, Hello, error) {
+	server, err := Route(ctx, cfg.API, cfg.AppID, cfg.AppKey, cfg.InstallationID)
+	if err != nil {
+		return nil, Hello{}, err
+	}
+	return DialDeviceAt(ctx, server, cfg)
+}
+
+// DialDeviceAt connects to a connect endpoint URL (ws://host:port/1.1/connect).
+func DialDeviceAt(ctx context.Context, server string, cfg DeviceConfig) (*Device, Hello, error) {
+	if cfg.Ledger == nil {
+		cfg.Ledger = NewLedger()
+	}
+	h := http.Header{"X-SVC-Id": {cfg.AppID}, "X-SVC-Key": {cfg.AppKey}}
+	if cfg.Sign {
+		ts := strconv.FormatInt(time.Now().UnixMilli(), 10)
+		sum := md5.Sum([]byte(ts + cfg.AppKey))
+		h = http.Header{"X-SVC-Id": {cfg.AppID}, "X-SVC-Sign": {hex.EncodeToString(sum[:]) + "," + ts}}
+	}
+	d := ws.Dialer{Header: ws.HandshakeHeaderHTTP(h)}
+	conn, br, _, err := d.Dial(ctx, server+"?v=1&installationId="+url.QueryEscape(cfg.InstallationID))
+	if err != nil {
+		return nil, Hello{}, fmt.Errorf("cannot connect to %s: %w", server, err)
+	}
+	dev := &Device{cfg: cfg, conn: conn, r: conn, done: make(chan struct{}), hello: make(chan Hello, 1)}
+	if br != nil {
+		dev.r = br
+	}
+	dev.wg.Go(dev.read)
+	select {
+	case h := <-dev.hello:
+		return dev, h, nil
+	case <-dev.done:
+		dev.wg.Wait()
+		return nil, Hello{}, &RefusedError{Code: dev.code, Reason: dev.reason}
+	case <-ctx.Done():
+		dev.Close()
+		return nil, Hello{}, ctx.Err()
+	}
+}
+
+// RefusedError is a connection the server closed before its hello.
+type RefusedError struct {
+	Code   int
+	Reason string
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("connection refused with close code %d: %s", e.Code, e.Reason)
+}
+
+// Ledger is the device's ledger.
+func (d *Device) Ledger() *Ledger { return d.cfg.Ledger }
+
+// Done is closed once the connection is gone.
+func (d *Device) Done() <-chan struct{} { return d.done }
+
+// CloseCode is the code and reason of the server's close frame (valid after Done).
+func (d *Device) CloseCode() (int, string) { return d.code, d.reason }
+
+// Send writes a raw text frame (tests of bad frames).
+func (d *Device) Send(b []byte) error {
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	return wsutil.WriteClientText(d.conn, b)
+}
+
+// Pongs is how many pongs the server answered the device's pings with.
+func (d *Device) Pongs() int64 { return d.pongs.Load() }
+
+// Ping sends a protocol ping.
+func (d *Device) Ping() error { return d.Send([]byte(`{"op":"ping"}`)) }
+
+// Close ends the connection and waits for its goroutines.
+func (d *Device) Close() {
+	d.closeOnce.Do(func() {
+		d.wmu.Lock()
+		_ = ws.WriteFrame(d.conn, ws.MaskFrame(ws.NewCloseFrame(ws.NewCloseFrameBody(ws.StatusNormalClosure, ""))))
+		d.wmu.Unlock()
+		_ = d.conn.Close()
+	})
+	d.wg.Wait()
+}
+
+// read handles the server's frames until the connection ends.
+func (d *Device) read() {
+	defer close(d.done)
+	defer d.conn.Close()
+	var stopPing chan struct{}
+	defer func() {
+		if stopPing != nil {
+			close(stopPing)
+		}
+	}()
+	for {
+		h, err := ws.ReadHeader(d.r)
+		if err != nil {
+			return
+		}
+		payload := make([]byte, h.Length)
+		if _, err := io.ReadFull(d.r, payload); err != nil {
+			return
+		}
+		switch h.OpCode {
+		case ws.OpClose:
+			code, reason := ws.ParseCloseFrameData(payload)
+			d.code, d.reason = int(code), reason
+			return
+		case ws.OpPing:
+			d.wmu.Lock()
+			_ = ws.WriteFrame(d.conn, ws.MaskFrame(ws.NewPongFrame(payload)))
+			d.wmu.Unlock()
+			continue
+		case ws.OpText:
+		default:
+			continue
+		}
+		var f struct {
+			Op string `json:"op"`
+			Hello
+			DevicePush
+		}
+		if err := json.Unmarshal(payload, &f); err != nil {
+			return
+		}
+		switch f.Op {
+		case "hello":
+			if f.Heartbeat > 0 && !d.cfg.NoPing {
+				stopPing = make(chan struct{})
+				hb, stop := time.Duration(f.Heartbeat*float64(time.Second)), stopPing
+				d.wg.Go(func() { d.pinger(hb, stop) })
+			}
+			d.hello <- f.Hello
+		case "pong":
+			d.pongs.Add(1)
+		case "push":
+			d.cfg.Ledger.add(f.ID, f.Data)
+			if !d.cfg.NoAck {
+				d.ackLater(f.ID)
+			}
+			if d.cfg.OnPush != nil {
+				d.cfg.OnPush(f.DevicePush)
+			}
+		}
+	}
+}
+
+func (d *Device) ackLater(id string) {
+	send := func() {
+		if err := d.Send([]byte(`{"op":"ack","ids":["` + id + `"]}`)); err == nil {
+			d.cfg.Ledger.ack([]string{id})
+		}
+	}
+	if d.cfg.AckDelay == 0 {
+		send()
+		return
+	}
+	t := time.AfterFunc(d.cfg.AckDelay, send)
+	go func() {
+		<-d.done
+		t.Stop()
+	}()
+}
+
+// pinger sends a ping every half heartbeat period until stop.
+func (d *Device) pinger(period time.Duration, stop chan struct{}) {
+	t := time.NewTicker(max(period/2, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			if d.Ping() != nil {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,248 @@
+package direct
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"go.uber.org/zap"
+
+	"github.com/pushd/pushd/internal/faultpoint"
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/queue"
+)
+
+// fpAfterCache is between a message's cache write (and count) and its offset's commit.
+var fpAfterCache = faultpoint.Define("direct/after-cache")
+
+// Cache is the offline cache the core keeps (store.Store implements it).
+type Cache interface {
+	CacheDirect(ctx context.Context, msg push.DirectMessage, now time.Time, limit int) (push.CacheOutcome, int, error)
+	OfflineMessages(ctx context.Context, appID, installationID string, now time.Time) ([]push.DirectMessage, error)
+	AckDirect(ctx context.Context, appID, installationID string, ids []string, now time.Time) (int, error)
+}
+
+// Consumer consumes push.direct (queue/embedded, queue/kafka).
+type Consumer interface {
+	Consume(ctx context.Context, topic, group string, h queue.Handler) error
+}
+
+// Session is one connected device as a codec serves it.
+type Session interface {
+	// Deliver writes msgs to the device in order, within the codec's write deadline.
+	Deliver(msgs []push.DirectMessage) error
+	// Close ends the connection, telling the device code and reason where the codec can.
+	Close(code int, reason string)
+}
+
+// devKey names one installation.
+type devKey struct{ app, iid string }
+
+// attached is a live session and the lock that orders writes to it: the flush of the offline
+// cache on connect, then live messages.
+type attached struct {
+	s  Session
+	mu sync.Mutex
+	// flushed holds the ids the connect's flush wrote (guarded by mu): a message cached just
+	// before the flush read the cache is in it, and its live write is skipped instead of
+	// sending it twice. One device's messages come in order from one partition, so the first
+	// live message not in it ends the need for it.
+	flushed map[string]struct{}
+}
+
+// Core is the codec-neutral delivery core. See the package doc.
+type Core struct {
+	cfg   Config
+	cache Cache
+	log   *zap.Logger
+	now   func() time.Time
+	m     *coreMetrics
+
+	mu       sync.Mutex
+	sessions map[devKey]*attached
+
+	// afterAttach, set by tests only, runs in Attach between registering the session and
+	// reading the offline cache.
+	afterAttach func()
+}
+
+type coreMetrics struct {
+	connected  *metrics.Gauge
+	cached     *metrics.Counter
+	duplicates *metrics.Counter
+	cancelled  *metrics.Counter
+	expired    *metrics.Counter
+	dropped    *metrics.Counter
+	written    *metrics.Counter
+	writeFails *metrics.Counter
+	acked      *metrics.Counter
+	bad        *metrics.Counter
+}
+
+// NewCore builds the core.
+func NewCore(cfg Config, cache Cache, log *zap.Logger, set *metrics.Set) *Core {
+	c := &Core{cfg: cfg.WithDefaults(), cache: cache, log: log.Named("direct"), now: time.Now, sessions: map[devKey]*attached{}}
+	c.m = &coreMetrics{
+		cached:     set.NewCounter(`pushd_direct_messages_total{result="cached"}`),
+		duplicates: set.NewCounter(`pushd_direct_messages_total{result="duplicate"}`),
+		cancelled:  set.NewCounter(`pushd_direct_messages_total{result="cancelled"}`),
+		expired:    set.NewCounter(`pushd_direct_messages_total{result="expired"}`),
+		bad:        set.NewCounter(`pushd_direct_messages_total{result="malformed"}`),
+		dropped:    set.NewCounter(`pushd_direct_offline_dropped_total`),
+		written:    set.NewCounter(`pushd_direct_written_total`),
+		writeFails: set.NewCounter(`pushd_direct_write_failures_total`),
+		acked:      set.NewCounter(`pushd_direct_arrivals_total`),
+	}
+	c.m.connected = set.NewGauge(`pushd_direct_connections`, func() float64 {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return float64(len(c.sessions))
+	})
+	return c
+}
+
+// Consume runs the core's consumer of push.direct until ctx ends.
+func (c *Core) Consume(ctx context.Context, log Consumer) error {
+	return log.Consume(ctx, queue.TopicDirect, queue.GroupGateway, c.Handle)
+}
+
+// Handle is the push.direct handler: cache (and count) the message, then write it to its
+// device if connected. Returning nil commits the offset: only after the cache write.
+func (c *Core) Handle(ctx context.Context, qm queue.Message) error {
+	var m push.DirectMessage
+	if err := json.Unmarshal(qm.Value, &m); err != nil || m.AppID == "" || m.InstallationID == "" || m.ID == "" {
+		c.m.bad.Inc()
+		c.log.Warn("malformed push.direct record skipped", zap.Int("partition", qm.Partition), zap.Int64("offset", qm.Offset))
+		return nil
+	}
+	out, dropped, err := c.cache.CacheDirect(ctx, m, c.now(), c.cfg.OfflineLimit)
+	if err != nil {
+		return err
+	}
+	c.m.dropped.Add(dropped)
+	switch out {
+	case push.CacheDuplicate:
+		c.m.duplicates.Inc()
+		return nil
+	case push.CacheCancelled:
+		c.m.cancelled.Inc()
+		return nil
+	case push.CacheExpired:
+		c.m.expired.Inc()
+		return nil
+	}
+	c.m.cached.Inc()
+	fpAfterCache.Hit()
+	c.mu.Lock()
+	a := c.sessions[devKey{m.AppID, m.InstallationID}]
+	c.mu.Unlock()
+	if a != nil {
+		c.writeLive(a, m)
+	}
+	return nil
+}
+
+// writeLive delivers a newly cached message on a, unless the connect's flush already did; a
+// failed write closes the session (the message stays cached).
+func (c *Core) writeLive(a *attached, m push.DirectMessage) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.flushed != nil {
+		if _, done := a.flushed[m.ID]; done {
+			return
+		}
+		a.flushed = nil
+	}
+	if err := a.s.Deliver([]push.DirectMessage{m}); err != nil {
+		c.m.writeFails.Inc()
+		a.s.Close(CloseWriteFailed, "write failed")
+		return
+	}
+	c.m.written.Inc()
+}
+
+// Attach makes s the installation's live session, replacing (and closing) an older one, and
+// flushes the offline cache to it in order. hello, when set, is called with the number of
+// cached messages before they are delivered. Detach ends it.
+func (c *Core) Attach(ctx context.Context, app, iid string, s Session, hello func(cached int) error) error {
+	a := &attached{s: s}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	k := devKey{app, iid}
+	c.mu.Lock()
+	old := c.sessions[k]
+	c.sessions[k] = a
+	c.mu.Unlock()
+	if old != nil {
+		old.s.Close(CloseReplaced, "replaced by a newer connection")
+	}
+	if c.afterAttach != nil {
+		c.afterAttach()
+	}
+	msgs, err := c.cache.OfflineMessages(ctx, app, iid, c.now())
+	if err != nil {
+		c.Detach(app, iid, s)
+		return fmt.Errorf("cannot flush the offline cache of installation %s of app %s: %w", iid, app, err)
+	}
+	if hello != nil {
+		if err := hello(len(msgs)); err != nil {
+			c.Detach(app, iid, s)
+			return err
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	a.flushed = make(map[string]struct{}, len(msgs))
+	for i := range msgs {
+		a.flushed[msgs[i].ID] = struct{}{}
+	}
+	if err := s.Deliver(msgs); err != nil {
+		c.m.writeFails.Inc()
+		c.Detach(app, iid, s)
+		return err
+	}
+	c.m.written.Add(len(msgs))
+	return nil
+}
+
+// Detach removes s if it is still the installation's live session.
+func (c *Core) Detach(app, iid string, s Session) {
+	k := devKey{app, iid}
+	c.mu.Lock()
+	if a := c.sessions[k]; a != nil && a.s == s {
+		delete(c.sessions, k)
+	}
+	c.mu.Unlock()
+}
+
+// Ack removes the acked messages from the cache and counts their arrivals.
+func (c *Core) Ack(ctx context.Context, app, iid string, ids []string) error {
+	n, err := c.cache.AckDirect(ctx, app, iid, ids, c.now())
+	c.m.acked.Add(n)
+	return err
+}
+
+// Connected is the number of live sessions.
+func (c *Core) Connected() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.sessions)
+}
+
+// CloseAll closes every session with code and reason (shutdown: 1001 going away).
+func (c *Core) CloseAll(code int, reason string) {
+	c.mu.Lock()
+	all := make([]*attached, 0, len(c.sessions))
+	for _, a := range c.sessions {
+		all = append(all, a)
+	}
+	c.sessions = map[devKey]*attached{}
+	c.mu.Unlock()
+	for _, a := range all {
+		a.s.Close(code, reason)
+	}
+}

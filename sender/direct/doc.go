@@ -1,0 +1,20 @@
+// Package direct owns the own Android channel (the gateway role): devices without a vendor
+// channel keep one WebSocket connection to pushd and receive their pushes on it.
+//
+// One delivery core (Core: connections by installation, offline cache, acks, counts) sits under
+// a wire codec. Server speaks ours, JSON text frames on /1.1/connect (docs/own-channel.md); the
+// original service's protobuf protocol is a second codec to plug in beside it (issue 22): a
+// codec authenticates a device, calls Core.Attach with a Session that writes its frames, and
+// hands the device's acks to Core.Ack.
+//
+// Flow: fan-out hands own-channel targets to Handoff, which appends them to push.direct keyed
+// by installation id. Core consumes the partitions this node owns; for each message it first
+// stores it in the installation's offline cache (which counts it sent on its push record, once
+// however often the message is consumed), then writes it to the device if it is connected. The
+// offset is committed after the cache write, so a crash loses nothing: whatever was cached is
+// flushed, in order, when the device connects again, and stays until acked or expired. An ack
+// removes it and counts an arrival.
+//
+// Concurrency: Core and Server are safe for concurrent use. Each connection has one reading
+// goroutine; writes to a connection are serialised by its session and bounded by a deadline.
+package direct

@@ -1,0 +1,488 @@
+package direct
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/gobwas/ws"
+	"go.uber.org/zap"
+
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/store"
+)
+
+// Close codes of our protocol (docs/own-channel.md). 1000–1011 are RFC 6455's.
+const (
+	CloseNormal       = 1000
+	CloseGoingAway    = 1001 // the gateway stops: reconnect (through the router)
+	CloseProtocol     = 1002 // an unmasked or fragmented frame
+	CloseTooBig       = 1009 // a frame over the size limit
+	CloseInternal     = 1011 // the gateway failed to serve the connection: reconnect later
+	CloseBadRequest   = 4000 // installationId missing, or an unsupported protocol version
+	CloseUnauthorized = 4001 // unknown app, or a wrong app key or signature
+	CloseBadFrame     = 4002 // a frame that is not one of ours
+	CloseNotDirect    = 4003 // the installation is not an Android one without vendor
+	CloseNotFound     = 4004 // no installation of this installationId in this app
+	CloseHeartbeat    = 4008 // silent for two heartbeat periods
+	CloseReplaced     = 4009 // a newer connection of the same installation took over
+	CloseWriteFailed  = 4010 // the device did not take its frames in time
+	CloseMoved        = 4011 // the installation's partition moved (after a moved frame)
+	CloseTooMany      = 4029 // too many connects per second for this app: back off
+)
+
+// Headers of the connect request (the same the REST API authenticates with).
+const (
+	headerID   = "X-SVC-Id"
+	headerKey  = "X-SVC-Key"
+	headerSign = "X-SVC-Sign"
+)
+
+// signSkew is how far an X-SVC-Sign timestamp may be from the server clock (the API's default).
+const signSkew = 15 * time.Minute
+
+// Apps reads an app for authentication.
+type Apps interface {
+	GetApp(ctx context.Context, appID string) (push.App, error)
+}
+
+// Installations finds the connecting installation.
+type Installations interface {
+	GetInstallation(ctx context.Context, appID, objectID string) (push.Installation, error)
+	LookupDevice(ctx context.Context, appID string, kind push.IDKind, deviceID string) (objectID string, err error)
+}
+
+// Server serves our protocol on /1.1/connect: WebSocket upgrade with gobwas/ws on a raw
+// listener, JSON text frames, one reading goroutine per connection.
+type Server struct {
+	cfg   Config
+	core  *Core
+	apps  Apps
+	insts Installations
+	log   *zap.Logger
+	lim   *limiter
+
+	connects map[string]*metrics.Counter
+	badFrame *metrics.Counter
+
+	ln     net.Listener
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	open   map[net.Conn]struct{} // every accepted connection, to close on stop
+	closed bool
+}
+
+// NewServer builds the connect endpoint over core.
+func NewServer(cfg Config, core *Core, apps Apps, insts Installations, log *zap.Logger, set *metrics.Set) *Server {
+	cfg = cfg.WithDefaults()
+	s := &Server{cfg: cfg, core: core, apps: apps, insts: insts, log: log.Named("direct"),
+		lim: newLimiter(cfg.ConnectRate, cfg.ConnectBurst), open: map[net.Conn]struct{}{},
+		connects: map[string]*metrics.Counter{}}
+	for _, r := range []string{"ok", "bad_request", "unauthorized", "not_found", "not_direct", "too_many", "error"} {
+		s.connects[r] = set.NewCounter(`pushd_direct_connects_total{result="` + r + `"}`)
+	}
+	s.badFrame = set.NewCounter(`pushd_direct_bad_frames_total`)
+	return s
+}
+
+// Start binds the listener.
+func (s *Server) Start(context.Context) error {
+	if s.ln != nil {
+		return nil
+	}
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("cannot listen on %s for device connections: %w", s.cfg.Addr, err)
+	}
+	s.ln = ln
+	return nil
+}
+
+// Addr is the bound address (after Start).
+func (s *Server) Addr() net.Addr {
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+// Run accepts connections until ctx ends, then closes every connection (1001, going away) and
+// waits for their goroutines.
+func (s *Server) Run(ctx context.Context) error {
+	if err := s.Start(ctx); err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, func() { _ = s.ln.Close() })
+	defer stop()
+	s.log.Info("device connections listening", zap.String("addr", s.ln.Addr().String()))
+	var err error
+	for {
+		conn, aerr := s.ln.Accept()
+		if aerr != nil {
+			if ctx.Err() == nil {
+				err = fmt.Errorf("cannot accept device connections: %w", aerr)
+			}
+			break
+		}
+		if !s.track(conn) {
+			_ = conn.Close()
+			break
+		}
+		s.wg.Go(func() {
+			if read := s.serveConn(ctx, conn); read != nil {
+				// A fresh goroutine reads the idle connection: its stack starts small, where
+				// the handshake's grew (an idle connection's cost is mostly its stack).
+				s.wg.Go(func() {
+					defer s.untrack(conn)
+					read()
+				})
+				return
+			}
+			s.untrack(conn)
+		})
+	}
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.core.CloseAll(CloseGoingAway, "server going away")
+	s.mu.Lock()
+	for c := range s.open {
+		_ = c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return err
+}
+
+func (s *Server) track(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.open[c] = struct{}{}
+	return true
+}
+
+func (s *Server) untrack(c net.Conn) {
+	s.mu.Lock()
+	delete(s.open, c)
+	s.mu.Unlock()
+	_ = c.Close()
+}
+
+// handshake is what the upgrade request carried.
+type handshake struct {
+	path, iid, version string
+	appID, key, sign   string
+}
+
+// serveConn upgrades, authenticates and attaches the device; it returns the read loop to run
+// (nil: the connection is refused or gone).
+func (s *Server) serveConn(ctx context.Context, conn net.Conn) func() {
+	_ = conn.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
+	var hs handshake
+	u := ws.Upgrader{
+		OnRequest: func(uri []byte) error {
+			p, err := url.ParseRequestURI(string(uri))
+			if err != nil {
+				return ws.RejectConnectionError(ws.RejectionStatus(400), ws.RejectionReason("bad request URI"))
+			}
+			if p.Path != "/1.1/connect" {
+				return ws.RejectConnectionError(ws.RejectionStatus(404), ws.RejectionReason("no such endpoint: use /1.1/connect"))
+			}
+			q := p.Query()
+			hs.path, hs.iid, hs.version = p.Path, q.Get("installationId"), q.Get("v")
+			return nil
+		},
+		OnHeader: func(key, value []byte) error {
+			switch {
+			case bytes.EqualFold(key, []byte(headerID)):
+				hs.appID = string(value)
+			case bytes.EqualFold(key, []byte(headerKey)):
+				hs.key = string(value)
+			case bytes.EqualFold(key, []byte(headerSign)):
+				hs.sign = string(value)
+			}
+			return nil
+		},
+	}
+	if _, err := u.Upgrade(conn); err != nil {
+		s.connects["bad_request"].Inc()
+		return nil
+	}
+	sess := &wsSession{conn: conn, timeout: s.cfg.WriteTimeout}
+	code, reason, result := s.admit(ctx, &hs)
+	s.connects[result].Inc()
+	if code != 0 {
+		sess.Close(code, reason)
+		return nil
+	}
+	hb := s.cfg.Heartbeat
+	err := s.core.Attach(ctx, hs.appID, hs.iid, sess, func(cached int) error {
+		return sess.write(helloFrame(hb, cached))
+	})
+	if err != nil {
+		s.log.Warn("cannot attach a device", zap.String("app_id", hs.appID), zap.Error(err))
+		sess.Close(CloseInternal, "cannot flush the offline cache")
+		return nil
+	}
+	// No deadline is cleared here: the read loop sets its own per frame, and every write its
+	// own (clearing the write deadline now could unbound a live write already under way).
+	app, iid := hs.appID, hs.iid
+	return func() {
+		defer s.core.Detach(app, iid, sess)
+		code, reason := s.readLoop(ctx, conn, sess, app, iid)
+		sess.Close(code, reason)
+	}
+}
+
+// admit checks the handshake: version, app and key, rate, installation. A non-zero code
+// refuses the connection with that close code and reason.
+func (s *Server) admit(ctx context.Context, hs *handshake) (int, string, string) {
+	if hs.version != "" && hs.version != strconv.Itoa(ProtocolVersion) {
+		return CloseBadRequest, "unsupported protocol version " + hs.version + ": this server speaks v=1", "bad_request"
+	}
+	if hs.iid == "" {
+		return CloseBadRequest, "missing installationId query parameter", "bad_request"
+	}
+	if hs.appID == "" || (hs.key == "" && hs.sign == "") {
+		return CloseUnauthorized, "missing header X-SVC-Id with X-SVC-Key or X-SVC-Sign", "unauthorized"
+	}
+	app, err := s.apps.GetApp(ctx, hs.appID)
+	if errors.Is(err, store.ErrNotFound) {
+		return CloseUnauthorized, "unauthorized", "unauthorized"
+	}
+	if err != nil {
+		s.log.Warn("cannot read an app for a device connection", zap.String("app_id", hs.appID), zap.Error(err))
+		return CloseInternal, "cannot check the app: retry later", "error"
+	}
+	if !authorized(&app, hs.key, hs.sign, time.Now()) {
+		return CloseUnauthorized, "unauthorized", "unauthorized"
+	}
+	if !s.lim.allow(hs.appID, time.Now()) {
+		return CloseTooMany, "too many connects for this app: retry later", "too_many"
+	}
+	oid, err := s.insts.LookupDevice(ctx, hs.appID, push.KindIID, hs.iid)
+	var inst push.Installation
+	if err == nil {
+		inst, err = s.insts.GetInstallation(ctx, hs.appID, oid)
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		return CloseNotFound, "installation not found", "not_found"
+	}
+	if err != nil {
+		s.log.Warn("cannot read an installation for a device connection", zap.String("app_id", hs.appID), zap.Error(err))
+		return CloseInternal, "cannot check the installation: retry later", "error"
+	}
+	if inst.DeviceType != push.DeviceAndroid || inst.DeliveryChannel(app.Settings.Edition) != push.ChannelDirect {
+		return CloseNotDirect, "installation is not an Android one without vendor", "not_direct"
+	}
+	return 0, "", "ok"
+}
+
+// authorized checks an app key (or master key) or an X-SVC-Sign, as the REST API does.
+func authorized(app *push.App, key, sign string, now time.Time) bool {
+	if key != "" {
+		k, master, _ := strings.Cut(key, ",")
+		want := app.AppKey
+		if master == "master" {
+			want = app.MasterKey
+		}
+		return want != "" && subtle.ConstantTimeCompare([]byte(k), []byte(want)) == 1
+	}
+	parts := strings.Split(sign, ",")
+	if len(parts) < 2 || len(parts) > 3 {
+		return false
+	}
+	ts, err := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil {
+		return false
+	}
+	if d := now.Sub(time.UnixMilli(ts)); d > signSkew || d < -signSkew {
+		return false
+	}
+	want := app.AppKey
+	if len(parts) == 3 {
+		if parts[2] != "master" {
+			return false
+		}
+		want = app.MasterKey
+	}
+	sum := md5.Sum([]byte(parts[1] + want))
+	return want != "" && subtle.ConstantTimeCompare([]byte(strings.ToLower(parts[0])), []byte(hex.EncodeToString(sum[:]))) == 1
+}
+
+// readLoop reads the device's frames until it leaves or breaks a rule; it returns the close
+// code and reason to end with (0 when the connection is already gone).
+func (s *Server) readLoop(ctx context.Context, conn net.Conn, sess *wsSession, app, iid string) (int, string) {
+	silent := 2 * s.cfg.Heartbeat
+	for {
+		_ = conn.SetReadDeadline(time.Now().Add(silent))
+		h, err := ws.ReadHeader(conn)
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				return CloseHeartbeat, "no frame for two heartbeat periods"
+			}
+			return 0, ""
+		}
+		if h.Length > int64(s.cfg.MaxFrame) {
+			s.badFrame.Inc()
+			return CloseTooBig, "frame larger than " + strconv.Itoa(s.cfg.MaxFrame) + " bytes"
+		}
+		if !h.Masked {
+			s.badFrame.Inc()
+			return CloseProtocol, "client frames must be masked"
+		}
+		if !h.Fin || h.OpCode == ws.OpContinuation {
+			s.badFrame.Inc()
+			return CloseProtocol, "fragmented frames are not supported"
+		}
+		payload := make([]byte, h.Length)
+		if _, err := io.ReadFull(conn, payload); err != nil {
+			return 0, ""
+		}
+		ws.Cipher(payload, h.Mask, 0)
+		switch h.OpCode {
+		case ws.OpClose:
+			return CloseNormal, ""
+		case ws.OpPing:
+			if err := sess.writeFrame(ws.NewPongFrame(payload)); err != nil {
+				return 0, ""
+			}
+		case ws.OpPong:
+		case ws.OpBinary:
+			s.badFrame.Inc()
+			return CloseBadFrame, "binary frames are not part of protocol v1"
+		case ws.OpText:
+			f, err := DecodeFrame(payload)
+			if err != nil {
+				s.badFrame.Inc()
+				return CloseBadFrame, err.Error()
+			}
+			switch f.Op {
+			case OpPing:
+				if err := sess.write(framePong); err != nil {
+					return 0, ""
+				}
+			case OpAck:
+				if err := s.core.Ack(ctx, app, iid, f.IDs); err != nil {
+					s.log.Warn("cannot record acks", zap.String("app_id", app), zap.Error(err))
+				}
+			}
+		default:
+			s.badFrame.Inc()
+			return CloseProtocol, "unknown opcode"
+		}
+	}
+}
+
+// wsSession writes our frames to one connection. Writes are serialised and bounded by the
+// write timeout; Close is idempotent.
+type wsSession struct {
+	conn    net.Conn
+	timeout time.Duration
+	mu      sync.Mutex
+	closed  bool
+	buf     []byte
+}
+
+func (w *wsSession) write(payload []byte) error {
+	return w.writeFrame(ws.NewTextFrame(payload))
+}
+
+func (w *wsSession) writeFrame(f ws.Frame) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return net.ErrClosed
+	}
+	_ = w.conn.SetWriteDeadline(time.Now().Add(w.timeout))
+	return ws.WriteFrame(w.conn, f)
+}
+
+// Deliver implements Session: every push frame of msgs in one write.
+func (w *wsSession) Deliver(msgs []push.DirectMessage) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return net.ErrClosed
+	}
+	var out bytes.Buffer
+	for i := range msgs {
+		w.buf = AppendPush(w.buf[:0], &msgs[i])
+		if err := ws.WriteHeader(&out, ws.Header{Fin: true, OpCode: ws.OpText, Length: int64(len(w.buf))}); err != nil {
+			return err
+		}
+		out.Write(w.buf)
+	}
+	if cap(w.buf) > 4<<10 {
+		w.buf = nil // do not keep a large buffer on an idle connection
+	}
+	_ = w.conn.SetWriteDeadline(time.Now().Add(w.timeout))
+	_, err := w.conn.Write(out.Bytes())
+	return err
+}
+
+// Close implements Session: a close frame with code and reason (code 0: none), then the
+// connection is closed, which ends its reading goroutine.
+func (w *wsSession) Close(code int, reason string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	w.closed = true
+	if code != 0 {
+		_ = w.conn.SetWriteDeadline(time.Now().Add(time.Second))
+		_ = ws.WriteFrame(w.conn, ws.NewCloseFrame(ws.NewCloseFrameBody(ws.StatusCode(code), reason)))
+	}
+	_ = w.conn.Close()
+}
+
+// limiter is a token bucket per app.
+type limiter struct {
+	rate  float64
+	burst float64
+	mu    sync.Mutex
+	apps  map[string]*bucket
+}
+
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+func newLimiter(rate float64, burst int) *limiter {
+	return &limiter{rate: rate, burst: float64(burst), apps: map[string]*bucket{}}
+}
+
+func (l *limiter) allow(app string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.apps[app]
+	if b == nil {
+		b = &bucket{tokens: l.burst, last: now}
+		l.apps[app] = b
+	}
+	b.tokens = min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate)
+	b.last = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}
