@@ -52,15 +52,15 @@ func TestStoreImportNewestWins(t *testing.T) {
 		}
 	}
 	insts := []push.Installation{
-		importInst("o1", "", "iid1", 20, `{"v":"o1-new"}`),  // 0: stored
-		importInst("o2", "", "iid2", 20, `{"v":"o2-old"}`),  // 1: kept newer
-		importInst("o4", "aa", "", 20, `{"v":"o4"}`),        // 2: stored, o3 deleted
-		importInst("o6", "", "iidb", 20, `{"v":"o6"}`),      // 3: stale (o5)
-		importInst("o7", "", "iid7", 5, `{"v":"o7-old"}`),   // 4: kept newer (row 5)
-		importInst("o7", "", "iid7", 30, `{"v":"o7"}`),      // 5: stored
-		importInst("o8", "", "iidx", 30, `{"v":"o8"}`),      // 6: stale (o9, same time, greater id)
-		importInst("o9", "", "iidx", 30, `{"v":"o9"}`),      // 7: stored
-		importInst("o10", "", "iid10", 1, `{"v":"o10"}`),    // 8: stored
+		importInst("o1", "", "iid1", 20, `{"v":"o1-new"}`), // 0: stored
+		importInst("o2", "", "iid2", 20, `{"v":"o2-old"}`), // 1: kept newer
+		importInst("o4", "aa", "", 20, `{"v":"o4"}`),       // 2: stored, o3 deleted
+		importInst("o6", "", "iidb", 20, `{"v":"o6"}`),     // 3: stale (o5)
+		importInst("o7", "", "iid7", 5, `{"v":"o7-old"}`),  // 4: kept newer (row 5)
+		importInst("o7", "", "iid7", 30, `{"v":"o7"}`),     // 5: stored
+		importInst("o8", "", "iidx", 30, `{"v":"o8"}`),     // 6: stale (o9, same time, greater id)
+		importInst("o9", "", "iidx", 30, `{"v":"o9"}`),     // 7: stored
+		importInst("o10", "", "iid10", 1, `{"v":"o10"}`),   // 8: stored
 	}
 	want := []store.ImportOutcome{store.ImportStored, store.ImportKeptNewer, store.ImportStored, store.ImportStale,
 		store.ImportKeptNewer, store.ImportStored, store.ImportStale, store.ImportStored, store.ImportStored}
