@@ -1,6 +1,7 @@
 package api
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
@@ -88,4 +89,59 @@ func importedTime(row map[string]any, field string) (time.Time, *push.Error) {
 		return time.Time{}, push.Errorf(push.CodeMissingRequired, "%s is missing or not an ISO 8601 date", field)
 	}
 	return t.UTC(), nil
+}
+
+// DecodeImportRow decodes one exported row with the checks of an installation body: a strict
+// JSON object (no duplicate keys, bounded nesting).
+func DecodeImportRow(raw []byte) (map[string]any, *push.Error) {
+	return decodeObject(raw)
+}
+
+// ImportReport is what an import did: the answer of POST /admin/apps/<id>/installations/import
+// and what pushd import prints. Refusals lists the first MaxImportRefusals refused rows; the
+// counts cover all.
+type ImportReport struct {
+	Rows      int             `json:"rows"`      // rows read
+	Stored    int             `json:"stored"`    // written
+	KeptNewer int             `json:"keptNewer"` // the store (or the import) has a newer version of the objectId
+	Stale     int             `json:"stale"`     // a newer installation holds one of its device ids
+	Conflicts int             `json:"conflicts"` // device ids swapped with another row of the import
+	Refused   int             `json:"refused"`   // failed validation
+	Reasons   map[string]int  `json:"reasons,omitempty"`
+	Refusals  []ImportRefusal `json:"refusals,omitempty"`
+}
+
+// MaxImportRefusals bounds the refused rows a report lists one by one (a file of a million bad
+// rows must not make a million-entry report); Reasons counts them all by code.
+const MaxImportRefusals = 1000
+
+// ImportRefusal is one refused row: its position in the input (1-based), its objectId when
+// it has one, and the error a create would get.
+type ImportRefusal struct {
+	Row      int    `json:"row"`
+	ObjectID string `json:"objectId,omitempty"`
+	Code     int    `json:"code"`
+	Error    string `json:"error"`
+}
+
+// Refuse counts a refused row.
+func (r *ImportReport) Refuse(row int, objectID string, perr *push.Error) {
+	r.Refused++
+	if r.Reasons == nil {
+		r.Reasons = map[string]int{}
+	}
+	r.Reasons[reasonKey(perr)]++
+	if len(r.Refusals) < MaxImportRefusals {
+		r.Refusals = append(r.Refusals, ImportRefusal{Row: row, ObjectID: objectID, Code: int(perr.Code), Error: perr.Message})
+	}
+}
+
+// reasonKey groups refusals by code and the message up to its first colon or quote, so
+// "invalid channel name "x y"" and "invalid channel name "z!"" count together.
+func reasonKey(perr *push.Error) string {
+	m := perr.Message
+	if i := strings.IndexAny(m, ":\""); i > 0 {
+		m = strings.TrimSpace(m[:i])
+	}
+	return strconv.Itoa(int(perr.Code)) + " " + m
 }
