@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/pushd/pushd/api"
+	"github.com/pushd/pushd/internal/faultpoint"
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/store"
 )
@@ -14,31 +15,45 @@ type BulkStore interface {
 	ImportInstallations(ctx context.Context, appID string, buckets int, insts []push.Installation, out []store.ImportOutcome, by []string) error
 }
 
+// fpAfterWrite is reached after each durable batch, before a pull saves the cursor that
+// follows it: a kill there makes the rerun fetch and write those rows again.
+var fpAfterWrite = faultpoint.Define("import/after-write")
+
 // loadBatch is how many valid rows a Loader collects before it writes them: a few of the
 // store's chunks, so the store's per-chunk sync is shared by thousands of rows.
 const loadBatch = 16384
 
-// Loader validates rows and writes the valid ones in batches. Add rows, then Flush.
+// Loader validates rows and writes the valid ones in batches, one batch written by a
+// goroutine it owns while the next is validated (two cores: validation and Pebble overlap).
+// Add rows, then Sync.
 type Loader struct {
-	st      BulkStore
-	app     push.App
-	report  api.ImportReport
-	batch   []push.Installation
-	out     []store.ImportOutcome
-	by      []string
-	written int // rows written so far (Flush adds a batch)
+	st     BulkStore
+	app    push.App
+	report api.ImportReport
+	batch  []push.Installation // being filled
+	spare  []push.Installation // the batch written last, reused once its write is done
+	// inflight receives the result of the write in flight (nil: none); only Flush and Sync
+	// read it, so the report is only touched by the caller's goroutine.
+	inflight chan writeResult
+	ctx      context.Context // of the write in flight
+}
+
+type writeResult struct {
+	batch                              []push.Installation
+	stored, kept, stale, conflict, bad int
+	err                                error
 }
 
 // NewLoader returns a loader into app of st.
 func NewLoader(st BulkStore, app push.App) *Loader {
-	return &Loader{st: st, app: app, batch: make([]push.Installation, 0, loadBatch),
-		out: make([]store.ImportOutcome, loadBatch), by: make([]string, loadBatch)}
+	return &Loader{st: st, app: app, batch: make([]push.Installation, 0, loadBatch), spare: make([]push.Installation, 0, loadBatch)}
 }
 
-// Report is the report so far (after Flush, of every row added).
+// Report is the report so far: rows added, and the outcomes of the batches written (all of
+// them after Sync).
 func (l *Loader) Report() *api.ImportReport { return &l.report }
 
-// Pending says how many valid rows wait for a write.
+// Pending says how many valid rows wait to be written.
 func (l *Loader) Pending() int { return len(l.batch) }
 
 // AddRaw adds one row given as JSON text; n is its position in the input (1-based).
@@ -52,7 +67,7 @@ func (l *Loader) AddRaw(ctx context.Context, n int, raw []byte) error {
 	return l.Add(ctx, n, obj)
 }
 
-// Add adds one decoded row (modified); it writes a batch when one is full.
+// Add adds one decoded row (modified); it starts writing a batch when one is full.
 func (l *Loader) Add(ctx context.Context, n int, obj map[string]any) error {
 	l.report.Rows++
 	oid, _ := obj["objectId"].(string)
@@ -74,34 +89,77 @@ func (l *Loader) Refuse(n int, perr *push.Error) {
 	l.report.Refuse(n, "", perr)
 }
 
-// Flush writes the rows added since the last Flush; on return they are durable.
+// Flush waits for the write in flight, then starts writing the rows added since. When it
+// returns, every row added before the previous Flush is durable.
 func (l *Loader) Flush(ctx context.Context) error {
+	if err := l.wait(); err != nil {
+		return err
+	}
 	if len(l.batch) == 0 {
 		return nil
 	}
-	n := len(l.batch)
-	out, by := l.out[:n], l.by[:n]
-	if err := l.st.ImportInstallations(ctx, l.app.ID, l.app.Settings.Buckets, l.batch, out, by); err != nil {
+	batch := l.batch
+	l.batch = l.spare[:0]
+	done := make(chan writeResult, 1)
+	l.inflight = done
+	go func() { done <- l.write(ctx, batch) }()
+	return nil
+}
+
+// Sync writes every row added so far; on return they are durable.
+func (l *Loader) Sync(ctx context.Context) error {
+	if err := l.Flush(ctx); err != nil {
 		return err
 	}
-	for i, o := range out {
+	return l.wait()
+}
+
+// wait waits for the write in flight and counts its outcomes.
+func (l *Loader) wait() error {
+	if l.inflight == nil {
+		return nil
+	}
+	r := <-l.inflight
+	l.inflight = nil
+	l.report.Stored += r.stored
+	l.report.KeptNewer += r.kept
+	l.report.Stale += r.stale
+	l.report.Conflicts += r.conflict
+	clear(r.batch) // drop the documents
+	l.spare = r.batch[:0]
+	if r.err != nil {
+		return r.err
+	}
+	if r.bad > 0 {
+		return fmt.Errorf("BUG: %d installations got no import outcome", r.bad)
+	}
+	fpAfterWrite.Hit()
+	return nil
+}
+
+// write runs on the loader's writing goroutine: it touches only batch and its result.
+func (l *Loader) write(ctx context.Context, batch []push.Installation) writeResult {
+	r := writeResult{batch: batch}
+	out := make([]store.ImportOutcome, len(batch))
+	by := make([]string, len(batch))
+	if r.err = l.st.ImportInstallations(ctx, l.app.ID, l.app.Settings.Buckets, batch, out, by); r.err != nil {
+		return r
+	}
+	for _, o := range out {
 		switch o {
 		case store.ImportStored:
-			l.report.Stored++
+			r.stored++
 		case store.ImportKeptNewer:
-			l.report.KeptNewer++
+			r.kept++
 		case store.ImportStale:
-			l.report.Stale++
+			r.stale++
 		case store.ImportConflict:
-			l.report.Conflicts++
+			r.conflict++
 		default:
-			return fmt.Errorf("BUG: no import outcome for installation %s", l.batch[i].ObjectID)
+			r.bad++
 		}
 	}
-	l.written += n
-	clear(l.batch) // drop the documents
-	l.batch = l.batch[:0]
-	return nil
+	return r
 }
 
 func clip(s string) string {

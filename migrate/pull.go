@@ -40,6 +40,8 @@ type PullConfig struct {
 
 	// sleep waits d or until ctx ends (tests: no real waiting).
 	sleep func(ctx context.Context, d time.Duration) error
+	// flushRows overrides flushRows (tests: small walks with several saves).
+	flushRows int
 }
 
 func (c *PullConfig) withDefaults() (PullConfig, error) {
@@ -69,6 +71,9 @@ func (c *PullConfig) withDefaults() (PullConfig, error) {
 	}
 	if out.Client == nil {
 		out.Client = &http.Client{Timeout: out.Timeout}
+	}
+	if out.flushRows <= 0 {
+		out.flushRows = flushRows
 	}
 	if out.sleep == nil {
 		out.sleep = sleepCtx
@@ -163,6 +168,10 @@ func Pull(ctx context.Context, cfg PullConfig, l *Loader, st *PullState, save fu
 			cursor = *p.Cursor
 		}
 	}()
+	// The loader writes one batch while the next is validated: when Flush returns, the batch
+	// flushed before is durable, and so the state saved with it (inFlight) can be saved.
+	var inFlight *PullState
+	defer func() { _ = l.Sync(context.WithoutCancel(ctx)) }() // no write left running on return
 	for f := range pages {
 		if errors.Is(f.err, errRestart) {
 			st.Cursor, st.Rows = "", 0
@@ -178,16 +187,29 @@ func Pull(ctx context.Context, cfg PullConfig, l *Loader, st *PullState, save fu
 			}
 		}
 		last := f.p.Cursor == nil || *f.p.Cursor == ""
-		if last || l.Pending() >= flushRows {
-			if err := l.Flush(ctx); err != nil {
-				return err
-			}
+		if last || l.Pending() >= c.flushRows {
 			st.Cursor = ""
 			if !last {
 				st.Cursor = *f.p.Cursor
 			}
-			if err := save(*st); err != nil {
+			flush := l.Flush
+			if last {
+				flush = l.Sync
+			}
+			if err := flush(ctx); err != nil {
 				return err
+			}
+			if inFlight != nil {
+				if err := save(*inFlight); err != nil {
+					return err
+				}
+			}
+			now := *st
+			inFlight = &now
+			if last {
+				if err := save(*st); err != nil {
+					return err
+				}
 			}
 		}
 		if progress != nil {
@@ -202,7 +224,7 @@ func Pull(ctx context.Context, cfg PullConfig, l *Loader, st *PullState, save fu
 
 // flushRows is how many pulled rows wait before a write and a saved cursor: a few pages, so
 // a kill repeats little and a synced write serves thousands of rows.
-const flushRows = 4096
+const flushRows = 8192
 
 var errRestart = errors.New("restart the walk")
 

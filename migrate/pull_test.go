@@ -35,7 +35,7 @@ func (r *recordSleeps) sleep(ctx context.Context, d time.Duration) error {
 }
 
 func pullConfig(s *scansim.Server, sl *recordSleeps) PullConfig {
-	return PullConfig{URL: s.URL(), AppID: "origApp0123456789abcdefg", MasterKey: "origMasterKey0123456789a", PageSize: 300, sleep: sl.sleep}
+	return PullConfig{URL: s.URL(), AppID: "origApp0123456789abcdefg", MasterKey: "origMasterKey0123456789a", PageSize: 300, sleep: sl.sleep, flushRows: 2000}
 }
 
 // TestMigratePullStoresEveryValidRow: a walk with 429s and replies cut mid-body retries (the
@@ -83,7 +83,7 @@ func TestMigratePullStoresEveryValidRow(t *testing.T) {
 // TestMigratePullResumesFromSavedCursor: a pull stopped after its second durable write resumes
 // from the saved cursor (it does not walk again from the start) and ends with the valid rows.
 func TestMigratePullResumesFromSavedCursor(t *testing.T) {
-	cfg := scansim.Config{Rows: 12000, BadEvery: 50}
+	cfg := scansim.Config{Rows: 10000, BadEvery: 50}
 	s := startSim(t, cfg)
 	st, app := openApp(t)
 	sl := &recordSleeps{}
@@ -126,14 +126,20 @@ func TestMigratePullResumesFromSavedCursor(t *testing.T) {
 func TestMigratePullExpiredCursorWalksAgain(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	cfg := scansim.Config{Rows: 6000, BadEvery: 7, Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }}
+	cfg := scansim.Config{Rows: 10000, BadEvery: 7, Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }}
 	s := startSim(t, cfg)
 	st, app := openApp(t)
 	pc := pullConfig(s, &recordSleeps{})
 	pc.PageSize = 1000
 	ctx, cancel := context.WithCancel(context.Background())
 	var saved PullState
-	_ = Pull(ctx, pc, NewLoader(st, app), &PullState{}, func(p PullState) error { saved = p; cancel(); return nil }, nil)
+	_ = Pull(ctx, pc, NewLoader(st, app), &PullState{}, func(p PullState) error {
+		if saved.Cursor == "" {
+			saved = p
+		}
+		cancel()
+		return nil
+	}, nil)
 	if saved.Cursor == "" {
 		t.Fatal("no cursor saved")
 	}

@@ -76,9 +76,10 @@ func ReadFile(ctx context.Context, l *Loader, r io.Reader, name string, f Format
 		err = readBSON(ctx, l, br)
 	}
 	if err != nil {
+		_ = l.Sync(ctx) // the write in flight ends before the caller closes the store
 		return err
 	}
-	return l.Flush(ctx)
+	return l.Sync(ctx)
 }
 
 type countingReader struct {
