@@ -1,6 +1,7 @@
 package migrate
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
@@ -114,6 +115,13 @@ func (l *Loader) Sync(ctx context.Context) error {
 	return l.wait()
 }
 
+// abandon waits for the write in flight and drops the rows not written.
+func (l *Loader) abandon() {
+	_ = l.wait()
+	clear(l.batch)
+	l.batch = l.batch[:0]
+}
+
 // wait waits for the write in flight and counts its outcomes.
 func (l *Loader) wait() error {
 	if l.inflight == nil {
@@ -167,4 +175,24 @@ func clip(s string) string {
 		return s[:64] + "..."
 	}
 	return s
+}
+
+// Importer loads an export sent to the admin API (api.InstallationImporter) into the store.
+type Importer struct{ St BulkStore }
+
+// ImportInstallations implements api.InstallationImporter.
+func (im Importer) ImportInstallations(ctx context.Context, app push.App, body []byte, format string) (*api.ImportReport, error) {
+	f, err := ParseFormat(format)
+	if err != nil {
+		return nil, err
+	}
+	l := NewLoader(im.St, app)
+	if err := ReadFile(ctx, l, bytes.NewReader(body), "", f, nil); err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		// A body that is not an export of the format (a bytes.Reader never fails to read).
+		return nil, push.Errorf(push.CodeInvalidJSON, "%v", err)
+	}
+	return l.Report(), nil
 }

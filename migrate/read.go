@@ -76,7 +76,9 @@ func ReadFile(ctx context.Context, l *Loader, r io.Reader, name string, f Format
 		err = readBSON(ctx, l, br)
 	}
 	if err != nil {
-		_ = l.Sync(ctx) // the write in flight ends before the caller closes the store
+		// The write in flight ends before the caller closes the store; rows not yet written
+		// stay so (an admin request's body fits one batch: a broken one changes nothing).
+		l.abandon()
 		return err
 	}
 	return l.Sync(ctx)

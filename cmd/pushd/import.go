@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pushd/pushd/api"
+	"github.com/pushd/pushd/internal/faultpoint"
 	"github.com/pushd/pushd/migrate"
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/query"
@@ -29,6 +30,14 @@ type importIO struct {
 	stdout, stderr io.Writer
 	stderrTerminal bool
 	readKey        func() (string, error) // nil: from importEnvKey, else a prompt on a terminal
+}
+
+// importerOf is the admin API's bulk import: the embedded store's; nil with another store.
+func importerOf(p *parts) api.InstallationImporter {
+	if p.pebble == nil {
+		return nil
+	}
+	return migrate.Importer{St: p.pebble}
 }
 
 // openAppStore opens the data directory's store and reads the app.
@@ -64,6 +73,9 @@ func importCmd(ctx context.Context, args []string, cio importIO) (err error) {
 	}
 	if *appID == "" {
 		return errors.New("import needs --app")
+	}
+	if err := faultpoint.Check(); err != nil {
+		return err
 	}
 	f, err := migrate.ParseFormat(*format)
 	if err != nil {
