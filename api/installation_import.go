@@ -101,14 +101,17 @@ func DecodeImportRow(raw []byte) (map[string]any, *push.Error) {
 // and what pushd import prints. Refusals lists the first MaxImportRefusals refused rows; the
 // counts cover all.
 type ImportReport struct {
-	Rows      int             `json:"rows"`      // rows read
-	Stored    int             `json:"stored"`    // written
-	KeptNewer int             `json:"keptNewer"` // the store (or the import) has a newer version of the objectId
-	Stale     int             `json:"stale"`     // a newer installation holds one of its device ids
-	Conflicts int             `json:"conflicts"` // device ids swapped with another row of the import
-	Refused   int             `json:"refused"`   // failed validation
-	Reasons   map[string]int  `json:"reasons,omitempty"`
-	Refusals  []ImportRefusal `json:"refusals,omitempty"`
+	Rows      int `json:"rows"`      // rows read
+	Stored    int `json:"stored"`    // written
+	KeptNewer int `json:"keptNewer"` // the store (or the import) has a newer version of the objectId
+	Stale     int `json:"stale"`     // a newer installation holds one of its device ids
+	Conflicts int `json:"conflicts"` // device ids swapped with another row of the import
+	Refused   int `json:"refused"`   // failed validation
+	// Inactive counts the valid rows last updated more than push.InactiveAfter ago: stored,
+	// but the sweeper deletes them at its next pass, as the original deletes such rows.
+	Inactive int             `json:"inactive"`
+	Reasons  map[string]int  `json:"reasons,omitempty"`
+	Refusals []ImportRefusal `json:"refusals,omitempty"`
 }
 
 // MaxImportRefusals bounds the refused rows a report lists one by one (a file of a million bad

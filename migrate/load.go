@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/pushd/pushd/api"
 	"github.com/pushd/pushd/internal/faultpoint"
@@ -36,7 +37,8 @@ type Loader struct {
 	// inflight receives the result of the write in flight (nil: none); only Flush and Sync
 	// read it, so the report is only touched by the caller's goroutine.
 	inflight chan writeResult
-	ctx      context.Context // of the write in flight
+	// inactiveBefore: rows updated before it (Unix ms) are past push.InactiveAfter.
+	inactiveBefore int64
 }
 
 type writeResult struct {
@@ -47,7 +49,8 @@ type writeResult struct {
 
 // NewLoader returns a loader into app of st.
 func NewLoader(st BulkStore, app push.App) *Loader {
-	return &Loader{st: st, app: app, batch: make([]push.Installation, 0, loadBatch), spare: make([]push.Installation, 0, loadBatch)}
+	return &Loader{st: st, app: app, batch: make([]push.Installation, 0, loadBatch), spare: make([]push.Installation, 0, loadBatch),
+		inactiveBefore: time.Now().Add(-push.InactiveAfter).UnixMilli()}
 }
 
 // Report is the report so far: rows added, and the outcomes of the batches written (all of
@@ -76,6 +79,9 @@ func (l *Loader) Add(ctx context.Context, n int, obj map[string]any) error {
 	if perr != nil {
 		l.report.Refuse(n, clip(oid), perr)
 		return nil
+	}
+	if inst.UpdatedAt < l.inactiveBefore {
+		l.report.Inactive++
 	}
 	l.batch = append(l.batch, inst)
 	if len(l.batch) >= loadBatch {

@@ -232,6 +232,9 @@ func printReport(w io.Writer, rep *api.ImportReport, asJSON bool) {
 	}
 	fmt.Fprintf(w, "rows read %d: stored %d, kept (newer version already stored) %d, stale (device taken by a newer installation) %d, conflicts %d, refused %d\n",
 		rep.Rows, rep.Stored, rep.KeptNewer, rep.Stale, rep.Conflicts, rep.Refused)
+	if rep.Inactive > 0 {
+		fmt.Fprintf(w, "  %d stored rows were last updated more than 90 days ago: the sweeper deletes them at its next pass, as the original service would\n", rep.Inactive)
+	}
 	for reason, n := range rep.Reasons {
 		fmt.Fprintf(w, "  refused %d: code %s\n", n, reason)
 	}

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/pushd/pushd/loadtest/scansim"
 )
@@ -35,6 +36,9 @@ func run() error {
 	cutAt := flag.String("cut-at", "", "comma-separated request numbers whose reply is cut mid-body")
 	jsonl := flag.String("write-jsonl", "", "write the rows as JSON lines to this file and exit")
 	flag.Parse()
+	// Rows updated in the last month: older ones would be past pushd's 90-day inactivity
+	// sweep by the time anyone looks at them.
+	cfg.Base = time.Now().UTC().Add(-30 * 24 * time.Hour).Truncate(time.Hour)
 	cfg.MasterKey = os.Getenv("SCANSIM_MASTER_KEY")
 	if *jsonl != "" {
 		return writeJSONL(*jsonl, &cfg)
