@@ -16,7 +16,7 @@ type InstallationImporter interface {
 }
 
 func (s *Server) registerAdminImport() {
-	// The body is bounded by the server-wide cap (--api-max-body-bytes): a large export goes
+	// The body is bounded by the server-wide cap (DefaultMaxBodyBytes): a large export goes
 	// in several requests, or through pushd import with the server stopped.
 	s.Register(Route{Method: "POST", Path: "/admin/apps/:id/installations/import", Name: routeAdmin, Auth: AuthAdmin}, s.adminImport)
 }

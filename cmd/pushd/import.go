@@ -137,8 +137,12 @@ func importCmd(ctx context.Context, args []string, cio importIO) (err error) {
 	prog.Done(rep.Rows, 0)
 	printReport(cio.stdout, rep, *asJSON)
 	if *from != "" && !*asJSON {
-		fmt.Fprintf(cio.stdout, "to pull what changes from now on (at cut-over): pushd import --from %s --app %s --since %s\n",
-			*from, *appID, push.FormatTime(start.Add(-time.Minute)))
+		origin := ""
+		if cfg.AppID != *appID {
+			origin = " --from-id " + cfg.AppID
+		}
+		fmt.Fprintf(cio.stdout, "to pull what changes from now on (at cut-over): pushd import --from %s --app %s%s --since %s\n",
+			*from, *appID, origin, push.FormatTime(start.Add(-time.Minute)))
 	}
 	return nil
 }
