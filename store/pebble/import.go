@@ -141,7 +141,7 @@ func (s *Store) importPass(appID string, buckets int, insts []push.Installation,
 	var (
 		later   []int
 		key, v  []byte
-		deleted = map[string]bool{} // stale installations deleted in this batch
+		deleted = map[string]int64{} // stale installations deleted in this batch: their updatedAt
 	)
 	for _, i := range idx {
 		inst := &insts[i]
@@ -181,8 +181,14 @@ func (s *Store) importPass(appID string, buckets int, insts []push.Installation,
 				wait = true // written in this pass: look again once it is
 				break
 			}
-			if deleted[other] {
-				continue // its rows go in this batch; ours are set after
+			if at, ok := deleted[other]; ok {
+				// Its rows go in this batch (ours are set after); it still decides as if
+				// stored, so the outcome does not depend on which row met it first.
+				if newer(at, other, inst.UpdatedAt, inst.ObjectID) {
+					out[i], by[i] = store.ImportStale, other
+					break
+				}
+				continue
 			}
 			st, err := s.readInstRoute(appID, other)
 			if errors.Is(err, store.ErrNotFound) {
@@ -206,10 +212,10 @@ func (s *Store) importPass(appID string, buckets int, insts []push.Installation,
 			continue
 		}
 		for k := range stale {
-			if deleted[stale[k].inst.ObjectID] {
+			if _, ok := deleted[stale[k].inst.ObjectID]; ok {
 				continue
 			}
-			deleted[stale[k].inst.ObjectID] = true
+			deleted[stale[k].inst.ObjectID] = stale[k].inst.UpdatedAt
 			if err := deleteInstRows(b, appID, &stale[k]); err != nil {
 				return nil, err
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/pushd/pushd/push"
@@ -120,5 +121,36 @@ func TestStoreImportSwappedIDsWaitAPass(t *testing.T) {
 	oid, err := s.LookupDevice(ctx, "app", push.KindIID, "iid-old")
 	if err != nil || oid != "b" {
 		t.Fatalf("iid-old belongs to %q (%v), want b", oid, err)
+	}
+}
+
+// TestStoreImportChainSettlesWhateverTheOrder: x (stored) holds a token and an installationId;
+// a newer a takes the installationId (x is deleted as stale); an older b wants the token,
+// which x held after b: b is stale in either order of a and b.
+func TestStoreImportChainSettlesWhateverTheOrder(t *testing.T) {
+	tok := "abababababababababababababababababababababababababababababababab"
+	a := push.Installation{Route: push.Route{ObjectID: "a", DeviceType: push.DeviceIOS, DeviceToken: strings.Repeat("cd", 32), InstallationID: "iidx", UpdatedAt: 30}, CreatedAt: 1, Doc: []byte(`{}`)}
+	b := push.Installation{Route: push.Route{ObjectID: "b", DeviceType: push.DeviceIOS, DeviceToken: tok, UpdatedAt: 10}, CreatedAt: 1, Doc: []byte(`{}`)}
+	var rows []map[string]string
+	for _, order := range [][]push.Installation{{a, b}, {b, a}} {
+		s := openTest(t)
+		x := push.Installation{Route: push.Route{ObjectID: "x", DeviceType: push.DeviceIOS, DeviceToken: tok, InstallationID: "iidx", UpdatedAt: 20}, CreatedAt: 1, Doc: []byte(`{}`)}
+		if err := s.PutInstallation(context.Background(), "app", 4, x); err != nil {
+			t.Fatal(err)
+		}
+		out, by := runImport(t, s, order)
+		for i, in := range order {
+			want := store.ImportStored
+			if in.ObjectID == "b" {
+				want = store.ImportStale
+			}
+			if out[i] != want {
+				t.Errorf("order %s,%s: %s is %v (by %q), want %v", order[0].ObjectID, order[1].ObjectID, in.ObjectID, out[i], by[i], want)
+			}
+		}
+		rows = append(rows, dumpKeys(t, s))
+	}
+	if !maps.Equal(rows[0], rows[1]) {
+		t.Fatal("the two orders left different rows")
 	}
 }
