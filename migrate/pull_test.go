@@ -35,14 +35,14 @@ func (r *recordSleeps) sleep(ctx context.Context, d time.Duration) error {
 }
 
 func pullConfig(s *scansim.Server, sl *recordSleeps) PullConfig {
-	return PullConfig{URL: s.URL(), AppID: "origApp0123456789abcdefg", MasterKey: "origMasterKey0123456789a", PageSize: 300, sleep: sl.sleep, flushRows: 2000}
+	return PullConfig{URL: s.URL(), AppID: "origApp0123456789abcdefg", MasterKey: "origMasterKey0123456789a", PageSize: 300, sleep: sl.sleep, flushRows: 1000}
 }
 
 // TestMigratePullStoresEveryValidRow: a walk with 429s and replies cut mid-body retries (the
 // 429s after their Retry-After), uses the largest page the original allows, and ends with
 // exactly the valid rows stored, each keeping objectId, dates, pointer, Date, ACL.
 func TestMigratePullStoresEveryValidRow(t *testing.T) {
-	cfg := scansim.Config{Rows: 5000, BadEvery: 100, Throttle: 4, CutAt: []int{2, 5}}
+	cfg := scansim.Config{Rows: 3000, BadEvery: 100, Throttle: 4, CutAt: []int{2, 5}}
 	s := startSim(t, cfg)
 	st, app := openApp(t)
 	l := NewLoader(st, app)
@@ -56,8 +56,8 @@ func TestMigratePullStoresEveryValidRow(t *testing.T) {
 	}
 	checkRows(t, stored(t, st, app), &cfg, s.Row)
 	rep := l.Report()
-	if rep.Refused != 50 || rep.Rows != 5000 || rep.Stored != 4950 {
-		t.Errorf("report %+v, want 5000 rows, 4950 stored, 50 refused", *rep)
+	if rep.Refused != 30 || rep.Rows != 3000 || rep.Stored != 2970 {
+		t.Errorf("report %+v, want 3000 rows, 2970 stored, 30 refused", *rep)
 	}
 	if rep.Refusals[0].ObjectID != scansim.ObjectID(99) || rep.Refusals[0].Code != 114 {
 		t.Errorf("first refusal %+v, want row %s refused with code 114 (invalid token)", rep.Refusals[0], scansim.ObjectID(99))
@@ -83,7 +83,7 @@ func TestMigratePullStoresEveryValidRow(t *testing.T) {
 // TestMigratePullResumesFromSavedCursor: a pull stopped after its second durable write resumes
 // from the saved cursor (it does not walk again from the start) and ends with the valid rows.
 func TestMigratePullResumesFromSavedCursor(t *testing.T) {
-	cfg := scansim.Config{Rows: 10000, BadEvery: 50}
+	cfg := scansim.Config{Rows: 5000, BadEvery: 50}
 	s := startSim(t, cfg)
 	st, app := openApp(t)
 	sl := &recordSleeps{}
@@ -126,7 +126,7 @@ func TestMigratePullResumesFromSavedCursor(t *testing.T) {
 func TestMigratePullExpiredCursorWalksAgain(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	cfg := scansim.Config{Rows: 10000, BadEvery: 7, Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }}
+	cfg := scansim.Config{Rows: 5000, BadEvery: 7, Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }}
 	s := startSim(t, cfg)
 	st, app := openApp(t)
 	pc := pullConfig(s, &recordSleeps{})
