@@ -113,6 +113,8 @@ type Deps struct {
 	// CredentialValidators check a gateway credential upload by kind (apns, fcm, mi, ...)
 	// and return the bytes to store. Kinds absent here are refused.
 	CredentialValidators map[string]CredentialValidator
+	// Importer serves POST /admin/apps/<id>/installations/import; nil answers it 503.
+	Importer InstallationImporter
 }
 
 // CredentialValidator checks one uploaded credential of its kind and returns what to store
@@ -218,6 +220,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s.registerInstallations()
 	s.registerBatch()
 	s.registerAdmin()
+	s.registerAdminImport()
 	s.srv = &fasthttp.Server{
 		Handler:               s.serve,
 		ErrorHandler:          s.readError,

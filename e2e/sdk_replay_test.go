@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -29,21 +27,12 @@ const (
 // environment, as an app owner moving an app does, and returns its output.
 func createOriginalApp(t *testing.T, data string) string {
 	t.Helper()
-	out, err := runPushd(t, []string{"PUSHD_APP_KEY=" + origAppKey, "PUSHD_MASTER_KEY=" + origMasterKey},
+	out, _, err := runPushd(t, []string{"PUSHD_APP_KEY=" + origAppKey, "PUSHD_MASTER_KEY=" + origMasterKey},
 		"app", "create", "--data", data, "--name", "moved", "--id", origAppID)
 	if err != nil {
 		t.Fatalf("pushd app create --id: %v\n%s", err, out)
 	}
 	return out
-}
-
-// runPushd runs one pushd command to its end with env added to the test's environment.
-func runPushd(t *testing.T, env []string, args ...string) (string, error) {
-	t.Helper()
-	cmd := exec.Command(bin(t, "pushd"), args...)
-	cmd.Env = append(os.Environ(), env...)
-	out, err := cmd.CombinedOutput()
-	return string(out), err
 }
 
 // TestE2EAppCreateOriginalIdentity: `pushd app create --id` takes the keys from the
@@ -64,7 +53,7 @@ func TestE2EAppCreateOriginalIdentity(t *testing.T) {
 		{"id of pushd's shape", []string{"PUSHD_APP_KEY=" + origAppKey, "PUSHD_MASTER_KEY=" + origMasterKey}, "0123456789abcdefghijABCDEFGHIJ01", "not an id of the original service"},
 		{"short master key", []string{"PUSHD_APP_KEY=" + origAppKey, "PUSHD_MASTER_KEY=" + origMasterKey[:20]}, origAppID, "master key is not a key of the original service"},
 	} {
-		out, err := runPushd(t, append([]string{"PUSHD_APP_KEY=", "PUSHD_MASTER_KEY="}, c.env...), "app", "create", "--data", data, "--name", "moved", "--id", c.id)
+		out, _, err := runPushd(t, append([]string{"PUSHD_APP_KEY=", "PUSHD_MASTER_KEY="}, c.env...), "app", "create", "--data", data, "--name", "moved", "--id", c.id)
 		if err == nil || !strings.Contains(out, c.want) {
 			t.Errorf("%s: err %v, output %q: want a failure saying %q", c.name, err, out, c.want)
 		}
@@ -73,7 +62,7 @@ func TestE2EAppCreateOriginalIdentity(t *testing.T) {
 	if strings.Contains(out, origAppKey) || strings.Contains(out, origMasterKey) || !strings.Contains(out, origAppID) {
 		t.Errorf("app create output %q: want the id and neither key", out)
 	}
-	out, err := runPushd(t, []string{"PUSHD_APP_KEY=AAAAAAAAAAAAAAAAAAAAAAAA", "PUSHD_MASTER_KEY=BBBBBBBBBBBBBBBBBBBBBBBB"},
+	out, _, err := runPushd(t, []string{"PUSHD_APP_KEY=AAAAAAAAAAAAAAAAAAAAAAAA", "PUSHD_MASTER_KEY=BBBBBBBBBBBBBBBBBBBBBBBB"},
 		"app", "create", "--data", data, "--name", "again", "--id", origAppID)
 	if err == nil || !strings.Contains(out, "already exists") {
 		t.Errorf("second create of the same id: err %v, output %q: want already exists", err, out)

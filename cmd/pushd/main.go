@@ -3,6 +3,8 @@
 //
 //	pushd serve [flags]                 run the roles (see pushd serve -h)
 //	pushd app create --name N [--json]  create an app in the data directory's store
+//	pushd import --app ID (--from URL | FILE)  pull or load installations (server stopped)
+//	pushd export --app ID [--out FILE]  write an app's installations as JSON lines
 //
 // main holds no logic: it reads the configuration, builds the parts, runs them as an
 // ordered service group and stops them in reverse on SIGINT/SIGTERM.
@@ -36,6 +38,12 @@ const usage = `usage:
   pushd serve [flags]                       run the service (pushd serve -h lists flags; each
                                             flag --x-y can also be set as PUSHD_X_Y)
   pushd app create --name NAME [--json]     create an app in the data directory's store
+  pushd import --app ID --from URL          pull installations from the original service's
+                                            scan endpoint (master key: PUSHD_IMPORT_MASTER_KEY
+                                            or a prompt); resumable; --since for later pulls
+  pushd import --app ID FILE                load a JSON export, Parse export, JSON lines or
+                                            _Installation.bson (pushd serve must be stopped)
+  pushd export --app ID [--out FILE]        write the app's installations as JSON lines
 `
 
 // run is main without the process: tests call it.
@@ -53,6 +61,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, hooks *te
 			return errors.New("unknown app command: want app create")
 		}
 		return appCreate(ctx, args[2:], stdout, stderr)
+	case "import", "export":
+		cio := importIO{stdin: os.Stdin, stdout: stdout, stderr: stderr}
+		if f, ok := stderr.(*os.File); ok {
+			cio.stderrTerminal = isTerminal(f)
+		}
+		if hooks != nil {
+			cio.readKey = hooks.readKey
+		}
+		if args[0] == "import" {
+			return importCmd(ctx, args[1:], cio)
+		}
+		return exportCmd(ctx, args[1:], cio)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
@@ -85,4 +105,6 @@ type testHooks struct {
 	gatewayReady func(addr string)
 	// opsEndDrain, when closed, ends the ops server's --drain-delay early.
 	opsEndDrain <-chan struct{}
+	// readKey, if set, stands for the terminal prompt of pushd import's master key.
+	readKey func() (string, error)
 }

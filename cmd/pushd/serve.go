@@ -236,6 +236,7 @@ func addAPI(p *parts, g *service.Group, hooks *testHooks) error {
 		Metrics:              set,
 		WriteMetrics:         p.reg.WritePrometheus,
 		CredentialValidators: credentialValidators(),
+		Importer:             importerOf(p),
 	})
 	if err != nil {
 		return err

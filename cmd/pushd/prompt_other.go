@@ -1,0 +1,15 @@
+//go:build !linux
+
+package main
+
+import (
+	"errors"
+	"io"
+	"os"
+)
+
+func isTerminal(*os.File) bool { return false }
+
+func promptKey(*os.File, io.Writer) (string, error) {
+	return "", errors.New("the original's master key is needed: set " + importEnvKey)
+}

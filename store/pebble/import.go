@@ -1,0 +1,261 @@
+package pebble
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/store"
+)
+
+// importChunk is how many installations one import batch carries: a few MiB of rows, and
+// one synced commit per chunk keeps the sync cost per row in the microseconds.
+const importChunk = 4096
+
+// ImportInstallations writes installations in bulk (pushd import): batches of importChunk,
+// each committed synced and atomically, so a crash leaves whole chunks. out[i] gets the outcome
+// of insts[i] (len(out) must be len(insts)); by[i] the objectId that won against a stale one.
+//
+// Decisions follow store.ImportOutcome: the newest version of an objectId and the newest
+// holder of a device id win, whatever the order of insts and whatever the store held, so a
+// rerun ends in the same state. It holds the stripes of each chunk's objects and device ids
+// while it reads and commits, so it may run beside the API's writers.
+func (s *Store) ImportInstallations(ctx context.Context, appID string, buckets int, insts []push.Installation, out []store.ImportOutcome, by []string) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	if err := checkBuckets(buckets); err != nil {
+		return err
+	}
+	if len(out) != len(insts) || len(by) != len(insts) {
+		panic("BUG: ImportInstallations needs out and by as long as insts")
+	}
+	for start := 0; start < len(insts); start += importChunk {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		end := min(start+importChunk, len(insts))
+		if err := s.importChunk(appID, buckets, insts[start:end], out[start:end], by[start:end]); err != nil {
+			return fmt.Errorf("cannot import installations of app %s: %w", appID, err)
+		}
+	}
+	return nil
+}
+
+// newer reports whether installation (at, aid) wins against (bt, bid).
+func newer(at int64, aid string, bt int64, bid string) bool {
+	return at > bt || at == bt && aid > bid
+}
+
+func (s *Store) importChunk(appID string, buckets int, insts []push.Installation, out []store.ImportOutcome, by []string) error {
+	// Within the chunk: one winner per objectId, then one per device id.
+	win := make(map[string]int, len(insts))
+	for i := range insts {
+		out[i], by[i] = 0, ""
+		oid := insts[i].ObjectID
+		if j, ok := win[oid]; ok {
+			if insts[i].UpdatedAt < insts[j].UpdatedAt {
+				out[i], by[i] = store.ImportKeptNewer, oid
+				continue
+			}
+			out[j], by[j] = store.ImportKeptNewer, oid
+		}
+		win[oid] = i
+	}
+	holder := make(map[push.DeviceRef]int, len(insts))
+	for i := range insts {
+		if out[i] != 0 {
+			continue
+		}
+		for _, d := range insts[i].Route.DeviceIDs() {
+			j, ok := holder[d]
+			if !ok {
+				holder[d] = i
+				continue
+			}
+			a, b := &insts[i], &insts[j]
+			if newer(a.UpdatedAt, a.ObjectID, b.UpdatedAt, b.ObjectID) {
+				out[j], by[j] = store.ImportStale, a.ObjectID
+				holder[d] = i
+			} else {
+				out[i], by[i] = store.ImportStale, b.ObjectID
+			}
+		}
+	}
+	// A loser may have taken a device id from a winner above before losing another; give
+	// every id back to the winners that hold it.
+	for d, i := range holder {
+		if out[i] != 0 {
+			delete(holder, d)
+		}
+	}
+	pending := make([]int, 0, len(insts))
+	writing := make(map[string]bool, len(insts)) // objectIds this chunk still has to write
+	for i := range insts {
+		if out[i] == 0 {
+			pending = append(pending, i)
+			writing[insts[i].ObjectID] = true
+		}
+	}
+	for len(pending) > 0 {
+		next, err := s.importPass(appID, buckets, insts, out, by, pending, writing)
+		if err != nil {
+			return err
+		}
+		if len(next) == len(pending) {
+			// Each waits for another to give up a device id: ids swapped between
+			// installations of one chunk, in the store and in the import. Rare enough to refuse.
+			for _, i := range next {
+				out[i] = store.ImportConflict
+			}
+			break
+		}
+		pending = next
+	}
+	return nil
+}
+
+// importPass writes the installations insts[i] for i in idx in one synced batch under their
+// stripes, and returns those it must leave to another pass: the ones whose device id the store
+// gives to another installation of this chunk that is written in this pass (its new version
+// gives the id up; the batch cannot both remove and set that row safely).
+func (s *Store) importPass(appID string, buckets int, insts []push.Installation, out []store.ImportOutcome, by []string, idx []int, writing map[string]bool) ([]int, error) {
+	stripeIdx := make([]int, 0, len(idx)*3)
+	for _, i := range idx {
+		stripeIdx = append(stripeIdx, stripeOf("i", appID, insts[i].ObjectID))
+		for _, d := range insts[i].Route.DeviceIDs() {
+			stripeIdx = append(stripeIdx, stripeOf("d", appID, string(d.Kind), d.ID))
+		}
+	}
+	unlock := s.locks.lockAll(stripeIdx)
+	locked := true
+	defer func() {
+		if locked {
+			unlock()
+		}
+	}()
+	b := s.db.NewBatch()
+	defer b.Close()
+	var (
+		later   []int
+		key, v  []byte
+		deleted = map[string]int64{} // stale installations deleted in this batch: their updatedAt
+	)
+	for _, i := range idx {
+		inst := &insts[i]
+		old, err := s.readInstRoute(appID, inst.ObjectID)
+		found := err == nil
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, fmt.Errorf("cannot read installation %s: %w", inst.ObjectID, err)
+		}
+		if found && old.inst.UpdatedAt > inst.UpdatedAt {
+			out[i], by[i] = store.ImportKeptNewer, inst.ObjectID
+			continue
+		}
+		ids := inst.Route.DeviceIDs()
+		var oldIDs []push.DeviceRef
+		if found {
+			oldIDs = old.inst.Route.DeviceIDs()
+		}
+		owned := make([]bool, len(ids))
+		var stale []stored
+		wait := false
+		for k, d := range ids {
+			if containsRef(oldIDs, d) {
+				owned[k] = true
+				continue
+			}
+			key = deviceKey(key[:0], appID, string(d.Kind), d.ID)
+			var ok bool
+			if v, ok, err = s.getInto(v[:0], key); err != nil {
+				return nil, err
+			}
+			if !ok || string(v) == inst.ObjectID {
+				owned[k] = ok
+				continue
+			}
+			other := string(v)
+			if writing[other] {
+				wait = true // written in this pass: look again once it is
+				break
+			}
+			if at, ok := deleted[other]; ok {
+				// Its rows go in this batch (ours are set after); it still decides as if
+				// stored, so the outcome does not depend on which row met it first.
+				if newer(at, other, inst.UpdatedAt, inst.ObjectID) {
+					out[i], by[i] = store.ImportStale, other
+					break
+				}
+				continue
+			}
+			st, err := s.readInstRoute(appID, other)
+			if errors.Is(err, store.ErrNotFound) {
+				continue // a device row left without its installation: overwrite it
+			}
+			if err != nil {
+				return nil, fmt.Errorf("cannot read installation %s: %w", other, err)
+			}
+			if newer(st.inst.UpdatedAt, other, inst.UpdatedAt, inst.ObjectID) {
+				out[i], by[i] = store.ImportStale, other
+				break
+			}
+			st.inst.ObjectID = other
+			stale = append(stale, st)
+		}
+		if wait {
+			later = append(later, i)
+			continue
+		}
+		if out[i] != 0 {
+			continue
+		}
+		for k := range stale {
+			if _, ok := deleted[stale[k].inst.ObjectID]; ok {
+				continue
+			}
+			deleted[stale[k].inst.ObjectID] = stale[k].inst.UpdatedAt
+			if err := deleteInstRows(b, appID, &stale[k]); err != nil {
+				return nil, err
+			}
+		}
+		if err := putInstRows(b, appID, push.Bucket(inst.ObjectID, buckets), inst, ids, owned, old, found); err != nil {
+			return nil, err
+		}
+		for k, d := range ids {
+			if owned[k] {
+				continue
+			}
+			if err := b.Delete(deadKey(key[:0], appID, d.ID), nil); err != nil {
+				return nil, err
+			}
+		}
+		out[i] = store.ImportStored
+	}
+	// The installations decided in this pass leave writing, so a waiting one finds them in
+	// the store next pass.
+	for _, i := range idx {
+		if out[i] != 0 {
+			delete(writing, insts[i].ObjectID)
+		}
+	}
+	if !b.Empty() {
+		locked = false
+		err := s.commitUnlockSync(b, unlock)
+		s.forgetDevices(b)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return later, nil
+}
+
+func containsRef(refs []push.DeviceRef, d push.DeviceRef) bool {
+	for _, r := range refs {
+		if r == d {
+			return true
+		}
+	}
+	return false
+}
