@@ -11,6 +11,7 @@ import (
 	"github.com/pushd/pushd/sender/fcm"
 	"github.com/pushd/pushd/sender/hms"
 	"github.com/pushd/pushd/sender/mi"
+	"github.com/pushd/pushd/sender/vivo"
 )
 
 // Config configures the dispatcher and its pools.
@@ -57,6 +58,7 @@ type Config struct {
 	FCM  fcm.Config
 	HMS  hms.Config
 	Mi   mi.Config
+	Vivo vivo.Config
 
 	// Test hooks.
 	sleep   func(ctx context.Context, d time.Duration) error // backoff and rate waits
@@ -141,6 +143,9 @@ func (c Config) Validate() error {
 		return err
 	}
 	if err := c.HMS.Validate(); err != nil {
+		return err
+	}
+	if err := c.Vivo.Validate(); err != nil {
 		return err
 	}
 	return c.Mi.Validate()

@@ -77,6 +77,7 @@ func New(cfg Config, apps AppSource, inv TokenInvalidator, log *zap.Logger, set 
 			push.ChannelFCM:  fcmDriver{cfg.FCM},
 			push.ChannelHMS:  hmsDriver{cfg.HMS},
 			push.ChannelMi:   miDriver{cfg.Mi},
+			push.ChannelVivo: vivoDriver{cfg.Vivo},
 		}
 	}
 	life, kill := context.WithCancel(context.Background())

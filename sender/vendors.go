@@ -3,6 +3,7 @@ package sender
 import (
 	"github.com/pushd/pushd/sender/hms"
 	"github.com/pushd/pushd/sender/mi"
+	"github.com/pushd/pushd/sender/vivo"
 )
 
 // The vendor drivers (hybrid push). Each registered vendor is complete: auth, batching,
@@ -42,3 +43,20 @@ type miCreds struct {
 }
 
 func (m miCreds) newClient(route string) (client, error) { return m.NewClient(route, m.cfg) }
+
+type vivoDriver struct{ cfg vivo.Config }
+
+func (v vivoDriver) load(raw []byte) (credentials, error) {
+	c, err := vivo.Load(raw)
+	if err != nil {
+		return nil, err
+	}
+	return vivoCreds{c, v.cfg}, nil
+}
+
+type vivoCreds struct {
+	*vivo.Credentials
+	cfg vivo.Config
+}
+
+func (v vivoCreds) newClient(route string) (client, error) { return v.NewClient(route, v.cfg) }

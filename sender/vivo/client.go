@@ -62,10 +62,11 @@ func (c *Credentials) NewClient(route string, cfg Config) (*Client, error) {
 		base:  strings.TrimSuffix(endpoint, "/"),
 		p:     p,
 		hc:    vendor.NewHTTPClient(cfg.ConnConfig, cfg.TLS),
-		now:   time.Now,
+		now:   cfg.Now,
 		tasks: make(map[*push.Message]*task),
 	}
 	cl.tokens = vendor.NewTokenCache(cl.mint, cfg.TokenRefresh, cfg.RequestTimeout)
+	cl.tokens.SetClock(cfg.Now)
 	cl.batch = vendor.NewBatcher(cfg.BatchSize, cfg.Concurrency, cl.sendBatch)
 	return cl, nil
 }

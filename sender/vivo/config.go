@@ -30,6 +30,9 @@ type Config struct {
 	// TokenRefresh is the age at which the authToken is renewed (default 1 h).
 	TokenRefresh time.Duration
 	TLS          *tls.Config
+	// Now is the clock of auth timestamps, token ages and TTLs (default time.Now); tests share
+	// one with the simulator.
+	Now func() time.Time
 }
 
 // WithDefaults fills zero fields.
@@ -42,6 +45,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Concurrency == 0 {
 		c.Concurrency = 8
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 	if c.TokenRefresh == 0 {
 		c.TokenRefresh = DefaultTokenRefresh
