@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -251,7 +252,7 @@ func (cl *Client) do(ctx context.Context, tok, path string, v any) (int, []byte,
 		return 0, nil, gateway.TransportReply(err, "vivo", "cannot reach vivo"), false
 	}
 	defer vendor.DrainClose(res.Body)
-	data, err := vendor.ReadReply(res.Body)
+	data, err := io.ReadAll(io.LimitReader(res.Body, maxBatchReply))
 	if err != nil {
 		return 0, nil, gateway.TransportReply(err, "vivo", fmt.Sprintf("cannot read the vivo reply (status %d)", res.StatusCode)), false
 	}
@@ -268,3 +269,7 @@ func requestID() string {
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
+
+// maxBatchReply bounds a send reply read: a batch's answer lists up to 1000 targets (about
+// 130 KB for OPPO's items), beyond sender/vendor's 64 KiB.
+const maxBatchReply = 1 << 20
