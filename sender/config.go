@@ -11,6 +11,7 @@ import (
 	"github.com/pushd/pushd/sender/fcm"
 	"github.com/pushd/pushd/sender/hms"
 	"github.com/pushd/pushd/sender/mi"
+	"github.com/pushd/pushd/sender/oppo"
 	"github.com/pushd/pushd/sender/vivo"
 )
 
@@ -59,6 +60,7 @@ type Config struct {
 	HMS  hms.Config
 	Mi   mi.Config
 	Vivo vivo.Config
+	Oppo oppo.Config
 
 	// Test hooks.
 	sleep   func(ctx context.Context, d time.Duration) error // backoff and rate waits
@@ -146,6 +148,9 @@ func (c Config) Validate() error {
 		return err
 	}
 	if err := c.Vivo.Validate(); err != nil {
+		return err
+	}
+	if err := c.Oppo.Validate(); err != nil {
 		return err
 	}
 	return c.Mi.Validate()

@@ -78,6 +78,7 @@ func New(cfg Config, apps AppSource, inv TokenInvalidator, log *zap.Logger, set 
 			push.ChannelHMS:  hmsDriver{cfg.HMS},
 			push.ChannelMi:   miDriver{cfg.Mi},
 			push.ChannelVivo: vivoDriver{cfg.Vivo},
+			push.ChannelOppo: oppoDriver{cfg.Oppo},
 		}
 	}
 	life, kill := context.WithCancel(context.Background())

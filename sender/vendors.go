@@ -3,6 +3,7 @@ package sender
 import (
 	"github.com/pushd/pushd/sender/hms"
 	"github.com/pushd/pushd/sender/mi"
+	"github.com/pushd/pushd/sender/oppo"
 	"github.com/pushd/pushd/sender/vivo"
 )
 
@@ -60,3 +61,20 @@ type vivoCreds struct {
 }
 
 func (v vivoCreds) newClient(route string) (client, error) { return v.NewClient(route, v.cfg) }
+
+type oppoDriver struct{ cfg oppo.Config }
+
+func (o oppoDriver) load(raw []byte) (credentials, error) {
+	c, err := oppo.Load(raw)
+	if err != nil {
+		return nil, err
+	}
+	return oppoCreds{c, o.cfg}, nil
+}
+
+type oppoCreds struct {
+	*oppo.Credentials
+	cfg oppo.Config
+}
+
+func (o oppoCreds) newClient(route string) (client, error) { return o.NewClient(route, o.cfg) }

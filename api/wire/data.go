@@ -149,7 +149,11 @@ func checkPlatform(path, key string, raw json.RawMessage, ed push.Edition, c *da
 			if perr := vVivoClassification(p, v, c); perr != nil {
 				return perr
 			}
-		case key == push.ChannelVivo && k == "category":
+		case key == push.ChannelOppo && k == "notify_level":
+			if perr := vOppoNotifyLevel(p, v, c); perr != nil {
+				return perr
+			}
+		case (key == push.ChannelVivo || key == push.ChannelOppo) && k == "category":
 			if perr := vVendorCategory(p, v, c); perr != nil {
 				return perr
 			}
@@ -267,6 +271,20 @@ func vVendorCategory(path string, raw json.RawMessage, _ *dataCtx) *push.Error {
 	}
 	if s == "" || len(s) > 32 || strings.TrimLeft(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_") != "" {
 		return push.Errorf(push.CodeValidation, "%s must be an upper-case category name such as IM or MARKETING", path)
+	}
+	return nil
+}
+
+// vOppoNotifyLevel: OPPO's reminder level, 1 (notification bar), 2 (bar and lock screen) or
+// 16 (bar, lock screen, banner, sound, vibration) (gateways.md §7.2; the values are from
+// secondary sources).
+func vOppoNotifyLevel(path string, raw json.RawMessage, _ *dataCtx) *push.Error {
+	f, ok := number(raw)
+	if !ok {
+		return typeError(path, "a number")
+	}
+	if f != 1 && f != 2 && f != 16 {
+		return push.Errorf(push.CodeValidation, "%s must be 1, 2 or 16", path)
 	}
 	return nil
 }

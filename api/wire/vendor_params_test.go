@@ -21,3 +21,15 @@ func TestWireVivoParams(t *testing.T) {
 		}
 	}
 }
+
+// TestWireOppoParams: data.oppo's category and notify_level are checked at intake.
+func TestWireOppoParams(t *testing.T) {
+	runBad(t, false, []badCase{
+		{"oppo notify_level 3", "", `{"data":{"alert":"x","oppo":{"notify_level":3}}}`, push.CodeValidation, "data.oppo.notify_level must be 1, 2 or 16"},
+		{"oppo notify_level string", "", `{"data":{"alert":"x","oppo":{"notify_level":"2"}}}`, push.CodeInvalidType, "data.oppo.notify_level"},
+		{"oppo category", "", `{"data":{"alert":"x","oppo":{"category":"Im"}}}`, push.CodeValidation, "data.oppo.category must be an upper-case category name"},
+	})
+	if _, perr := DecodePush([]byte(`{"data":{"alert":"x","oppo":{"category":"IM","notify_level":16}}}`), cn, "", testNow); perr != nil {
+		t.Fatal(perr)
+	}
+}

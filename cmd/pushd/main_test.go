@@ -396,6 +396,8 @@ func TestServeCredentialUploadsAreValidated(t *testing.T) {
 		{"hms", `{"_default":{"appId":"not numeric","appSecret":"s"}}`, false},
 		{"vivo", `{"_default":{"appId":"1"}}`, false},
 		{"vivo", `{"_default":{"appId":"10004","appKey":"k","appSecret":"s"}}`, true},
+		{"oppo", `{"_default":{"appKey":"k"}}`, false},
+		{"oppo", `{"_default":{"appKey":"k","masterSecret":"s"}}`, true},
 		{"windows", `{}`, false},
 	}
 	for _, c := range cases {

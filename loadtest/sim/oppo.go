@@ -55,7 +55,8 @@ const (
 type OppoConfig struct {
 	Addr string // listen address; default 127.0.0.1:0
 	// Region is "cn" (default) or "intl": the other region's regIds are refused with
-	// OppoBadArg per target (the real service's behaviour is unconfirmed).
+	// OppoBadArg per target (the real service's behaviour is unconfirmed); "any" serves both
+	// (one simulator standing in for both hosts, as --sim runs it).
 	Region string
 	// TokenLife is how long an issued auth_token is valid (default 24 h).
 	TokenLife time.Duration
@@ -107,8 +108,8 @@ type oppoGrant struct {
 // NewOppo starts an OPPO simulator serving HTTP/2 and HTTP/1.1 over TLS.
 func NewOppo(cfg OppoConfig) (*Oppo, error) {
 	if cfg.ErrorRate < 0 || cfg.ErrorRate > 1 || cfg.InvalidTokenRate < 0 || cfg.InvalidTokenRate > 1 || cfg.TokenLife < 0 ||
-		cfg.DayQuota < 0 || cfg.TokensPerSecond < 0 || cfg.Record < 0 || (cfg.Region != "" && cfg.Region != "cn" && cfg.Region != "intl") {
-		return nil, errors.New("invalid OPPO simulator config: rates within [0, 1], nothing negative, region cn or intl")
+		cfg.DayQuota < 0 || cfg.TokensPerSecond < 0 || cfg.Record < 0 || (cfg.Region != "" && cfg.Region != "cn" && cfg.Region != "intl" && cfg.Region != "any") {
+		return nil, errors.New("invalid OPPO simulator config: rates within [0, 1], nothing negative, region cn, intl or any")
 	}
 	cfg.Region = cmp.Or(cfg.Region, "cn")
 	cfg.TokenLife = cmp.Or(cfg.TokenLife, 24*time.Hour)
@@ -435,7 +436,7 @@ func oppoRegionCN(regID string) bool {
 // target answers one checked message's target: 0 or the code and message that refuse it.
 func (s *Oppo) target(m *oppoMessage) (int, string) {
 	id := m.TargetValue
-	if m.TargetType == 2 && oppoRegionCN(id) != (s.cfg.Region == "cn") {
+	if m.TargetType == 2 && s.cfg.Region != "any" && oppoRegionCN(id) != (s.cfg.Region == "cn") {
 		return OppoBadArg, "registration_id of the other region"
 	}
 	s.mu.Lock()

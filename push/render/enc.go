@@ -23,6 +23,7 @@ var AndroidAttributes = []string{"alert", "title", "silent", "action", "_notific
 // VendorBody.Params rather than the custom attributes.
 var VendorParams = map[string][]string{
 	push.ChannelVivo: {"pushMode", "classification", "category"},
+	push.ChannelOppo: {"category", "notify_level"},
 	push.ChannelHMS:  {"target_user_type"},
 }
 

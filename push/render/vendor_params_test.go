@@ -22,3 +22,17 @@ func TestRenderVivoParams(t *testing.T) {
 		t.Fatalf("params %s custom %s", got.Params, got.Custom)
 	}
 }
+
+func TestRenderOppoParams(t *testing.T) {
+	m, err := Render(json.RawMessage(`{"alert":"a","oppo":{"category":"IM","notify_level":2,"k":1}}`), push.ChannelOppo, testOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got VendorBody
+	if err := json.Unmarshal(m.Body, &got); err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Params) != `{"category":"IM","notify_level":2}` || string(got.Custom) != `{"k":1}` {
+		t.Fatalf("params %s custom %s", got.Params, got.Custom)
+	}
+}
