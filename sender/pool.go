@@ -192,21 +192,21 @@ func (p *pool) deliver(ctx context.Context, d *push.Delivery) (res push.Result, 
 		return push.Result{Outcome: push.OutcomeFailed, Reason: "gateway unavailable for the retry horizon (" + p.cfg.RetryHorizon.String() + "): " + reason}, true
 	}
 
-	authRetried, quotaHit := false, false
+	authRetried := false
 	for attempt := 1; ; attempt++ {
 		if r, ok := p.rejected(); ok {
 			return r, true
 		}
 		// Before the expiry check: a delivery whose push expires while the quota is spent
 		// fails with the quota's reason.
-		if r, final, done := p.waitQuota(ctx, exp); done {
+		r, final, done, waited := p.waitQuota(ctx, exp)
+		if done {
 			return r, final
 		}
 		if !exp.IsZero() && !p.cfg.now().Before(exp) {
 			return push.Result{Outcome: push.OutcomeExpired}, true
 		}
-		if quotaHit { // the quota window reset: a new retry horizon
-			quotaHit = false
+		if waited { // the quota window reset: a new retry horizon
 			setDeadline()
 		}
 		probe, err := p.admit(ctx, deadline)
@@ -267,7 +267,6 @@ func (p *pool) deliver(ctx context.Context, d *push.Delivery) (res push.Result, 
 			// waits for the reset (or fails when its push expires first) in waitQuota.
 			p.parkQuota(rep.Reason, rep.RetryAfter)
 			attempt--
-			quotaHit = true
 			continue
 		case gateway.KindAuth:
 			if !authRetried { // the client dropped its token: one retry with a fresh one

@@ -88,12 +88,13 @@ func (p *pool) parkQuota(reason string, hint time.Duration) {
 }
 
 // waitQuota holds a delivery while its pool's quota is spent: until the window resets (done
-// false: the caller attempts it), or until its push expires if that comes first: then it is
-// failed with the quota reason (done true). A delivery without expiration waits for the reset.
-func (p *pool) waitQuota(ctx context.Context, exp time.Time) (res push.Result, final, done bool) {
+// false, waited true: the caller attempts it with a new retry horizon), or until its push
+// expires if that comes first: then it is failed with the quota reason (done true). A
+// delivery without expiration waits for the reset.
+func (p *pool) waitQuota(ctx context.Context, exp time.Time) (res push.Result, final, done, waited bool) {
 	qp, ok := p.quota.parked(p.key, p.cfg.now())
 	if !ok {
-		return push.Result{}, false, false
+		return push.Result{}, false, false, false
 	}
 	now := p.cfg.now()
 	expiresFirst := !exp.IsZero() && !exp.After(qp.until)
@@ -106,10 +107,10 @@ func (p *pool) waitQuota(ctx context.Context, exp time.Time) (res push.Result, f
 	p.m.quotaParked.Dec()
 	switch {
 	case err != nil:
-		return push.Result{Outcome: push.OutcomeFailed, Reason: "canceled"}, false, true
+		return push.Result{Outcome: push.OutcomeFailed, Reason: "canceled"}, false, true, true
 	case expiresFirst:
-		return push.Result{Outcome: push.OutcomeFailed, Reason: qp.reason + ": the push expired while the vendor's daily quota was spent"}, true, true
+		return push.Result{Outcome: push.OutcomeFailed, Reason: qp.reason + ": the push expired while the vendor's daily quota was spent"}, true, true, true
 	}
 	p.quota.lift(p.key, qp)
-	return push.Result{}, false, false
+	return push.Result{}, false, false, true
 }

@@ -99,6 +99,31 @@ func TestSenderQuotaFailsWhenThePushExpires(t *testing.T) {
 	})
 }
 
+// Deliveries that waited for a quota reset get a whole retry horizon after it: a gateway
+// that answers 503 for a minute after the reset costs none of them (their first attempt, before
+// the park, was hours earlier).
+func TestSenderQuotaResetStartsANewRetryHorizon(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeGateway{}
+		reset := quotaReset(time.Now(), 0)
+		f.reply = func(int) gateway.Reply {
+			switch now := time.Now(); {
+			case now.Before(reset):
+				return quotaSpent
+			case now.Before(reset.Add(time.Minute)):
+				return unavailable
+			}
+			return gateway.Reply{Kind: gateway.KindSent}
+		}
+		d, _ := outageEnv(t, f, nil)
+		for i, r := range send(t, d, deliveries(20)) {
+			if r.Outcome != push.OutcomeSent {
+				t.Fatalf("delivery %d: %+v", i, r)
+			}
+		}
+	})
+}
+
 // A quota answer that says when the window resets (Retry-After) parks until then.
 func TestSenderQuotaHonoursTheGatewaysReset(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
