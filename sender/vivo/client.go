@@ -116,7 +116,7 @@ func (cl *Client) sendBatch(ctx context.Context, msg *push.Message, ds []*push.D
 		case id != "":
 			cl.pushToList(ctx, tok, id, m.PushMode, ds, out)
 			return
-		case rep.Kind != gateway.KindQuota:
+		case rep != codes[CodePayloadQuota]:
 			fill(out, rep)
 			return
 		}
@@ -151,7 +151,8 @@ func (cl *Client) listAllowed() bool {
 }
 
 // task returns the taskId of msg's saved list payload, saving it on first use; on failure
-// the reply says why (KindQuota for 10252, which also stops list pushes until the day ends).
+// the reply says why (10252, the list payloads' daily count spent, also stops list pushes until
+// the day ends).
 func (cl *Client) task(ctx context.Context, tok string, msg *push.Message, m message) (string, gateway.Reply) {
 	cl.mu.Lock()
 	t := cl.tasks[msg]
@@ -174,7 +175,7 @@ func (cl *Client) task(ctx context.Context, tok string, msg *push.Message, m mes
 	m.RegID, m.RequestID = "", requestID()
 	r, rep, ok := cl.post(ctx, tok, "/message/saveListPayload", m)
 	if !ok {
-		if rep.Kind == gateway.KindQuota {
+		if rep == codes[CodePayloadQuota] {
 			cl.mu.Lock()
 			cl.noListUntil = nextChinaDay(cl.now())
 			cl.mu.Unlock()

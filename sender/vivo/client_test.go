@@ -285,3 +285,28 @@ func TestVivoClientOutage(t *testing.T) {
 		t.Fatalf("outage hits %d, want 2", st.Outage)
 	}
 }
+
+// TestVivoClientDayQuotaOnSave: a day-quota answer (10070) to saveListPayload is QUOTA for the
+// whole batch, not the list-payload count (10252): batches still go as list pushes afterwards.
+func TestVivoClientDayQuotaOnSave(t *testing.T) {
+	s := newSim(t, sim.VivoConfig{})
+	key, secret := s.NewApp(appID)
+	cl := newClient(t, s, key, secret, Config{})
+	m := msgOf(`{"alert":"q"}`)
+	ds := []*push.Delivery{delivery(m, regID(0)), delivery(m, regID(1))}
+	out := make([]gateway.Reply, 2)
+	s.Inject(1, sim.Fault{Reason: "10070"}) // the batch's first request: saveListPayload
+	cl.sendBatch(context.Background(), m, ds, out)
+	for i, r := range out {
+		if r.Kind != gateway.KindQuota || !strings.Contains(r.Reason, "10070") {
+			t.Fatalf("delivery %d: %+v, want quota 10070", i, r)
+		}
+	}
+	if !cl.listAllowed() {
+		t.Fatal("a day-quota answer turned list pushes off")
+	}
+	cl.sendBatch(context.Background(), m, ds, out)
+	if out[0].Kind != gateway.KindSent || out[1].Kind != gateway.KindSent || cl.Saves() != 1 {
+		t.Fatalf("next batch %+v with %d saves, want sent by a list push", out, cl.Saves())
+	}
+}
