@@ -36,6 +36,8 @@ bench: ## run the benchmarks and print their figures
 	run ./migrate/ 'BenchmarkMigrateImportFile$$'; \
 	run ./sender/apns/ 'BenchmarkSenderAPNsPool$$'; \
 	run ./sender/direct/ 'BenchmarkDirect'; \
+	run ./sender/vivo/ 'BenchmarkSenderVivoPool$$'; \
+	run ./sender/oppo/ 'BenchmarkSenderOppoPool$$'; \
 	if grep -qs 'func Benchmark' bench/*_test.go; then run ./bench/ 'Benchmark'; fi
 
 loadtest: ## load test: real pushd + simulators on 127.0.0.1, per-token delivery proof (LOADTEST_FLAGS="--installations 500")

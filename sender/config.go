@@ -5,12 +5,20 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
+	"sort"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/pushd/pushd/push"
 
 	"github.com/pushd/pushd/sender/apns"
 	"github.com/pushd/pushd/sender/fcm"
 	"github.com/pushd/pushd/sender/hms"
 	"github.com/pushd/pushd/sender/mi"
+	"github.com/pushd/pushd/sender/oppo"
+	"github.com/pushd/pushd/sender/vivo"
 )
 
 // Config configures the dispatcher and its pools.
@@ -21,7 +29,8 @@ type Config struct {
 	// a full queue blocks Send.
 	QueueSize int
 	// Rate is the default per-pool rate in deliveries/s (0: unlimited); Rates overrides it by
-	// "<channel>" or "<appId>/<channel>" (the more specific wins).
+	// "<channel>" or "<appId>/<channel>" (the more specific wins). DefaultRates fill the
+	// channels Rates does not name.
 	Rate  float64
 	Rates map[string]float64
 	// Burst is the token-bucket depth (default Rate/10, at least 1).
@@ -57,6 +66,8 @@ type Config struct {
 	FCM  fcm.Config
 	HMS  hms.Config
 	Mi   mi.Config
+	Vivo vivo.Config
+	Oppo oppo.Config
 
 	// Test hooks.
 	sleep   func(ctx context.Context, d time.Duration) error // backoff and rate waits
@@ -69,6 +80,13 @@ type Config struct {
 // rather than wait.
 const DefaultRetryHorizon = 10 * time.Minute
 
+// DefaultRates are the per-pool rates (deliveries/s) of the vendors that cap each app's
+// messages per second (gateways.md §8a), at the low end of their published ranges: vivo
+// 3,000–5,000, OPPO 5,000–30,000 by cumulative users. A pool is one app's profile, i.e. one
+// vendor app. Beyond them the vendors answer flow control (retried); an app with a higher
+// allowance raises its own with Rates["<appId>/<channel>"].
+var DefaultRates = map[string]float64{push.ChannelVivo: 3000, push.ChannelOppo: 5000}
+
 // DefaultMaxBackoff is MaxBackoff's default.
 const DefaultMaxBackoff = 30 * time.Second
 
@@ -78,6 +96,46 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, prefix string) {
 		"how long a delivery is retried while its gateway answers 5xx/429 or cannot be reached (its expiration ends it earlier)")
 	fs.DurationVar(&c.MaxBackoff, prefix+"max-backoff", DefaultMaxBackoff,
 		"longest wait between two retries of a delivery, and between two probes of a gateway that is down")
+	fs.Func(prefix+"rates", "comma list of per-pool rates in deliveries/s, <channel>=<n> or <appId>/<channel>=<n> (0: unlimited); defaults "+
+		FormatRates(DefaultRates), func(v string) error {
+		r, err := ParseRates(v)
+		if err != nil {
+			return err
+		}
+		c.Rates = r
+		return nil
+	})
+}
+
+// ParseRates reads "<key>=<n>,..." (key "<channel>" or "<appId>/<channel>").
+func ParseRates(v string) (map[string]float64, error) {
+	out := map[string]float64{}
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		k, n, ok := strings.Cut(f, "=")
+		r, err := strconv.ParseFloat(strings.TrimSpace(n), 64)
+		if !ok || strings.TrimSpace(k) == "" || err != nil || r < 0 {
+			return nil, fmt.Errorf("rate %q: want <channel>=<deliveries/s> or <appId>/<channel>=<deliveries/s>, not negative", f)
+		}
+		out[strings.TrimSpace(k)] = r
+	}
+	return out, nil
+}
+
+// FormatRates writes rates as ParseRates reads them, keys sorted.
+func FormatRates(rates map[string]float64) string {
+	keys := make([]string, 0, len(rates))
+	for k := range rates {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + strconv.FormatFloat(rates[k], 'f', -1, 64)
+	}
+	return strings.Join(parts, ",")
 }
 
 // WithDefaults fills zero fields.
@@ -88,6 +146,16 @@ func (c Config) WithDefaults() Config {
 	if c.QueueSize == 0 {
 		c.QueueSize = c.Workers
 	}
+	rates := maps.Clone(c.Rates)
+	for ch, r := range DefaultRates {
+		if _, set := rates[ch]; !set {
+			if rates == nil {
+				rates = map[string]float64{}
+			}
+			rates[ch] = r
+		}
+	}
+	c.Rates = rates
 	if c.RetryHorizon == 0 {
 		c.RetryHorizon = DefaultRetryHorizon
 	}
@@ -141,6 +209,12 @@ func (c Config) Validate() error {
 		return err
 	}
 	if err := c.HMS.Validate(); err != nil {
+		return err
+	}
+	if err := c.Vivo.Validate(); err != nil {
+		return err
+	}
+	if err := c.Oppo.Validate(); err != nil {
 		return err
 	}
 	return c.Mi.Validate()

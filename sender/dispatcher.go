@@ -47,6 +47,8 @@ type Dispatcher struct {
 	appsMu sync.Mutex
 	apps   map[string]*appEntry
 
+	quota *quotas // vendor daily quotas spent, per pool key
+
 	mu       sync.Mutex // guards pools, isClosed; see pool.pending
 	pools    map[poolKey]*pool
 	isClosed bool
@@ -75,6 +77,8 @@ func New(cfg Config, apps AppSource, inv TokenInvalidator, log *zap.Logger, set 
 			push.ChannelFCM:  fcmDriver{cfg.FCM},
 			push.ChannelHMS:  hmsDriver{cfg.HMS},
 			push.ChannelMi:   miDriver{cfg.Mi},
+			push.ChannelVivo: vivoDriver{cfg.Vivo},
+			push.ChannelOppo: oppoDriver{cfg.Oppo},
 		}
 	}
 	life, kill := context.WithCancel(context.Background())
@@ -90,6 +94,7 @@ func New(cfg Config, apps AppSource, inv TokenInvalidator, log *zap.Logger, set 
 		closed:  make(chan struct{}),
 		apps:    make(map[string]*appEntry),
 		pools:   make(map[poolKey]*pool),
+		quota:   newQuotas(),
 	}
 }
 
@@ -352,7 +357,7 @@ func (d *Dispatcher) acquire(key poolKey, c credentials) (*pool, error) {
 			d.log.Warn("cannot build gateway client", zap.String("app_id", key.appID), zap.String("vendor", key.channel), zap.Error(err))
 			return nil, nil
 		}
-		p = newPool(key, cl, &d.cfg, d.inv, d.m[key.channel], d.log)
+		p = newPool(key, cl, &d.cfg, d.inv, d.m[key.channel], d.log, d.quota)
 		d.pools[key] = p
 		p.log.Debug("pool created")
 	}

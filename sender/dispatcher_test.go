@@ -233,7 +233,7 @@ func TestSenderDispatchOutcomes(t *testing.T) {
 		{Outcome: push.OutcomeInvalidToken, Reason: "UNREGISTERED"},
 		{Outcome: push.OutcomeInvalidToken, Reason: "INVALID_ARGUMENT"},
 		{Outcome: push.OutcomeFailed, Reason: "channel direct not available"},
-		{Outcome: push.OutcomeFailed, Reason: "channel vivo not available"},
+		{Outcome: push.OutcomeFailed, Reason: "no vivo credentials configured"},
 		{Outcome: push.OutcomeFailed, Reason: "app not found"},
 	}
 	for i := range want {

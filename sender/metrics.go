@@ -28,6 +28,9 @@ type channelMetrics struct {
 	outages    *metrics.Counter // times a pool found its gateway down
 	probes     *metrics.Counter // probe requests sent to down gateways
 	outcomes   [push.OutcomeExpired + 1]*metrics.Counter
+
+	quotaParked *metrics.Gauge   // deliveries waiting for a vendor's daily quota to reset (quota.go)
+	quotaParks  *metrics.Counter // times an app+vendor was parked on a spent daily quota
 }
 
 func newMetrics(set *metrics.Set) map[string]*channelMetrics {
@@ -48,6 +51,8 @@ func newMetrics(set *metrics.Set) map[string]*channelMetrics {
 			outages:    set.NewCounter("pushd_sender_gateway_outages_total" + l),
 			probes:     set.NewCounter("pushd_sender_gateway_probes_total" + l),
 		}
+		m.quotaParked = set.NewGauge("pushd_sender_quota_parked"+l, nil)
+		m.quotaParks = set.NewCounter("pushd_sender_quota_parks_total" + l)
 		for o := push.OutcomeSent; o <= push.OutcomeExpired; o++ {
 			m.outcomes[o] = set.NewCounter(`pushd_sender_deliveries_total{channel="` + ch + `",outcome="` + o.String() + `"}`)
 		}

@@ -56,12 +56,13 @@ type pool struct {
 	guard   sync.Once
 	lastLog atomic.Int64 // unix nanos of the last sampled log line
 
-	gate gate // is the gateway down? parks deliveries while it is
+	gate  gate    // is the gateway down? parks deliveries while it is
+	quota *quotas // the dispatcher's: is the app's vendor quota spent? (quota.go)
 }
 
-func newPool(key poolKey, cl client, cfg *Config, inv TokenInvalidator, m *channelMetrics, log *zap.Logger) *pool {
+func newPool(key poolKey, cl client, cfg *Config, inv TokenInvalidator, m *channelMetrics, log *zap.Logger, q *quotas) *pool {
 	p := &pool{
-		key: key, cfg: cfg, client: cl, inv: inv, m: m,
+		key: key, cfg: cfg, client: cl, inv: inv, m: m, quota: q,
 		log:   log.With(zap.String("app_id", key.appID), zap.String("vendor", key.channel), zap.String("route", key.route)),
 		queue: make(chan item, cfg.QueueSize),
 	}
@@ -166,11 +167,17 @@ func (p *pool) deliver(ctx context.Context, d *push.Delivery) (res push.Result, 
 		return canceled, false
 	}
 	exp := d.Message.Expiration
-	deadline := p.cfg.now().Add(p.cfg.RetryHorizon)
-	expiresFirst := !exp.IsZero() && exp.Before(deadline)
-	if expiresFirst {
-		deadline = exp
+	var deadline time.Time
+	var expiresFirst bool
+	// setDeadline starts the retry horizon: at the first attempt, and again after a quota park.
+	setDeadline := func() {
+		deadline = p.cfg.now().Add(p.cfg.RetryHorizon)
+		expiresFirst = !exp.IsZero() && exp.Before(deadline)
+		if expiresFirst {
+			deadline = exp
+		}
 	}
+	setDeadline()
 	var lastReason string
 	// late is the result of a delivery whose deadline came before it could be sent.
 	late := func() (push.Result, bool) {
@@ -190,8 +197,17 @@ func (p *pool) deliver(ctx context.Context, d *push.Delivery) (res push.Result, 
 		if r, ok := p.rejected(); ok {
 			return r, true
 		}
+		// Before the expiry check: a delivery whose push expires while the quota is spent
+		// fails with the quota's reason.
+		r, final, done, waited := p.waitQuota(ctx, exp)
+		if done {
+			return r, final
+		}
 		if !exp.IsZero() && !p.cfg.now().Before(exp) {
 			return push.Result{Outcome: push.OutcomeExpired}, true
+		}
+		if waited { // the quota window reset: a new retry horizon
+			setDeadline()
 		}
 		probe, err := p.admit(ctx, deadline)
 		switch {
@@ -246,6 +262,12 @@ func (p *pool) deliver(ctx context.Context, d *push.Delivery) (res push.Result, 
 			}
 			p.trip(rep.Reason)
 			return push.Result{Outcome: push.OutcomeFailed, Reason: "credentials rejected: " + rep.Reason}, true
+		case gateway.KindQuota:
+			// The vendor's daily quota is spent: park the app+vendor (quota.go); this delivery
+			// waits for the reset (or fails when its push expires first) in waitQuota.
+			p.parkQuota(rep.Reason, rep.RetryAfter)
+			attempt--
+			continue
 		case gateway.KindAuth:
 			if !authRetried { // the client dropped its token: one retry with a fresh one
 				authRetried = true

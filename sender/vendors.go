@@ -3,6 +3,8 @@ package sender
 import (
 	"github.com/pushd/pushd/sender/hms"
 	"github.com/pushd/pushd/sender/mi"
+	"github.com/pushd/pushd/sender/oppo"
+	"github.com/pushd/pushd/sender/vivo"
 )
 
 // The vendor drivers (hybrid push). Each registered vendor is complete: auth, batching,
@@ -42,3 +44,37 @@ type miCreds struct {
 }
 
 func (m miCreds) newClient(route string) (client, error) { return m.NewClient(route, m.cfg) }
+
+type vivoDriver struct{ cfg vivo.Config }
+
+func (v vivoDriver) load(raw []byte) (credentials, error) {
+	c, err := vivo.Load(raw)
+	if err != nil {
+		return nil, err
+	}
+	return vivoCreds{c, v.cfg}, nil
+}
+
+type vivoCreds struct {
+	*vivo.Credentials
+	cfg vivo.Config
+}
+
+func (v vivoCreds) newClient(route string) (client, error) { return v.NewClient(route, v.cfg) }
+
+type oppoDriver struct{ cfg oppo.Config }
+
+func (o oppoDriver) load(raw []byte) (credentials, error) {
+	c, err := oppo.Load(raw)
+	if err != nil {
+		return nil, err
+	}
+	return oppoCreds{c, o.cfg}, nil
+}
+
+type oppoCreds struct {
+	*oppo.Credentials
+	cfg oppo.Config
+}
+
+func (o oppoCreds) newClient(route string) (client, error) { return o.NewClient(route, o.cfg) }

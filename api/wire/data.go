@@ -145,6 +145,18 @@ func checkPlatform(path, key string, raw json.RawMessage, ed push.Edition, c *da
 			if perr := vPushMode(p, v, c); perr != nil {
 				return perr
 			}
+		case key == push.ChannelVivo && k == "classification":
+			if perr := vVivoClassification(p, v, c); perr != nil {
+				return perr
+			}
+		case key == push.ChannelOppo && k == "notify_level":
+			if perr := vOppoNotifyLevel(p, v, c); perr != nil {
+				return perr
+			}
+		case (key == push.ChannelVivo || key == push.ChannelOppo) && k == "category":
+			if perr := vVendorCategory(p, v, c); perr != nil {
+				return perr
+			}
 		}
 	}
 	return nil
@@ -233,6 +245,46 @@ func vPushMode(path string, raw json.RawMessage, _ *dataCtx) *push.Error {
 	}
 	if f != 0 && f != 1 {
 		return push.Errorf(push.CodeValidation, "%s must be 0 (production) or 1 (test)", path)
+	}
+	return nil
+}
+
+// vVivoClassification: vivo's message class, 0 operational or 1 system (gateways.md §6.2).
+func vVivoClassification(path string, raw json.RawMessage, _ *dataCtx) *push.Error {
+	f, ok := number(raw)
+	if !ok {
+		return typeError(path, "a number")
+	}
+	if f != 0 && f != 1 {
+		return push.Errorf(push.CodeValidation, "%s must be 0 (operational) or 1 (system)", path)
+	}
+	return nil
+}
+
+// vVendorCategory: a vendor's second-level message category, e.g. vivo "IM" (gateways.md
+// §6.2, §7.2): upper-case letters and underscores. Whether the vendor knows it and whether it
+// fits the message class is the vendor's to say (vivo 10096/10097).
+func vVendorCategory(path string, raw json.RawMessage, _ *dataCtx) *push.Error {
+	var s string
+	if !isKind(raw, '"') || json.Unmarshal(raw, &s) != nil {
+		return typeError(path, "a string")
+	}
+	if s == "" || len(s) > 32 || strings.TrimLeft(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_") != "" {
+		return push.Errorf(push.CodeValidation, "%s must be an upper-case category name such as IM or MARKETING", path)
+	}
+	return nil
+}
+
+// vOppoNotifyLevel: OPPO's reminder level, 1 (notification bar), 2 (bar and lock screen) or
+// 16 (bar, lock screen, banner, sound, vibration) (gateways.md §7.2; the values are from
+// secondary sources).
+func vOppoNotifyLevel(path string, raw json.RawMessage, _ *dataCtx) *push.Error {
+	f, ok := number(raw)
+	if !ok {
+		return typeError(path, "a number")
+	}
+	if f != 1 && f != 2 && f != 16 {
+		return push.Errorf(push.CodeValidation, "%s must be 1, 2 or 16", path)
 	}
 	return nil
 }

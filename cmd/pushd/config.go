@@ -64,13 +64,22 @@ type serveConfig struct {
 	HMSEndpoint  string
 	HMSTokenURL  string
 	MiEndpoint   string
+	VivoEndpoint string
+	OppoEndpoint string
+	OppoIntlURL  string
 	GatewayCA    string
+	// OppoInvalidRegIDCodes are OPPO's business codes of a dead regId (unconfirmed: none
+	// assumed), comma-separated.
+	OppoInvalidRegIDCodes string
+
 	// Sim runs the APNs and FCM simulators in-process and points the dev app at them.
 	Sim         bool
 	SimAPNsAddr string
 	SimFCMAddr  string
 	SimHMSAddr  string
 	SimMiAddr   string
+	SimVivoAddr string
+	SimOppoAddr string
 
 	// OpsAddr serves the ops endpoints on nodes without the api role.
 	OpsAddr string
@@ -151,11 +160,17 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	fs.StringVar(&c.HMSEndpoint, "hms-endpoint", envOr("PUSHD_HMS_ENDPOINT", ""), "HMS Push Kit base URL instead of Huawei's, for credentials that name none (PUSHD_HMS_ENDPOINT)")
 	fs.StringVar(&c.HMSTokenURL, "hms-token-url", envOr("PUSHD_HMS_TOKEN_URL", ""), "HMS OAuth2 token URL instead of Huawei's, for credentials that name none (PUSHD_HMS_TOKEN_URL)")
 	fs.StringVar(&c.MiEndpoint, "mi-endpoint", envOr("PUSHD_MI_ENDPOINT", ""), "Xiaomi push base URL instead of the region's, for credentials that name none (PUSHD_MI_ENDPOINT)")
+	fs.StringVar(&c.VivoEndpoint, "vivo-endpoint", envOr("PUSHD_VIVO_ENDPOINT", ""), "vivo push base URL instead of vivo's, for credentials that name none (PUSHD_VIVO_ENDPOINT)")
+	fs.StringVar(&c.OppoEndpoint, "oppo-endpoint", envOr("PUSHD_OPPO_ENDPOINT", ""), "OPPO push China base URL instead of OPPO's, for credentials that name none (PUSHD_OPPO_ENDPOINT)")
+	fs.StringVar(&c.OppoIntlURL, "oppo-intl-endpoint", envOr("PUSHD_OPPO_INTL_ENDPOINT", ""), "OPPO push overseas base URL instead of OPPO's, for credentials that name none (PUSHD_OPPO_INTL_ENDPOINT)")
+	fs.StringVar(&c.OppoInvalidRegIDCodes, "oppo-invalid-regid-codes", envOr("PUSHD_OPPO_INVALID_REGID_CODES", ""), "comma list of OPPO business codes (10000-20000) that mean a dead regId and delete its installation; OPPO's are unconfirmed, so none by default (PUSHD_OPPO_INVALID_REGID_CODES)")
 	fs.BoolVar(&c.Sim, "sim", envBool("PUSHD_SIM", false), "run the gateway simulators (APNs, FCM and the vendors with a driver) in-process and point the dev app at them; needs --dev (PUSHD_SIM)")
 	fs.StringVar(&c.SimAPNsAddr, "sim-apns-addr", envOr("PUSHD_SIM_APNS_ADDR", "127.0.0.1:2197"), "listen address of the in-process APNs simulator (PUSHD_SIM_APNS_ADDR)")
 	fs.StringVar(&c.SimFCMAddr, "sim-fcm-addr", envOr("PUSHD_SIM_FCM_ADDR", "127.0.0.1:2198"), "listen address of the in-process FCM simulator (PUSHD_SIM_FCM_ADDR)")
 	fs.StringVar(&c.SimMiAddr, "sim-mi-addr", envOr("PUSHD_SIM_MI_ADDR", "127.0.0.1:2200"), "listen address of the in-process Xiaomi simulator (PUSHD_SIM_MI_ADDR)")
 	fs.StringVar(&c.SimHMSAddr, "sim-hms-addr", envOr("PUSHD_SIM_HMS_ADDR", "127.0.0.1:2199"), "listen address of the in-process HMS simulator (PUSHD_SIM_HMS_ADDR)")
+	fs.StringVar(&c.SimVivoAddr, "sim-vivo-addr", envOr("PUSHD_SIM_VIVO_ADDR", "127.0.0.1:2203"), "listen address of the in-process vivo simulator (PUSHD_SIM_VIVO_ADDR)")
+	fs.StringVar(&c.SimOppoAddr, "sim-oppo-addr", envOr("PUSHD_SIM_OPPO_ADDR", "127.0.0.1:2204"), "listen address of the in-process OPPO simulator, both regions (PUSHD_SIM_OPPO_ADDR)")
 	fs.StringVar(&c.OpsAddr, "ops-addr", envOr("PUSHD_OPS_ADDR", ""), "listen address of /metrics, /healthz and /readyz for nodes without the api role (PUSHD_OPS_ADDR)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -229,8 +244,17 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	if c.Sim && !c.Dev {
 		return nil, fmt.Errorf("--sim needs --dev: the simulators are wired to the dev app")
 	}
-	if c.Sim && (c.APNsEndpoint != "" || c.FCMEndpoint != "" || c.HMSEndpoint != "" || c.MiEndpoint != "") {
-		return nil, fmt.Errorf("--sim sets the gateway endpoints itself: drop --apns-endpoint/--fcm-endpoint/--hms-endpoint/--mi-endpoint")
+	if c.Sim && (c.APNsEndpoint != "" || c.FCMEndpoint != "" || c.HMSEndpoint != "" || c.MiEndpoint != "" || c.VivoEndpoint != "" ||
+		c.OppoEndpoint != "" || c.OppoIntlURL != "") {
+		return nil, fmt.Errorf("--sim sets the gateway endpoints itself: drop --apns-endpoint/--fcm-endpoint/--hms-endpoint/--mi-endpoint/--vivo-endpoint/--oppo-endpoint/--oppo-intl-endpoint")
+	}
+	codes, err := parseCodes(c.OppoInvalidRegIDCodes)
+	if err != nil {
+		return nil, fmt.Errorf("--oppo-invalid-regid-codes: %w", err)
+	}
+	c.Sender.Oppo.InvalidRegIDCodes = codes
+	if err := c.Sender.Oppo.Validate(); err != nil {
+		return nil, fmt.Errorf("--oppo-invalid-regid-codes: %w", err)
 	}
 	return c, nil
 }
@@ -304,4 +328,20 @@ func newFlagSet() *flag.FlagSet {
 	fs := flag.NewFlagSet("pushd serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	return fs
+}
+
+// parseCodes reads a comma list of integer codes ("" is none).
+func parseCodes(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a number", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }

@@ -394,7 +394,10 @@ func TestServeCredentialUploadsAreValidated(t *testing.T) {
 		{"mi", `{"_default":{}}`, false},
 		{"hms", `{"_default":{"appId":"104455667","appSecret":"s"},"beta":{"appId":"2","appSecret":"t"}}`, true},
 		{"hms", `{"_default":{"appId":"not numeric","appSecret":"s"}}`, false},
-		{"vivo", `{"_default":{"appId":"1"}}`, true},
+		{"vivo", `{"_default":{"appId":"1"}}`, false},
+		{"vivo", `{"_default":{"appId":"10004","appKey":"k","appSecret":"s"}}`, true},
+		{"oppo", `{"_default":{"appKey":"k"}}`, false},
+		{"oppo", `{"_default":{"appKey":"k","masterSecret":"s"}}`, true},
 		{"windows", `{}`, false},
 	}
 	for _, c := range cases {

@@ -30,6 +30,8 @@ import (
 	"github.com/pushd/pushd/sender/fcm"
 	"github.com/pushd/pushd/sender/hms"
 	"github.com/pushd/pushd/sender/mi"
+	"github.com/pushd/pushd/sender/oppo"
+	"github.com/pushd/pushd/sender/vivo"
 	"github.com/pushd/pushd/store"
 	"github.com/pushd/pushd/store/cassandra"
 )
@@ -142,6 +144,8 @@ func dispatcher(p *parts) (*sender.Dispatcher, error) {
 	cfg.APNs.TLS, cfg.FCM.TLS, cfg.HMS.TLS = tlsCfg, tlsCfg, tlsCfg
 	cfg.HMS.Endpoint, cfg.HMS.TokenURL = p.cfg.HMSEndpoint, p.cfg.HMSTokenURL
 	cfg.Mi.TLS, cfg.Mi.Endpoint = tlsCfg, p.cfg.MiEndpoint
+	cfg.Vivo.TLS, cfg.Vivo.Endpoint = tlsCfg, p.cfg.VivoEndpoint
+	cfg.Oppo.TLS, cfg.Oppo.Endpoint, cfg.Oppo.IntlEndpoint = tlsCfg, p.cfg.OppoEndpoint, p.cfg.OppoIntlURL
 	cfg.APNs.ProdEndpoint, cfg.APNs.DevEndpoint = p.cfg.APNsEndpoint, p.cfg.APNsEndpoint
 	cfg.FCM.Endpoint, cfg.FCM.TokenURL = p.cfg.FCMEndpoint, p.cfg.FCMTokenURL
 	if p.sims != nil {
@@ -152,6 +156,10 @@ func dispatcher(p *parts) (*sender.Dispatcher, error) {
 		cfg.HMS.TLS = p.sims.hms.ClientTLS()
 		cfg.HMS.Endpoint, cfg.HMS.TokenURL = p.sims.hms.URL(), p.sims.hms.TokenURL()
 		cfg.Mi.TLS, cfg.Mi.Endpoint = p.sims.mi.ClientTLS(), p.sims.mi.URL()
+		cfg.Vivo.TLS, cfg.Vivo.Endpoint = p.sims.vivo.ClientTLS(), p.sims.vivo.URL()
+		cfg.Oppo.TLS, cfg.Oppo.Endpoint, cfg.Oppo.IntlEndpoint = p.sims.oppo.ClientTLS(), p.sims.oppo.URL(), p.sims.oppo.URL()
+		// The simulator's dead-regId codes are known: its dead regIds are deleted like APNs'.
+		cfg.Oppo.InvalidRegIDCodes = []int{sim.OppoDefaultInvalidCode, sim.OppoDefaultUnsubscribedCode}
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -259,10 +267,12 @@ func credentialValidators() map[string]api.CredentialValidator {
 		"apns": check(apns.ParseCredentials),
 		"fcm":  check(fcm.ParseCredentials),
 		// Vendors with a driver check their profiles' fields; the others only the shape.
-		push.ChannelHMS: check(hms.ParseCredentials),
-		push.ChannelMi:  check(mi.ParseCredentials),
+		push.ChannelHMS:  check(hms.ParseCredentials),
+		push.ChannelMi:   check(mi.ParseCredentials),
+		push.ChannelVivo: check(vivo.ParseCredentials),
+		push.ChannelOppo: check(oppo.ParseCredentials),
 	}
-	for _, vendor := range []string{push.ChannelMz, push.ChannelVivo, push.ChannelOppo, push.ChannelHonor} {
+	for _, vendor := range []string{push.ChannelMz, push.ChannelHonor} {
 		v[vendor] = check(pushapi.ParseHybridCredentials)
 	}
 	return v
@@ -296,6 +306,8 @@ type sims struct {
 	fcm  *sim.FCM
 	hms  *sim.HMS
 	mi   *sim.Mi
+	vivo *sim.Vivo
+	oppo *sim.Oppo
 }
 
 // Names the dev app's simulated credentials use.
@@ -305,6 +317,7 @@ const (
 	simTopic   = "com.example.pushd"
 	simProject = "pushd-dev"
 	simHMSApp  = "10086001"
+	simVivoApp = "10004"
 )
 
 // startSims starts the simulators, gives the dev app credentials they trust (new keys each
@@ -332,10 +345,27 @@ func startSims(ctx context.Context, p *parts, g *service.Group, stdout io.Writer
 		_ = h.Close()
 		return fmt.Errorf("cannot start the Xiaomi simulator on %s: %w", p.cfg.SimMiAddr, err)
 	}
-	p.sims = &sims{apns: a, fcm: f, hms: h, mi: m}
+	v, err := sim.NewVivo(sim.VivoConfig{Addr: p.cfg.SimVivoAddr})
+	if err != nil {
+		_ = a.Close()
+		_ = f.Close()
+		_ = h.Close()
+		_ = m.Close()
+		return fmt.Errorf("cannot start the vivo simulator on %s: %w", p.cfg.SimVivoAddr, err)
+	}
+	o, err := sim.NewOppo(sim.OppoConfig{Addr: p.cfg.SimOppoAddr, Region: "any"})
+	if err != nil {
+		_ = a.Close()
+		_ = f.Close()
+		_ = h.Close()
+		_ = m.Close()
+		_ = v.Close()
+		return fmt.Errorf("cannot start the OPPO simulator on %s: %w", p.cfg.SimOppoAddr, err)
+	}
+	p.sims = &sims{apns: a, fcm: f, hms: h, mi: m, vivo: v, oppo: o}
 	g.Add("simulators", service.Func(func(ctx context.Context) error {
 		<-ctx.Done()
-		return errors.Join(a.Close(), f.Close(), h.Close(), m.Close())
+		return errors.Join(a.Close(), f.Close(), h.Close(), m.Close(), v.Close(), o.Close())
 	}))
 	p8, err := a.NewKey(simKeyID, simTeamID)
 	if err != nil {
@@ -371,11 +401,23 @@ func startSims(ctx context.Context, p *parts, g *service.Group, stdout io.Writer
 		return fmt.Errorf("BUG: cannot encode simulator credentials: %w", err)
 	}
 	app.Credentials[push.ChannelMi] = miCred
+	vivoKey, vivoSecret := v.NewApp(simVivoApp)
+	vivoCred, err := json.Marshal(map[string]vivo.ProfileJSON{push.DefaultProfile: {AppID: simVivoApp, AppKey: vivoKey, AppSecret: vivoSecret}})
+	if err != nil {
+		return fmt.Errorf("BUG: cannot encode simulator credentials: %w", err)
+	}
+	app.Credentials[push.ChannelVivo] = vivoCred
+	oppoKey, oppoSecret := o.NewApp()
+	oppoCred, err := json.Marshal(map[string]oppo.ProfileJSON{push.DefaultProfile: {AppKey: oppoKey, MasterSecret: oppoSecret}})
+	if err != nil {
+		return fmt.Errorf("BUG: cannot encode simulator credentials: %w", err)
+	}
+	app.Credentials[push.ChannelOppo] = oppoCred
 	app.UpdatedAt = time.Now().UTC()
 	if err := p.store.PutApp(ctx, app); err != nil {
 		return fmt.Errorf("cannot give the dev app simulator credentials: %w", err)
 	}
-	fmt.Fprintf(stdout, "gateway simulators: APNs %s (topic %s), FCM %s, HMS %s, Xiaomi %s; delivered pushes: curl -sk %s/_stats\n",
-		a.URL(), simTopic, f.URL(), h.URL(), m.URL(), a.URL())
+	fmt.Fprintf(stdout, "gateway simulators: APNs %s (topic %s), FCM %s, HMS %s, vivo %s, OPPO %s, Xiaomi %s; delivered pushes: curl -sk %s/_stats\n",
+		a.URL(), simTopic, f.URL(), h.URL(), v.URL(), o.URL(), m.URL(), a.URL())
 	return nil
 }

@@ -22,7 +22,8 @@ var AndroidAttributes = []string{"alert", "title", "silent", "action", "_notific
 // VendorParams are the vendor-specific keys taken from a vendor's own object into
 // VendorBody.Params rather than the custom attributes.
 var VendorParams = map[string][]string{
-	push.ChannelVivo: {"pushMode"},
+	push.ChannelVivo: {"pushMode", "classification", "category"},
+	push.ChannelOppo: {"category", "notify_level"},
 	push.ChannelHMS:  {"target_user_type"},
 }
 

@@ -29,6 +29,10 @@ const (
 	KindRetry                        // transient (429, 5xx, timeout, connection): retry with backoff
 	KindAuth                         // our access token was refused: the client dropped it; retry once, then treat as KindCredentials
 	KindCredentials                  // the app's credentials are rejected: stop the pool
+	// KindQuota: the vendor's daily quota of the app is spent. The pool parks the app+vendor
+	// until the quota window resets (RetryAfter when the gateway says, else the vendor's
+	// day boundary) and sends nothing meanwhile.
+	KindQuota
 )
 
 func (k Kind) String() string {
@@ -45,6 +49,8 @@ func (k Kind) String() string {
 		return "auth"
 	case KindCredentials:
 		return "credentials"
+	case KindQuota:
+		return "quota"
 	}
 	return "unknown"
 }
@@ -55,7 +61,8 @@ type Reply struct {
 	// Reason is short, token-free and ends up in the push record for failures, e.g.
 	// "BadTopic" or "SENDER_ID_MISMATCH".
 	Reason string
-	// RetryAfter is the gateway's Retry-After (0: none) for KindRetry.
+	// RetryAfter is the gateway's Retry-After (0: none) for KindRetry; for KindQuota, how
+	// long until the quota window resets when the gateway says (0: the vendor's day boundary).
 	RetryAfter time.Duration
 	// TokenScoped marks a KindCredentials reply that may also mean "this one token belongs to
 	// another sender" (FCM SENDER_ID_MISMATCH): once the pool has delivered successfully its

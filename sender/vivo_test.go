@@ -1,0 +1,130 @@
+package sender
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"go.uber.org/zap"
+
+	"github.com/pushd/pushd/loadtest/sim"
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/sender/vivo"
+)
+
+// vivoEnv is a dispatcher whose vivo driver talks to the vivo simulator over TLS. The
+// dispatcher's waits move the clock the simulator, the client and the dispatcher share, so a
+// wait for the quota reset ends on the simulator's next day.
+type vivoEnv struct {
+	sim *sim.Vivo
+	*env
+}
+
+func newVivoEnv(t *testing.T, cfg sim.VivoConfig, tune func(*Config)) *vivoEnv {
+	t.Helper()
+	e := &vivoEnv{env: &env{apps: &apps{}, inv: &invalidations{}, clock: &clock{t: time.Now()}, set: metrics.NewSet()}}
+	cfg.Now = e.clock.now
+	s, err := sim.NewVivo(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	e.sim = s
+	c := Config{
+		Workers:     16,
+		IdleTimeout: time.Minute,
+		Vivo:        vivo.Config{Endpoint: s.URL(), TLS: s.ClientTLS(), Now: e.clock.now},
+		sleep: func(ctx context.Context, d time.Duration) error {
+			e.clock.add(d)
+			return ctx.Err()
+		},
+		now: e.clock.now,
+	}
+	if tune != nil {
+		tune(&c)
+	}
+	e.d = New(c, e.apps, e.inv, zap.NewNop(), e.set)
+	t.Cleanup(e.d.Close)
+	key, secret := s.NewApp("10004")
+	creds, _ := json.Marshal(map[string]vivo.ProfileJSON{"_default": {AppID: "10004", AppKey: key, AppSecret: secret}})
+	e.apps.set(push.App{ID: "app1", Credentials: map[string]json.RawMessage{push.ChannelVivo: creds}})
+	return e
+}
+
+func vivoRegID(i int) string { return fmt.Sprintf("1563853541030200%07d", i) }
+
+func vivoDeliveries(n int, exp time.Time) []push.Delivery {
+	m := &push.Message{Channel: push.ChannelVivo, Body: []byte(`{"alert":"hi","title":"t"}`), Expiration: exp}
+	ds := make([]push.Delivery, n)
+	for i := range ds {
+		ds[i] = push.Delivery{AppID: "app1", NotificationID: "n1", Message: m,
+			Target: push.Target{ObjectID: fmt.Sprintf("v%d", i), Channel: push.ChannelVivo, DeviceType: "android", DeviceID: vivoRegID(i)}}
+	}
+	return ds
+}
+
+// TestSenderVivoDeadTokensGuard: vivo's 10302 (not found, unsubscribed) deletes installations
+// through the same path and ratio guard as APNs and FCM, in single sends and pushToList lists.
+func TestSenderVivoDeadTokensGuard(t *testing.T) {
+	e := newVivoEnv(t, sim.VivoConfig{Knobs: sim.Knobs{InvalidTokenRate: 1}}, func(c *Config) { c.InvalidGuard = 5 })
+	res := send(t, e.d, vivoDeliveries(40, time.Time{}))
+	deleted, guarded := 0, 0
+	for i, r := range res {
+		switch {
+		case r.Outcome == push.OutcomeInvalidToken && strings.Contains(r.Reason, "vivo 10302"):
+			deleted++
+		case r.Outcome == push.OutcomeFailed && strings.Contains(r.Reason, "not deleted"):
+			guarded++
+		default:
+			t.Fatalf("delivery %d: %+v", i, r)
+		}
+	}
+	if deleted != 5 || guarded != 35 || len(e.inv.got()) != 5 {
+		t.Fatalf("deleted %d (invalidated %d), guarded %d; want 5, 35", deleted, len(e.inv.got()), guarded)
+	}
+}
+
+// TestSenderVivoQuota: past vivo's day quota (10070) the app+vendor is parked: deliveries
+// without expiration go out on vivo's next day, each regId once; deliveries whose push
+// expires first fail with the quota's reason.
+func TestSenderVivoQuota(t *testing.T) {
+	// One worker: a wait moves the shared clock by a day, which must not fall between another
+	// request's auth timestamp and its check.
+	e := newVivoEnv(t, sim.VivoConfig{DayQuota: 25}, func(c *Config) { c.Workers = 1 })
+	res := send(t, e.d, vivoDeliveries(60, time.Time{}))
+	for i, r := range res {
+		if r.Outcome != push.OutcomeSent {
+			t.Fatalf("delivery %d: %+v", i, r)
+		}
+	}
+	st := e.sim.Stats()
+	if st.ByReason["10070"] == 0 || st.Accepted != 60 {
+		t.Fatalf("accepted %d, 10070 answers %d: want 60 accepted after quota answers", st.Accepted, st.ByReason["10070"])
+	}
+	for i := range 60 {
+		if st.PerToken[vivoRegID(i)] != 1 {
+			t.Fatalf("regId %d delivered %d times", i, st.PerToken[vivoRegID(i)])
+		}
+	}
+	if got := gauge(e.set, `pushd_sender_quota_parks_total{channel="vivo"}`); got == "0" {
+		t.Fatal("no quota park counted")
+	}
+
+	// Spend today's quota, then a push that expires in an hour: its targets fail with the
+	// quota's reason and reach vivo no more than the first refused request.
+	e.sim.Inject(1, sim.Fault{Reason: "10070"})
+	before := e.sim.Stats().Requests
+	res = send(t, e.d, vivoDeliveries(10, e.clock.now().Add(time.Hour)))
+	for i, r := range res {
+		if r.Outcome != push.OutcomeFailed || !strings.Contains(r.Reason, "vivo 10070 daily quota exceeded") {
+			t.Fatalf("expiring delivery %d: %+v", i, r)
+		}
+	}
+	if n := e.sim.Stats().Requests - before; n > 1 {
+		t.Fatalf("%d requests while the quota was spent, want 1", n)
+	}
+}
