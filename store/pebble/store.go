@@ -161,6 +161,8 @@ type Store struct {
 
 	idMu  sync.Mutex       // NextID
 	idMax map[string]int64 // last id handed out per name, cached after the first read
+
+	leaseMu sync.Mutex // AcquireLease, RenewLease, ReleaseLease: one compare-and-set at a time
 }
 
 var _ store.Store = (*Store)(nil)
