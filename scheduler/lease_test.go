@@ -27,7 +27,7 @@ func TestRedriverRedrivesOnlyUnderTheLease(t *testing.T) {
 		rs = append(rs, NewRedriver(RedriveConfig{After: time.Minute}, e.st, e.log, k, zap.NewNop(), metrics.NewSet(), clock))
 	}
 	e.now = e.now.Add(2 * time.Minute) // the record is overdue, and n1's lease has run out
-	ks[1].Step(ctx)                     // n2 takes the lease
+	ks[1].Step(ctx)                    // n2 takes the lease
 	n1, err := rs[0].Tick(ctx)
 	if err != nil {
 		t.Fatal(err)
