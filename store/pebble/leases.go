@@ -155,3 +155,34 @@ func (s *Store) ClaimScheduled(ctx context.Context, appID string, id int64, epoc
 	}
 	return nil
 }
+
+// releaseLeases frees, at Open, every lease an earlier process of this directory held: the
+// directory lock says that process is gone, and its leases would only hold this one's work
+// (scheduled pushes after a crash) until they expired. Their epochs stay, so a write that
+// process still had in flight could not pass a fence.
+func (s *Store) releaseLeases() error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	err := s.iterate([]byte{tLease}, []byte{tLease + 1}, func(k, v []byte) error {
+		var r leaseRow
+		if err := json.Unmarshal(v, &r); err != nil {
+			return fmt.Errorf("cannot decode a lease: %w", err)
+		}
+		if r.ExpiresMs == 0 {
+			return nil
+		}
+		r.ExpiresMs = 0
+		nv, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		return b.Set(k, nv, nil) // Set copies k
+	})
+	if err != nil {
+		return fmt.Errorf("cannot release the leases of an earlier process: %w", err)
+	}
+	if b.Empty() {
+		return nil
+	}
+	return b.Commit(pebble.Sync)
+}

@@ -224,6 +224,10 @@ func Open(dir string, opts Options) (*Store, error) {
 		s.now = time.Now
 	}
 	s.gate.cond.L = &s.gate.Mutex
+	if err := s.releaseLeases(); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
