@@ -28,6 +28,9 @@ type SweeperConfig struct {
 	InactiveAfter  time.Duration // default push.InactiveAfter (90 days)
 	RecordsKeptFor time.Duration // after a push finished, default push.RecordRetention (7 days)
 	Batch          int           // installations or records deleted per store call, default 1000
+	// Leader, when set, gates each sweep: it runs only while Leader says this node holds the
+	// sweeper's cluster lease (internal/lease), so that the cluster sweeps once.
+	Leader func() bool
 	// Now and After are the clock (defaults time.Now and time.After); tests inject both.
 	Now   func() time.Time
 	After func(time.Duration) <-chan time.Time
@@ -138,9 +141,18 @@ func (w *Sweeper) batches(ctx context.Context, c *metrics.Counter, del func(limi
 	}
 }
 
-// Run sweeps at once, then every Interval, until ctx is cancelled.
+// Run sweeps at once, then every Interval, until ctx is cancelled; a sweep while another node
+// holds the lease (Leader) is skipped.
 func (w *Sweeper) Run(ctx context.Context) error {
 	for {
+		if w.cfg.Leader != nil && !w.cfg.Leader() {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-w.cfg.After(w.cfg.Interval):
+			}
+			continue
+		}
 		s, err := w.SweepOnce(ctx)
 		if err != nil && ctx.Err() == nil {
 			w.errors.Inc()

@@ -51,12 +51,14 @@ const maxRedriveDoublings = 6
 // Redriver appends again the job of every push record that has held it (push.Notification.
 // PendingJob) for longer than After: the job's append was lost (a crash between the record's
 // write and the append), or the planner is not consuming. Any number of re-drivers may run:
-// the planner plans a job id once. It keeps, per record it re-drove, when it may again, in
-// memory, for the records still pending.
+// the planner plans a job id once; in a cluster it runs under the scheduler's lease, on the node
+// that fires, so that a lost job is appended once, not once per scheduler node. It keeps, per
+// record it re-drove, when it may again, in memory, for the records still pending.
 type Redriver struct {
 	cfg   RedriveConfig
 	store RedriveStore
 	log   Log
+	lease Lease // nil: always
 	zl    *zap.Logger
 	now   func() time.Time
 
@@ -70,14 +72,15 @@ type redriven struct {
 	times int
 }
 
-// NewRedriver returns a re-driver; now may be nil (time.Now).
-func NewRedriver(cfg RedriveConfig, st RedriveStore, lg Log, zl *zap.Logger, set *metrics.Set, now func() time.Time) *Redriver {
+// NewRedriver returns a re-driver that looks only while lease is held (nil: always); now may
+// be nil (time.Now).
+func NewRedriver(cfg RedriveConfig, st RedriveStore, lg Log, lease Lease, zl *zap.Logger, set *metrics.Set, now func() time.Time) *Redriver {
 	cfg.defaults()
 	if now == nil {
 		now = time.Now
 	}
 	return &Redriver{
-		cfg: cfg, store: st, log: lg, zl: zl.Named("redriver"), now: now,
+		cfg: cfg, store: st, log: lg, lease: lease, zl: zl.Named("redriver"), now: now,
 		next:         make(map[string]redriven),
 		redrivenJobs: set.GetOrCreateCounter(`pushd_scheduler_jobs_redriven_total`),
 	}
@@ -99,8 +102,14 @@ func (r *Redriver) Run(ctx context.Context) error {
 	}
 }
 
-// Tick appends the job of every record pending since before now−After, and says how many.
+// Tick appends the job of every record pending since before now−After, and says how many;
+// nothing while another node holds the lease.
 func (r *Redriver) Tick(ctx context.Context) (int, error) {
+	if r.lease != nil {
+		if _, ok := r.lease.Held(); !ok {
+			return 0, nil
+		}
+	}
 	apps, err := r.store.ListApps(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("cannot list apps for pending jobs: %w", err)

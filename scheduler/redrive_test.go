@@ -31,7 +31,7 @@ func TestRedriverAppendsALostJobOnceItIsOverdue(t *testing.T) {
 	e := newEnv(t, t.TempDir())
 	ctx := context.Background()
 	e.pendingRecord(t, "app1", "rec1")
-	r := NewRedriver(RedriveConfig{After: time.Minute}, e.st, e.log, zap.NewNop(), metrics.NewSet(), func() time.Time { return e.now })
+	r := NewRedriver(RedriveConfig{After: time.Minute}, e.st, e.log, nil, zap.NewNop(), metrics.NewSet(), func() time.Time { return e.now })
 	got, stop := e.jobs(t)
 	defer stop()
 
@@ -86,7 +86,7 @@ func TestSchedulerRefiresAfterACrashMidFiring(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.now = firstFire.Add(time.Minute)
-	s := New(Config{}, e.st, e.log, zap.NewNop(), metrics.NewSet(), func() time.Time { return e.now })
+	s := New(Config{}, e.st, e.log, soleLease{}, zap.NewNop(), metrics.NewSet(), func() time.Time { return e.now })
 	got, stop := e.jobs(t)
 	defer stop()
 	if n, err := s.Tick(ctx); err != nil || n != 1 {

@@ -5,7 +5,12 @@
 // start; the job keeps its id, and fan-out does not plan a job id twice, so the push is sent
 // once. A push whose time passed while the server was down fires at the first tick after start.
 //
-// One Scheduler runs per process; in a cluster it would run under a lease (CLUSTER.md).
+// In a cluster every scheduler node runs one, under the lease "scheduler" (internal/lease): only
+// the holder looks for due pushes, and each firing first claims its schedule with the lease's
+// epoch (store.Store.ClaimScheduled). A holder that pauses past its lease's expiry, while
+// another node takes the lease over, wakes up to a refused claim and fires nothing: a push fires
+// once. Only a pause between the claim and the job's append lets two nodes append the same job
+// (the log cannot be fenced); its id is the same, and the planner plans a job id once.
 package scheduler
 
 import (
@@ -27,6 +32,7 @@ import (
 // Store is what the scheduler reads and writes.
 type Store interface {
 	DueScheduled(ctx context.Context, before time.Time, limit int) ([]push.Scheduled, error)
+	ClaimScheduled(ctx context.Context, appID string, id int64, epoch int64) error
 	DeleteScheduled(ctx context.Context, appID string, id int64) error
 	UpdateNotification(ctx context.Context, appID, objectID string, fn func(*push.Notification) error) (push.Notification, error)
 }
@@ -35,6 +41,12 @@ type Store interface {
 type Log interface {
 	Partitions(topic string) int
 	Append(ctx context.Context, topic string, recs ...queue.Record) error
+}
+
+// Lease says whether this node holds the scheduler's lease, and under which epoch
+// (lease.Keeper).
+type Lease interface {
+	Held() (store.Lease, bool)
 }
 
 // Config tunes the scheduler.
@@ -59,19 +71,25 @@ type Scheduler struct {
 	log   Log
 	zl    *zap.Logger
 	now   func() time.Time
+	lease Lease
 
-	fired *metrics.Counter
+	fired  *metrics.Counter
+	fenced *metrics.Counter
+
+	beforeClaim func(*push.Scheduled) // test hook: runs after the lease check, before the claim
+	afterClaim  func(*push.Scheduled) // test hook: runs after the claim
 }
 
-// New returns a scheduler; now may be nil (time.Now).
-func New(cfg Config, st Store, lg Log, zl *zap.Logger, set *metrics.Set, now func() time.Time) *Scheduler {
+// New returns a scheduler firing under lease; now may be nil (time.Now).
+func New(cfg Config, st Store, lg Log, lease Lease, zl *zap.Logger, set *metrics.Set, now func() time.Time) *Scheduler {
 	cfg.defaults()
 	if now == nil {
 		now = time.Now
 	}
 	return &Scheduler{
-		cfg: cfg, store: st, log: lg, zl: zl.Named("scheduler"), now: now,
-		fired: set.GetOrCreateCounter(`pushd_scheduler_fired_total`),
+		cfg: cfg, store: st, log: lg, lease: lease, zl: zl.Named("scheduler"), now: now,
+		fired:  set.GetOrCreateCounter(`pushd_scheduler_fired_total`),
+		fenced: set.GetOrCreateCounter(`pushd_scheduler_fenced_total`),
 	}
 }
 
@@ -91,8 +109,14 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 }
 
-// Tick fires every push due at the current time and says how many it fired.
+// Tick fires every push due at the current time, while this node holds the lease, and says how
+// many it fired. A claim refused for a later epoch ends the tick without an error: the lease
+// has passed to another node.
 func (s *Scheduler) Tick(ctx context.Context) (int, error) {
+	l, ok := s.lease.Held()
+	if !ok {
+		return 0, nil
+	}
 	n := 0
 	for {
 		due, err := s.store.DueScheduled(ctx, s.now(), s.cfg.Batch)
@@ -100,7 +124,16 @@ func (s *Scheduler) Tick(ctx context.Context) (int, error) {
 			return n, fmt.Errorf("cannot list due scheduled pushes: %w", err)
 		}
 		for i := range due {
-			fired, err := s.fire(ctx, &due[i])
+			if now, ok := s.lease.Held(); !ok || now.Epoch != l.Epoch {
+				return n, nil // lost meanwhile: the next holder fires the rest
+			}
+			fired, err := s.fire(ctx, &due[i], l.Epoch)
+			if errors.Is(err, store.ErrLeaseLost) {
+				s.fenced.Inc()
+				s.zl.Warn("a later lease holder took a firing over: this node stops firing",
+					zap.String("app_id", due[i].AppID), zap.Int64("scheduled_id", due[i].ID), zap.Int64("epoch", l.Epoch))
+				return n, nil
+			}
 			if err != nil {
 				return n, err
 			}
@@ -124,11 +157,27 @@ var (
 // errNoWrite aborts a record update that has nothing to write.
 var errNoWrite = errors.New("record needs no update")
 
-// fire moves the record in-queue holding the job, appends the job, then removes the schedule.
+// fire claims the schedule for epoch, moves the record in-queue holding the job, appends the
+// job, then removes the schedule. A schedule gone (fired or cancelled) is skipped; a claim
+// refused for a later epoch returns store.ErrLeaseLost and writes nothing.
 // A crash before the removal fires the schedule again at the next tick: the record already
 // holds the job then, and the same job (same QueryAt) is appended again, unless the planner
 // took it already, when only the schedule is removed.
-func (s *Scheduler) fire(ctx context.Context, sp *push.Scheduled) (bool, error) {
+func (s *Scheduler) fire(ctx context.Context, sp *push.Scheduled, epoch int64) (bool, error) {
+	if s.beforeClaim != nil {
+		s.beforeClaim(sp)
+	}
+	switch err := s.store.ClaimScheduled(ctx, sp.AppID, sp.ID, epoch); {
+	case errors.Is(err, store.ErrNotFound):
+		return false, nil // fired by an earlier holder, or cancelled
+	case errors.Is(err, store.ErrLeaseLost):
+		return false, err
+	case err != nil:
+		return false, fmt.Errorf("cannot claim scheduled push %d of app %s: %w", sp.ID, sp.AppID, err)
+	}
+	if s.afterClaim != nil {
+		s.afterClaim(sp)
+	}
 	var (
 		job       push.Job
 		appendJob bool

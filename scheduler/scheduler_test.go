@@ -93,7 +93,7 @@ func TestSchedulerFiresDuePushOnce(t *testing.T) {
 	ctx := context.Background()
 	due := e.schedule(t, "app1", e.now.Add(2*time.Minute))
 	later := e.schedule(t, "app1", e.now.Add(time.Hour))
-	s := New(Config{}, e.st, e.log, zap.NewNop(), metrics.NewSet(), func() time.Time { return e.now })
+	s := New(Config{}, e.st, e.log, soleLease{}, zap.NewNop(), metrics.NewSet(), func() time.Time { return e.now })
 
 	if n, err := s.Tick(ctx); err != nil || n != 0 {
 		t.Fatalf("before the due time: fired %d (err %v), want 0", n, err)
@@ -139,7 +139,7 @@ func TestSchedulerDropsCancelledPush(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.now = e.now.Add(time.Hour)
-	s := New(Config{}, e.st, e.log, zap.NewNop(), metrics.NewSet(), func() time.Time { return e.now })
+	s := New(Config{}, e.st, e.log, soleLease{}, zap.NewNop(), metrics.NewSet(), func() time.Time { return e.now })
 	if n, err := s.Tick(ctx); err != nil || n != 0 {
 		t.Fatalf("cancelled push: fired %d (err %v), want 0", n, err)
 	}
@@ -169,12 +169,12 @@ func TestSchedulerRefiresSameJobAfterCrashAndAfterDowntime(t *testing.T) {
 	sp := e.schedule(t, "app1", e.now.Add(2*time.Minute))
 	// The server was down past the due time: the first tick after start fires it.
 	e.now = e.now.Add(24 * time.Hour)
-	s := New(Config{}, &failingDelete{Store: e.st}, e.log, zap.NewNop(), metrics.NewSet(), func() time.Time { return e.now })
+	s := New(Config{}, &failingDelete{Store: e.st}, e.log, soleLease{}, zap.NewNop(), metrics.NewSet(), func() time.Time { return e.now })
 	if _, err := s.Tick(ctx); err == nil {
 		t.Fatal("tick with a failing delete reported no error")
 	}
 	// "Restart": the schedule is still there, so it fires again, with the same job id.
-	s2 := New(Config{}, e.st, e.log, zap.NewNop(), metrics.NewSet(), func() time.Time { return e.now })
+	s2 := New(Config{}, e.st, e.log, soleLease{}, zap.NewNop(), metrics.NewSet(), func() time.Time { return e.now })
 	if n, err := s2.Tick(ctx); err != nil || n != 1 {
 		t.Fatalf("after restart: fired %d (err %v), want 1", n, err)
 	}
@@ -184,4 +184,11 @@ func TestSchedulerRefiresSameJobAfterCrashAndAfterDowntime(t *testing.T) {
 	if jobs := got(); jobs[0].ID != sp.Job.ID || jobs[1].ID != sp.Job.ID {
 		t.Fatalf("appended jobs %q and %q, want the same id %q twice (fan-out plans a job id once)", jobs[0].ID, jobs[1].ID, sp.Job.ID)
 	}
+}
+
+// soleLease is the lease of a scheduler alone in its test: always held, at epoch 1.
+type soleLease struct{}
+
+func (soleLease) Held() (store.Lease, bool) {
+	return store.Lease{Name: "scheduler", Owner: "test", Epoch: 1, Expires: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)}, true
 }

@@ -20,7 +20,21 @@ var (
 	ErrExists    = errors.New("already exists")
 	ErrDuplicate = errors.New("unique value already taken") // a device id indexed to another installation
 	ErrClosed    = errors.New("store closed")
+	// ErrLeaseLost refuses a renewal, or a write fenced by a lease's epoch, from a holder whose
+	// lease expired or passed to a later epoch (a paused or partitioned node).
+	ErrLeaseLost = errors.New("lease lost")
 )
+
+// Lease is a named right to act alone in the cluster (leases): Owner holds it until Expires.
+// Epoch grows by one with each new tenure (another owner, or the same one after an expiry or
+// a release), never repeats, and fences a paused holder: the writes a holder makes under a
+// lease carry its epoch, and a store refuses them once a later epoch has written.
+type Lease struct {
+	Name    string
+	Owner   string
+	Epoch   int64
+	Expires time.Time
+}
 
 // ScanRange selects index rows for a scan: by_bucket when Channel is "", else by_channel.
 // Rows come in key order (bucket, deviceType, objectId); After resumes strictly after a cursor
@@ -147,6 +161,26 @@ type Store interface {
 	// arrival on its push record; it says how many it counted (ids unknown or acked before
 	// count nothing).
 	AckDirect(ctx context.Context, appID, installationID string, ids []string, now time.Time) (int, error)
+
+	// Leases (leases). Expiry is judged at the now the caller gives, with the precision of a
+	// millisecond; a lease expires at Expires (free at now >= Expires).
+	//
+	// AcquireLease takes lease name for owner until now+ttl when it is free at now (never held,
+	// released, or expired), with an epoch one above the lease's last; when owner holds it
+	// already it extends it and keeps the epoch. It returns the lease with ok=true when owner
+	// holds it, else the holder's lease with ok=false. Of concurrent acquirers exactly one wins.
+	AcquireLease(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) (l Lease, ok bool, err error)
+	// RenewLease extends l until now+ttl while it is still held: same owner and epoch, not
+	// expired at now. Otherwise ErrLeaseLost.
+	RenewLease(ctx context.Context, l Lease, now time.Time, ttl time.Duration) (Lease, error)
+	// ReleaseLease frees l for the next acquirer if it is still held (same owner and epoch),
+	// keeping its epoch; a lease no longer held is left alone.
+	ReleaseLease(ctx context.Context, l Lease) error
+	// ClaimScheduled fences the firing of scheduled push id by the epoch of the scheduler's
+	// lease: it records epoch on the schedule unless a greater one is recorded (ErrLeaseLost:
+	// a later holder took the firing over). ErrNotFound when the schedule is gone (fired or
+	// cancelled). The same epoch may claim again (a retry of the same holder).
+	ClaimScheduled(ctx context.Context, appID string, id int64, epoch int64) error
 
 	// Fan-out checkpoints.
 	GetTaskProgress(ctx context.Context, jobID, taskID string) (push.TaskProgress, error)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pushd/pushd/api/pushapi"
 	"github.com/pushd/pushd/fanout"
+	"github.com/pushd/pushd/internal/lease"
 	"github.com/pushd/pushd/scheduler"
 	"github.com/pushd/pushd/sender"
 	"github.com/pushd/pushd/sender/direct"
@@ -39,6 +40,8 @@ type serveConfig struct {
 	// RedriveAfter is scheduler.RedriveConfig.After: how long a push record may hold a job the
 	// planner has not taken before the scheduler role appends it again.
 	RedriveAfter time.Duration
+	// Lease times the cluster leases: the scheduler's (firing and re-driving) and the sweepers'.
+	Lease lease.Config
 
 	// Pebble sizes the embedded store's cache and memtables.
 	Pebble pebble.Options
@@ -139,6 +142,7 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	fs.DurationVar(&c.DrainDelay, "drain-delay", envDuration("PUSHD_DRAIN_DELAY", 0), "on stop, keep serving this long with readiness false before closing the listener (PUSHD_DRAIN_DELAY)")
 	fs.DurationVar(&c.SweepEvery, "sweep-every", envDuration("PUSHD_SWEEP_EVERY", time.Hour), "interval of the sweeper of inactive installations and old push records (PUSHD_SWEEP_EVERY)")
 	fs.DurationVar(&c.RedriveAfter, "redrive-after", envDuration("PUSHD_REDRIVE_AFTER", scheduler.DefaultRedriveAfter), "scheduler role: append again the job of a push record the planner has not taken after this long, e.g. after a crash between the record and its job (PUSHD_REDRIVE_AFTER)")
+	c.Lease.RegisterFlags(fs, "lease-")
 	var brokers string
 	fs.StringVar(&brokers, "kafka-brokers", envOr("PUSHD_KAFKA_BROKERS", ""), "Kafka seed brokers host:port, comma separated, for --log kafka (PUSHD_KAFKA_BROKERS)")
 	c.Cassandra.RegisterFlags(fs, "cassandra-")
@@ -225,6 +229,9 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	if err := c.Pebble.Validate(); err != nil {
 		return nil, err
 	}
+	if err := c.Lease.Validate(); err != nil {
+		return nil, fmt.Errorf("--lease-renew, --lease-ttl: %w", err)
+	}
 	if err := c.Planner.Validate(); err != nil {
 		return nil, err
 	}
@@ -273,6 +280,8 @@ func (c *serveConfig) validateDurations() error {
 		{"--sweep-every", c.SweepEvery},
 		{"--log-trim-every", c.LogTrimEvery},
 		{"--redrive-after", c.RedriveAfter},
+		{"--lease-ttl", c.Lease.TTL},
+		{"--lease-renew", c.Lease.Renew},
 		{"--cassandra-timeout", c.Cassandra.Timeout},
 		{"--sender-retry-horizon", c.Sender.RetryHorizon},
 		{"--sender-max-backoff", c.Sender.MaxBackoff},

@@ -17,6 +17,7 @@ import (
 	"github.com/pushd/pushd/api/limit"
 	"github.com/pushd/pushd/api/pushapi"
 	"github.com/pushd/pushd/fanout"
+	"github.com/pushd/pushd/internal/lease"
 	"github.com/pushd/pushd/internal/service"
 	"github.com/pushd/pushd/loadtest/sim"
 	"github.com/pushd/pushd/push"
@@ -45,6 +46,8 @@ var (
 	_ pushapi.Counter      = (*fanout.Audience)(nil)
 	_ fanout.AudienceStore = store.Store(nil)
 	_ direct.Cache         = store.Store(nil)
+	_ lease.Store          = store.Store(nil)
+	_ scheduler.Lease      = (*lease.Keeper)(nil)
 )
 
 // openCassandra opens the cluster store and makes sure its tables exist.
@@ -101,13 +104,25 @@ func openQueue(ctx context.Context, p *parts, g *service.Group) error {
 	return nil
 }
 
-// addScheduler wires the scheduler role: it fires due scheduled pushes into push.jobs, and
-// re-drives the jobs whose append was lost.
+// addScheduler wires the scheduler role: under the cluster lease "scheduler" it fires due
+// scheduled pushes into push.jobs, and re-drives the jobs whose append was lost. The lease's
+// keeper starts first and stops last, releasing the lease once this node fires no more.
 func addScheduler(p *parts, g *service.Group, _ *testHooks) error {
 	set := p.reg.Add(metrics.NewSet())
-	g.Add("scheduler", scheduler.New(scheduler.Config{}, p.store, p.queue, p.log, set, nil))
-	g.Add("redriver", scheduler.NewRedriver(scheduler.RedriveConfig{After: p.cfg.RedriveAfter}, p.store, p.queue, p.log, set, nil))
+	k := p.keeper("scheduler", set)
+	g.Add("scheduler-lease", k)
+	g.Add("scheduler", scheduler.New(scheduler.Config{}, p.store, p.queue, k, p.log, set, nil))
+	g.Add("redriver", scheduler.NewRedriver(scheduler.RedriveConfig{After: p.cfg.RedriveAfter}, p.store, p.queue, k, p.log, set, nil))
 	return nil
+}
+
+// keeper returns the keeper of this node's hold on the named cluster lease; add it to the
+// group before the work it gates.
+func (p *parts) keeper(name string, set *metrics.Set) *lease.Keeper {
+	if p.owner == "" {
+		p.owner = lease.Owner()
+	}
+	return lease.New(name, p.owner, p.cfg.Lease, p.store, p.log, set, nil)
 }
 
 // addFanout wires the fanout role: the sender pools, then the planner and the workers (so

@@ -39,6 +39,8 @@ type parts struct {
 	sims *sims
 	// gateway is the own channel's device endpoint when this node runs the gateway role.
 	gateway *direct.Server
+	// owner is this process's name as a lease holder (internal/lease), set by the first keeper.
+	owner string
 }
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks *testHooks) error {
@@ -154,8 +156,13 @@ func openStore(ctx context.Context, p *parts, g *service.Group) error {
 		return nil
 	}))
 	if p.pebble != nil {
+		// Once per cluster, under a lease. (One process opens a Pebble store, so the lease is
+		// always this node's today; the gate keeps the sweep once per cluster if a shared
+		// store ever needs one.)
 		set := p.reg.Add(metrics.NewSet())
-		g.Add("sweeper", api.NewSweeper(api.SweeperConfig{Interval: p.cfg.SweepEvery}, p.pebble, p.log, set))
+		k := p.keeper("sweeper", set)
+		g.Add("sweeper-lease", k)
+		g.Add("sweeper", api.NewSweeper(api.SweeperConfig{Interval: p.cfg.SweepEvery, Leader: k.Leader}, p.pebble, p.log, set))
 	}
 	return nil
 }
@@ -176,8 +183,11 @@ func addGateway(p *parts, g *service.Group, hooks *testHooks) error {
 	}
 	g.Add("gateway", svc)
 	if st := p.pebble; st != nil {
-		// Cassandra's offline rows expire by TTL; the embedded store's are swept.
+		// Cassandra's offline rows expire by TTL; the embedded store's are swept, once per
+		// cluster under a lease like the other sweeper.
 		every, log := p.cfg.SweepEvery, p.log.Named("direct")
+		k := p.keeper("offline-sweeper", set)
+		g.Add("offline-sweeper-lease", k)
 		g.Add("offline-sweeper", service.Func(func(ctx context.Context) error {
 			tick := time.NewTicker(every)
 			defer tick.Stop()
@@ -186,6 +196,9 @@ func addGateway(p *parts, g *service.Group, hooks *testHooks) error {
 				case <-ctx.Done():
 					return nil
 				case <-tick.C:
+				}
+				if !k.Leader() {
+					continue
 				}
 				for { // in rounds, so that a large backlog never holds one long iterator
 					n, err := st.SweepOffline(ctx, time.Now(), 10_000)

@@ -32,6 +32,8 @@ import (
 //	'k' app deviceId                            → dead since, unix ms            (dead_tokens)
 //	'f' app installationId msgId                → state, seq, keep, message JSON (offline_messages)
 //	'e' app objectId                            → sent, expired, arrivals        (notification_counts, own channel)
+//	'l' name                                    → owner, epoch, expires          (leases)
+//	'h' app id                                  → epoch, uint64                  (scheduled_by_id.fired_epoch)
 //
 // Times in keys are int64-encoded: updatedHour in unix milliseconds, updatedAt truncated to its
 // hour (updatedSlot: a refresh within the hour leaves the row alone; rows written before that
@@ -58,6 +60,8 @@ const (
 	tDead        = 'k'
 	tOffline     = 'f'
 	tDirectCount = 'e'
+	tLease       = 'l'
+	tSchedClaim  = 'h'
 
 	reservedQueue = 'q' // queue/embedded; never written here
 )
@@ -131,6 +135,12 @@ func schedKey(dst []byte, app string, id int64) []byte { return appendInt64(sche
 func schedDueKey(dst []byte, dueNs int64, app string, id int64) []byte {
 	return appendInt64(appendStr(appendInt64(append(dst, tSchedDue), dueNs), app), id)
 }
+
+func schedClaimKey(dst []byte, app string, id int64) []byte {
+	return appendInt64(appendStr(append(dst, tSchedClaim), app), id)
+}
+
+func leaseKey(dst []byte, name string) []byte { return appendStr(append(dst, tLease), name) }
 
 func counterKey(dst []byte, name string) []byte { return appendStr(append(dst, tCounter), name) }
 

@@ -154,6 +154,9 @@ func (s *Store) DeleteScheduled(ctx context.Context, appID string, id int64) err
 	if err := b.Delete(schedDueKey(nil, sc.DueAt.UnixNano(), appID, id), nil); err != nil {
 		return err
 	}
+	if err := b.Delete(schedClaimKey(nil, appID, id), nil); err != nil {
+		return err
+	}
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("cannot delete scheduled push %d of app %s: %w", id, appID, err)
 	}

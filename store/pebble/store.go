@@ -161,6 +161,8 @@ type Store struct {
 
 	idMu  sync.Mutex       // NextID
 	idMax map[string]int64 // last id handed out per name, cached after the first read
+
+	leaseMu sync.Mutex // AcquireLease, RenewLease, ReleaseLease: one compare-and-set at a time
 }
 
 var _ store.Store = (*Store)(nil)
@@ -222,6 +224,10 @@ func Open(dir string, opts Options) (*Store, error) {
 		s.now = time.Now
 	}
 	s.gate.cond.L = &s.gate.Mutex
+	if err := s.releaseLeases(); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 

@@ -52,6 +52,11 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"OfflineCache", testOfflineCache},
 		{"OfflineCacheBound", testOfflineCacheBound},
 		{"OfflineCountsInRecordReaders", testOfflineCountsReaders},
+		{"LeaseAcquire", testLeaseAcquire},
+		{"LeaseRenewExpiry", testLeaseRenewExpiry},
+		{"LeaseRelease", testLeaseRelease},
+		{"LeaseConcurrent", testLeaseConcurrent},
+		{"ScheduledClaimFencing", testScheduledClaimFencing},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
