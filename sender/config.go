@@ -11,6 +11,7 @@ import (
 	"github.com/pushd/pushd/sender/fcm"
 	"github.com/pushd/pushd/sender/hms"
 	"github.com/pushd/pushd/sender/mi"
+	"github.com/pushd/pushd/sender/mz"
 )
 
 // Config configures the dispatcher and its pools.
@@ -57,6 +58,7 @@ type Config struct {
 	FCM  fcm.Config
 	HMS  hms.Config
 	Mi   mi.Config
+	Mz   mz.Config
 
 	// Test hooks.
 	sleep   func(ctx context.Context, d time.Duration) error // backoff and rate waits
@@ -143,7 +145,10 @@ func (c Config) Validate() error {
 	if err := c.HMS.Validate(); err != nil {
 		return err
 	}
-	return c.Mi.Validate()
+	if err := c.Mi.Validate(); err != nil {
+		return err
+	}
+	return c.Mz.Validate()
 }
 
 // rate is the per-pool rate of (app, channel).

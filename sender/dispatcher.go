@@ -75,6 +75,7 @@ func New(cfg Config, apps AppSource, inv TokenInvalidator, log *zap.Logger, set 
 			push.ChannelFCM:  fcmDriver{cfg.FCM},
 			push.ChannelHMS:  hmsDriver{cfg.HMS},
 			push.ChannelMi:   miDriver{cfg.Mi},
+			push.ChannelMz:   mzDriver{cfg.Mz},
 		}
 	}
 	life, kill := context.WithCancel(context.Background())

@@ -3,6 +3,7 @@ package sender
 import (
 	"github.com/pushd/pushd/sender/hms"
 	"github.com/pushd/pushd/sender/mi"
+	"github.com/pushd/pushd/sender/mz"
 )
 
 // The vendor drivers (hybrid push). Each registered vendor is complete: auth, batching,
@@ -42,3 +43,20 @@ type miCreds struct {
 }
 
 func (m miCreds) newClient(route string) (client, error) { return m.NewClient(route, m.cfg) }
+
+type mzDriver struct{ cfg mz.Config }
+
+func (m mzDriver) load(raw []byte) (credentials, error) {
+	c, err := mz.Load(raw)
+	if err != nil {
+		return nil, err
+	}
+	return mzCreds{c, m.cfg}, nil
+}
+
+type mzCreds struct {
+	*mz.Credentials
+	cfg mz.Config
+}
+
+func (m mzCreds) newClient(route string) (client, error) { return m.NewClient(route, m.cfg) }

@@ -62,6 +62,7 @@ type serveConfig struct {
 	HMSEndpoint  string
 	HMSTokenURL  string
 	MiEndpoint   string
+	MzEndpoint   string
 	GatewayCA    string
 	// Sim runs the APNs and FCM simulators in-process and points the dev app at them.
 	Sim         bool
@@ -69,6 +70,7 @@ type serveConfig struct {
 	SimFCMAddr  string
 	SimHMSAddr  string
 	SimMiAddr   string
+	SimMzAddr   string
 
 	// OpsAddr serves the ops endpoints on nodes without the api role.
 	OpsAddr string
@@ -140,10 +142,12 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	fs.StringVar(&c.HMSEndpoint, "hms-endpoint", envOr("PUSHD_HMS_ENDPOINT", ""), "HMS Push Kit base URL instead of Huawei's, for credentials that name none (PUSHD_HMS_ENDPOINT)")
 	fs.StringVar(&c.HMSTokenURL, "hms-token-url", envOr("PUSHD_HMS_TOKEN_URL", ""), "HMS OAuth2 token URL instead of Huawei's, for credentials that name none (PUSHD_HMS_TOKEN_URL)")
 	fs.StringVar(&c.MiEndpoint, "mi-endpoint", envOr("PUSHD_MI_ENDPOINT", ""), "Xiaomi push base URL instead of the region's, for credentials that name none (PUSHD_MI_ENDPOINT)")
+	fs.StringVar(&c.MzEndpoint, "mz-endpoint", envOr("PUSHD_MZ_ENDPOINT", ""), "Meizu push base URL instead of https://api-push.meizu.com, for credentials that name none (PUSHD_MZ_ENDPOINT)")
 	fs.BoolVar(&c.Sim, "sim", envBool("PUSHD_SIM", false), "run the gateway simulators (APNs, FCM and the vendors with a driver) in-process and point the dev app at them; needs --dev (PUSHD_SIM)")
 	fs.StringVar(&c.SimAPNsAddr, "sim-apns-addr", envOr("PUSHD_SIM_APNS_ADDR", "127.0.0.1:2197"), "listen address of the in-process APNs simulator (PUSHD_SIM_APNS_ADDR)")
 	fs.StringVar(&c.SimFCMAddr, "sim-fcm-addr", envOr("PUSHD_SIM_FCM_ADDR", "127.0.0.1:2198"), "listen address of the in-process FCM simulator (PUSHD_SIM_FCM_ADDR)")
 	fs.StringVar(&c.SimMiAddr, "sim-mi-addr", envOr("PUSHD_SIM_MI_ADDR", "127.0.0.1:2200"), "listen address of the in-process Xiaomi simulator (PUSHD_SIM_MI_ADDR)")
+	fs.StringVar(&c.SimMzAddr, "sim-mz-addr", envOr("PUSHD_SIM_MZ_ADDR", "127.0.0.1:2205"), "listen address of the in-process Meizu simulator (PUSHD_SIM_MZ_ADDR)")
 	fs.StringVar(&c.SimHMSAddr, "sim-hms-addr", envOr("PUSHD_SIM_HMS_ADDR", "127.0.0.1:2199"), "listen address of the in-process HMS simulator (PUSHD_SIM_HMS_ADDR)")
 	fs.StringVar(&c.OpsAddr, "ops-addr", envOr("PUSHD_OPS_ADDR", ""), "listen address of /metrics, /healthz and /readyz for nodes without the api role (PUSHD_OPS_ADDR)")
 	if err := fs.Parse(args); err != nil {
@@ -211,8 +215,8 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	if c.Sim && !c.Dev {
 		return nil, fmt.Errorf("--sim needs --dev: the simulators are wired to the dev app")
 	}
-	if c.Sim && (c.APNsEndpoint != "" || c.FCMEndpoint != "" || c.HMSEndpoint != "" || c.MiEndpoint != "") {
-		return nil, fmt.Errorf("--sim sets the gateway endpoints itself: drop --apns-endpoint/--fcm-endpoint/--hms-endpoint/--mi-endpoint")
+	if c.Sim && (c.APNsEndpoint != "" || c.FCMEndpoint != "" || c.HMSEndpoint != "" || c.MiEndpoint != "" || c.MzEndpoint != "") {
+		return nil, fmt.Errorf("--sim sets the gateway endpoints itself: drop --apns-endpoint/--fcm-endpoint/--hms-endpoint/--mi-endpoint/--mz-endpoint")
 	}
 	return c, nil
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/pushd/pushd/sender/fcm"
 	"github.com/pushd/pushd/sender/hms"
 	"github.com/pushd/pushd/sender/mi"
+	"github.com/pushd/pushd/sender/mz"
 	"github.com/pushd/pushd/store"
 	"github.com/pushd/pushd/store/cassandra"
 )
@@ -138,6 +139,7 @@ func dispatcher(p *parts) (*sender.Dispatcher, error) {
 	cfg.APNs.TLS, cfg.FCM.TLS, cfg.HMS.TLS = tlsCfg, tlsCfg, tlsCfg
 	cfg.HMS.Endpoint, cfg.HMS.TokenURL = p.cfg.HMSEndpoint, p.cfg.HMSTokenURL
 	cfg.Mi.TLS, cfg.Mi.Endpoint = tlsCfg, p.cfg.MiEndpoint
+	cfg.Mz.TLS, cfg.Mz.Endpoint = tlsCfg, p.cfg.MzEndpoint
 	cfg.APNs.ProdEndpoint, cfg.APNs.DevEndpoint = p.cfg.APNsEndpoint, p.cfg.APNsEndpoint
 	cfg.FCM.Endpoint, cfg.FCM.TokenURL = p.cfg.FCMEndpoint, p.cfg.FCMTokenURL
 	if p.sims != nil {
@@ -148,6 +150,7 @@ func dispatcher(p *parts) (*sender.Dispatcher, error) {
 		cfg.HMS.TLS = p.sims.hms.ClientTLS()
 		cfg.HMS.Endpoint, cfg.HMS.TokenURL = p.sims.hms.URL(), p.sims.hms.TokenURL()
 		cfg.Mi.TLS, cfg.Mi.Endpoint = p.sims.mi.ClientTLS(), p.sims.mi.URL()
+		cfg.Mz.TLS, cfg.Mz.Endpoint = p.sims.mz.ClientTLS(), p.sims.mz.URL()
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -257,8 +260,9 @@ func credentialValidators() map[string]api.CredentialValidator {
 		// Vendors with a driver check their profiles' fields; the others only the shape.
 		push.ChannelHMS: check(hms.ParseCredentials),
 		push.ChannelMi:  check(mi.ParseCredentials),
+		push.ChannelMz:  check(mz.ParseCredentials),
 	}
-	for _, vendor := range []string{push.ChannelMz, push.ChannelVivo, push.ChannelOppo, push.ChannelHonor} {
+	for _, vendor := range []string{push.ChannelVivo, push.ChannelOppo, push.ChannelHonor} {
 		v[vendor] = check(pushapi.ParseHybridCredentials)
 	}
 	return v
@@ -292,6 +296,7 @@ type sims struct {
 	fcm  *sim.FCM
 	hms  *sim.HMS
 	mi   *sim.Mi
+	mz   *sim.Mz
 }
 
 // Names the dev app's simulated credentials use.
@@ -328,10 +333,18 @@ func startSims(ctx context.Context, p *parts, g *service.Group, stdout io.Writer
 		_ = h.Close()
 		return fmt.Errorf("cannot start the Xiaomi simulator on %s: %w", p.cfg.SimMiAddr, err)
 	}
-	p.sims = &sims{apns: a, fcm: f, hms: h, mi: m}
+	z, err := sim.NewMz(sim.MzConfig{Addr: p.cfg.SimMzAddr})
+	if err != nil {
+		_ = a.Close()
+		_ = f.Close()
+		_ = h.Close()
+		_ = m.Close()
+		return fmt.Errorf("cannot start the Meizu simulator on %s: %w", p.cfg.SimMzAddr, err)
+	}
+	p.sims = &sims{apns: a, fcm: f, hms: h, mi: m, mz: z}
 	g.Add("simulators", service.Func(func(ctx context.Context) error {
 		<-ctx.Done()
-		return errors.Join(a.Close(), f.Close(), h.Close(), m.Close())
+		return errors.Join(a.Close(), f.Close(), h.Close(), m.Close(), z.Close())
 	}))
 	p8, err := a.NewKey(simKeyID, simTeamID)
 	if err != nil {
@@ -367,11 +380,17 @@ func startSims(ctx context.Context, p *parts, g *service.Group, stdout io.Writer
 		return fmt.Errorf("BUG: cannot encode simulator credentials: %w", err)
 	}
 	app.Credentials[push.ChannelMi] = miCred
+	mzAppID, mzSecret := z.NewApp()
+	mzCred, err := json.Marshal(map[string]mz.ProfileJSON{push.DefaultProfile: {AppID: json.Number(mzAppID), AppSecret: mzSecret}})
+	if err != nil {
+		return fmt.Errorf("BUG: cannot encode simulator credentials: %w", err)
+	}
+	app.Credentials[push.ChannelMz] = mzCred
 	app.UpdatedAt = time.Now().UTC()
 	if err := p.store.PutApp(ctx, app); err != nil {
 		return fmt.Errorf("cannot give the dev app simulator credentials: %w", err)
 	}
-	fmt.Fprintf(stdout, "gateway simulators: APNs %s (topic %s), FCM %s, HMS %s, Xiaomi %s; delivered pushes: curl -sk %s/_stats\n",
-		a.URL(), simTopic, f.URL(), h.URL(), m.URL(), a.URL())
+	fmt.Fprintf(stdout, "gateway simulators: APNs %s (topic %s), FCM %s, HMS %s, Xiaomi %s, Meizu %s; delivered pushes: curl -sk %s/_stats\n",
+		a.URL(), simTopic, f.URL(), h.URL(), m.URL(), z.URL(), a.URL())
 	return nil
 }

@@ -24,6 +24,8 @@ var AndroidAttributes = []string{"alert", "title", "silent", "action", "_notific
 var VendorParams = map[string][]string{
 	push.ChannelVivo: {"pushMode"},
 	push.ChannelHMS:  {"target_user_type"},
+	// Meizu's click action (clickType 1 + activity, 2 + url) and notifyKey (sender/mz).
+	push.ChannelMz: {"clickType", "url", "activity", "notifyKey"},
 }
 
 func isIOSOnly(k string) bool {
