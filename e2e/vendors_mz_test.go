@@ -18,7 +18,8 @@ var mzSimLine = regexp.MustCompile(`Meizu (https://127\.0\.0\.1:\d+)[,;]`)
 // TestE2EMeizuPushThroughServe: Meizu installations of the dev app (vendor "meizu" or "mz")
 // get a query push through the in-process Meizu simulator of `pushd serve --dev --sim`, with
 // data.mz's title; a pushId Meizu calls illegal (110003) deletes its installation; a silent
-// push fails the Meizu targets with the reason in the record.
+// push fails the Meizu targets with the reason in the record; an installation with an unknown
+// vendor is refused.
 func TestE2EMeizuPushThroughServe(t *testing.T) {
 	data := t.TempDir()
 	p := startPushd(t, data, "--dev", "--sim", "--sim-apns-addr", "127.0.0.1:0", "--sim-fcm-addr", "127.0.0.1:0",
@@ -55,6 +56,12 @@ func TestE2EMeizuPushThroughServe(t *testing.T) {
 			illegalID = r.ObjectID
 		}
 	}
+	status, body, err := c.call("POST", "/1.1/installations", false, map[string]any{"deviceType": "android",
+		"installationId": "b0b0b0b0-0000-4000-8000-000000000004", "vendor": "nokia", "registrationId": "x1"})
+	if err != nil || status != http.StatusBadRequest || !strings.Contains(string(body), "nokia") {
+		t.Fatalf("unknown vendor: %d %s: %v", status, body, err)
+	}
+
 	oid := c.push(t, map[string]any{"data": map[string]any{"alert": "Half price today", "mz": map[string]any{"title": "Meizu deals"}}, "channels": []string{"mz"}})
 	rec := c.waitDone(t, oid)
 	if rec.Devices != 3 || rec.Successes != 2 || rec.InvalidTokens != 1 {
