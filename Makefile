@@ -34,6 +34,7 @@ bench: ## run the benchmarks and print their figures
 	if grep -qs 'func Benchmark' store/pebble/*_test.go; then run ./store/pebble/ 'Benchmark'; fi; \
 	run ./api/pushapi/ 'BenchmarkPushAccept'; \
 	run ./sender/apns/ 'BenchmarkSenderAPNsPool$$'; \
+	run ./sender/mz/ 'BenchmarkSenderMzPool$$'; \
 	if grep -qs 'func Benchmark' bench/*_test.go; then run ./bench/ 'Benchmark'; fi
 
 loadtest: ## load test: real pushd + simulators on 127.0.0.1, per-token delivery proof (LOADTEST_FLAGS="--installations 500")
