@@ -270,6 +270,9 @@ func (s *Server) upsertInstallation(ctx *fasthttp.RequestCtx, c *Call, body, pro
 	}
 
 	if target == "" {
+		if perr := checkVendor(probe, app.Settings.Edition, ""); perr != nil {
+			return perr
+		}
 		for _, st := range stale {
 			err := s.deps.Installations.DeleteInstallation(bg, app.ID, app.Settings.Buckets, st)
 			if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -300,6 +303,9 @@ func (s *Server) upsertInstallation(ctx *fasthttp.RequestCtx, c *Call, body, pro
 		return perr
 	}
 	if perr := validateDoc(doc); perr != nil {
+		return perr
+	}
+	if perr := checkVendor(doc, app.Settings.Edition, existing.Vendor); perr != nil {
 		return perr
 	}
 	// Removing an installationId or deviceToken the record has (a null, or a Delete) is a
@@ -400,6 +406,9 @@ func (s *Server) updateInstallation(ctx *fasthttp.RequestCtx, c *Call) error {
 		return perr
 	}
 	if perr := validateDoc(doc); perr != nil {
+		return perr
+	}
+	if perr := checkVendor(doc, app.Settings.Edition, existing.Vendor); perr != nil {
 		return perr
 	}
 	r := routeOf(oid, doc, c.Now)

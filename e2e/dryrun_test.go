@@ -28,15 +28,15 @@ type dryRunAnswer struct {
 
 // A dry run of a push through the real binary (`pushd serve --dev --sim`, what `make run`
 // starts) counts, per delivery channel, exactly the devices the real push to the same query
-// then reaches (iOS, FCM, the own channel, HMS and Xiaomi installations, an invalid one and one
-// outside the channel among them), and leaves nothing behind: no push record, nothing sent to
+// then reaches (iOS, the own channel, HMS, Xiaomi and Meizu installations, an invalid one and one
+// outside the channel among them; the dev app is of the China edition, which has no FCM), and leaves nothing behind: no push record, nothing sent to
 // any gateway simulator, and its req_id unclaimed.
 func TestE2EDryRunCountsWhatThePushReaches(t *testing.T) {
 	data := t.TempDir()
-	p := startPushd(t, data, "--dev", "--sim", "--sim-apns-addr", "127.0.0.1:0", "--sim-fcm-addr", "127.0.0.1:0", "--sim-hms-addr", "127.0.0.1:0", "--sim-mi-addr", "127.0.0.1:0", "--sim-vivo-addr", "127.0.0.1:0", "--sim-oppo-addr", "127.0.0.1:0")
+	p := startPushd(t, data, "--dev", "--sim", "--sim-apns-addr", "127.0.0.1:0", "--sim-fcm-addr", "127.0.0.1:0", "--sim-hms-addr", "127.0.0.1:0", "--sim-mi-addr", "127.0.0.1:0", "--sim-vivo-addr", "127.0.0.1:0", "--sim-oppo-addr", "127.0.0.1:0", "--sim-mz-addr", "127.0.0.1:0")
 	line := p.waitOutput(regexp.MustCompile(`gateway simulators: .*`), startTimeout)
 	sims := map[string]*simClient{}
-	for name, re := range map[string]*regexp.Regexp{"apns": apnsSimURL, "fcm": fcmSimURL, "hms": hmsSimLine, "mi": miSimLine} {
+	for name, re := range map[string]*regexp.Regexp{"apns": apnsSimURL, "fcm": fcmSimURL, "hms": hmsSimLine, "mi": miSimLine, "mz": mzSimLine} {
 		m := re.FindStringSubmatch(line)
 		if m == nil {
 			t.Fatalf("no %s simulator in the start-up line %q", name, line)
@@ -58,7 +58,7 @@ func TestE2EDryRunCountsWhatThePushReaches(t *testing.T) {
 		{"deviceType": "ios", "deviceToken": "0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f2", "apnsTopic": "com.example.pushd", "channels": deals},
 		{"deviceType": "ios", "deviceToken": "0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f3", "apnsTopic": "com.example.pushd", "channels": []string{"other"}},
 		{"deviceType": "ios", "deviceToken": "0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f4", "apnsTopic": "com.example.pushd", "channels": deals, "valid": false},
-		{"deviceType": "android", "installationId": "b0b0b0b0-0000-4000-8000-000000000001", "vendor": "fcm", "registrationId": "fcmTokenA", "channels": deals},
+		{"deviceType": "android", "installationId": "b0b0b0b0-0000-4000-8000-000000000001", "vendor": "meizu", "registrationId": "RFAKEmzDryRunA", "channels": deals},
 		{"deviceType": "android", "installationId": "b0b0b0b0-0000-4000-8000-000000000002", "channels": deals},
 		{"deviceType": "android", "installationId": "b0b0b0b0-0000-4000-8000-000000000003", "channels": deals},
 		{"deviceType": "android", "installationId": "b0b0b0b0-0000-4000-8000-000000000004", "vendor": "HMS", "registrationId": "IQAAAACy0dryrunA", "channels": deals},
@@ -78,7 +78,7 @@ func TestE2EDryRunCountsWhatThePushReaches(t *testing.T) {
 	if err := json.Unmarshal(out, &dry); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int64{"apns": 2, "fcm": 1, "direct": 2, "hms": 1, "mi": 1}
+	want := map[string]int64{"apns": 2, "mz": 1, "direct": 2, "hms": 1, "mi": 1}
 	if !dry.DryRun || dry.Devices != 7 {
 		t.Errorf("dry run %s: want 7 devices", out)
 	}
@@ -130,7 +130,7 @@ func TestE2EDryRunCountsWhatThePushReaches(t *testing.T) {
 			t.Errorf("channel %s: the push reached %d, the dry run counted %d", ch, got, n)
 		}
 	}
-	for name, n := range map[string]int64{"apns": 2, "fcm": 1, "hms": 1, "mi": 1} {
+	for name, n := range map[string]int64{"apns": 2, "fcm": 0, "hms": 1, "mi": 1, "mz": 1} {
 		if st := sims[name].mustGet(t, false); st.Accepted != n {
 			t.Errorf("%s simulator accepted %d pushes, want %d", name, st.Accepted, n)
 		}

@@ -48,6 +48,13 @@ func (w *Worker) buildJob(ctx context.Context, job *push.Job) (*jobState, error)
 	}
 	msgs := w.newMessages(job)
 	for i, ch := range channelNames {
+		// A vendor of the other edition (an installation stored before its app changed
+		// edition) fails with the reason rather than reaching that vendor.
+		if ed := app.Settings.Edition; !ed.HasChannel(ch) {
+			js.msgErrs[i] = ed.NotInEdition(ch)
+			js.msgOut[i] = push.OutcomeFailed
+			continue
+		}
 		m, err := msgs.Get(ch)
 		if err != nil {
 			js.msgErrs[i] = err.Error()

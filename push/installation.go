@@ -87,9 +87,9 @@ func (r *Route) DeviceID() string {
 	switch {
 	case r.DeviceType == DeviceIOS:
 		return r.DeviceToken
-	case r.Vendor != "" && r.RegistrationID != "":
+	case r.Vendor != "" && r.RegistrationID != "" && VendorChannel(r.Vendor) != "":
 		return r.RegistrationID
-	default:
+	default: // the own channel, where DeliveryChannel sends an unknown vendor too
 		return r.InstallationID
 	}
 }

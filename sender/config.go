@@ -17,6 +17,7 @@ import (
 	"github.com/pushd/pushd/sender/fcm"
 	"github.com/pushd/pushd/sender/hms"
 	"github.com/pushd/pushd/sender/mi"
+	"github.com/pushd/pushd/sender/mz"
 	"github.com/pushd/pushd/sender/oppo"
 	"github.com/pushd/pushd/sender/vivo"
 )
@@ -68,6 +69,7 @@ type Config struct {
 	Mi   mi.Config
 	Vivo vivo.Config
 	Oppo oppo.Config
+	Mz   mz.Config
 
 	// Test hooks.
 	sleep   func(ctx context.Context, d time.Duration) error // backoff and rate waits
@@ -217,7 +219,10 @@ func (c Config) Validate() error {
 	if err := c.Oppo.Validate(); err != nil {
 		return err
 	}
-	return c.Mi.Validate()
+	if err := c.Mi.Validate(); err != nil {
+		return err
+	}
+	return c.Mz.Validate()
 }
 
 // rate is the per-pool rate of (app, channel).

@@ -79,6 +79,7 @@ func New(cfg Config, apps AppSource, inv TokenInvalidator, log *zap.Logger, set 
 			push.ChannelMi:   miDriver{cfg.Mi},
 			push.ChannelVivo: vivoDriver{cfg.Vivo},
 			push.ChannelOppo: oppoDriver{cfg.Oppo},
+			push.ChannelMz:   mzDriver{cfg.Mz},
 		}
 	}
 	life, kill := context.WithCancel(context.Background())

@@ -3,6 +3,7 @@ package sender
 import (
 	"github.com/pushd/pushd/sender/hms"
 	"github.com/pushd/pushd/sender/mi"
+	"github.com/pushd/pushd/sender/mz"
 	"github.com/pushd/pushd/sender/oppo"
 	"github.com/pushd/pushd/sender/vivo"
 )
@@ -78,3 +79,20 @@ type oppoCreds struct {
 }
 
 func (o oppoCreds) newClient(route string) (client, error) { return o.NewClient(route, o.cfg) }
+
+type mzDriver struct{ cfg mz.Config }
+
+func (m mzDriver) load(raw []byte) (credentials, error) {
+	c, err := mz.Load(raw)
+	if err != nil {
+		return nil, err
+	}
+	return mzCreds{c, m.cfg}, nil
+}
+
+type mzCreds struct {
+	*mz.Credentials
+	cfg mz.Config
+}
+
+func (m mzCreds) newClient(route string) (client, error) { return m.NewClient(route, m.cfg) }

@@ -190,6 +190,11 @@ func dryRunJSON(job *push.Job, app *push.App, aud *push.Audience, pushTime *time
 			badged *render.Badged
 			err    error
 		)
+		if ed := app.Settings.Edition; !ed.HasChannel(ch) {
+			_, hasCred := app.Credentials[ch]
+			out.Payloads[ch] = dryRunPayload{Error: ed.NotInEdition(ch), NoCredentials: !hasCred} // as fan-out fails them
+			continue
+		}
 		if ch == push.ChannelAPNs {
 			m, badged, err = render.RenderBadged(job.Data, opts)
 		} else {

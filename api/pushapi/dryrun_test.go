@@ -97,6 +97,9 @@ func TestPushDryRunAnswersAudienceAndStoresNothing(t *testing.T) {
 	if p := got.Payloads["hms"]; !strings.Contains(string(p.Payload), `"title":"Huawei"`) || p.Error != "" {
 		t.Errorf("hms payload %+v, want its own title", p)
 	}
+	if p := got.Payloads["fcm"]; p.Error != "vendor fcm is not available in the china edition" || len(p.Payload) != 0 {
+		t.Errorf("fcm payload %+v, want the edition error fan-out fails its targets with", p)
+	}
 	if p := got.Payloads["mi"]; !strings.Contains(string(p.Payload), `"title":"T"`) {
 		t.Errorf("mi payload %+v, want the default title", p)
 	}

@@ -62,7 +62,8 @@ func renderVerdict(data json.RawMessage, members map[string]json.RawMessage, cha
 		return verdictNoContent, err
 	case errors.Is(err, render.ErrAlertObject):
 		return verdictAlertObject, err
-	case errors.Is(err, render.ErrNoPassThrough), errors.Is(err, render.ErrReservedKey), errors.Is(err, render.ErrTooLarge):
+	case errors.Is(err, render.ErrNoPassThrough), errors.Is(err, render.ErrReservedKey), errors.Is(err, render.ErrTooLarge),
+		errors.Is(err, render.ErrVendorParam):
 		return verdictTargetsFail, err
 	default:
 		return verdictBug, err
@@ -99,8 +100,8 @@ func checkContentQueryTop(data json.RawMessage, top map[string]json.RawMessage, 
 	anyOK, alertObject := false, false
 	// The neutral-vendor channels (mi, hms, mz, vivo, oppo, honor) all render through the same code,
 	// which differs per channel only in the channel's own platform object (data.<channel>) and
-	// in whether the channel has pass-through (ErrNoPassThrough, a verdictTargetsFail, counts
-	// here as verdictOK does). So vendors without their own object get the verdict of the first
+	// in whether the channel has pass-through and in its payload limits (ErrNoPassThrough,
+	// ErrTooLarge: verdictTargetsFail, which counts here as verdictOK does). So vendors without their own object get the verdict of the first
 	// such vendor instead of a render each. It comes first in cands, so a verdictBug names the
 	// same channel as rendering them all would. FuzzWireContentQueryMatchesRenderAll holds this
 	// against rendering every candidate.

@@ -159,6 +159,28 @@ func checkPlatform(path, key string, raw json.RawMessage, ed push.Edition, c *da
 			}
 		}
 	}
+	return checkVendorParams(key, obj)
+}
+
+// checkVendorParams refuses data.<vendor> parameters the vendor would refuse (render's rules,
+// which fan-out applies to pushes accepted before them).
+func checkVendorParams(key string, obj map[string]json.RawMessage) *push.Error {
+	sub := map[string]json.RawMessage{}
+	for _, k := range render.VendorParams[key] {
+		if v, ok := obj[k]; ok && !isNull(v) {
+			sub[k] = v
+		}
+	}
+	if len(sub) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(sub)
+	if err != nil {
+		return typeError("data."+key, "a JSON object")
+	}
+	if err := render.CheckVendorParams(key, b); err != nil {
+		return push.Errorf(push.CodeValidation, "%s", strings.TrimPrefix(err.Error(), render.ErrVendorParam.Error()+": "))
+	}
 	return nil
 }
 

@@ -70,6 +70,7 @@ type serveConfig struct {
 	VivoEndpoint string
 	OppoEndpoint string
 	OppoIntlURL  string
+	MzEndpoint   string
 	GatewayCA    string
 	// OppoInvalidRegIDCodes are OPPO's business codes of a dead regId (unconfirmed: none
 	// assumed), comma-separated.
@@ -83,6 +84,7 @@ type serveConfig struct {
 	SimMiAddr   string
 	SimVivoAddr string
 	SimOppoAddr string
+	SimMzAddr   string
 
 	// OpsAddr serves the ops endpoints on nodes without the api role.
 	OpsAddr string
@@ -168,10 +170,12 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	fs.StringVar(&c.OppoEndpoint, "oppo-endpoint", envOr("PUSHD_OPPO_ENDPOINT", ""), "OPPO push China base URL instead of OPPO's, for credentials that name none (PUSHD_OPPO_ENDPOINT)")
 	fs.StringVar(&c.OppoIntlURL, "oppo-intl-endpoint", envOr("PUSHD_OPPO_INTL_ENDPOINT", ""), "OPPO push overseas base URL instead of OPPO's, for credentials that name none (PUSHD_OPPO_INTL_ENDPOINT)")
 	fs.StringVar(&c.OppoInvalidRegIDCodes, "oppo-invalid-regid-codes", envOr("PUSHD_OPPO_INVALID_REGID_CODES", ""), "comma list of OPPO business codes (10000-20000) that mean a dead regId and delete its installation; OPPO's are unconfirmed, so none by default (PUSHD_OPPO_INVALID_REGID_CODES)")
+	fs.StringVar(&c.MzEndpoint, "mz-endpoint", envOr("PUSHD_MZ_ENDPOINT", ""), "Meizu push base URL instead of https://api-push.meizu.com, for credentials that name none (PUSHD_MZ_ENDPOINT)")
 	fs.BoolVar(&c.Sim, "sim", envBool("PUSHD_SIM", false), "run the gateway simulators (APNs, FCM and the vendors with a driver) in-process and point the dev app at them; needs --dev (PUSHD_SIM)")
 	fs.StringVar(&c.SimAPNsAddr, "sim-apns-addr", envOr("PUSHD_SIM_APNS_ADDR", "127.0.0.1:2197"), "listen address of the in-process APNs simulator (PUSHD_SIM_APNS_ADDR)")
 	fs.StringVar(&c.SimFCMAddr, "sim-fcm-addr", envOr("PUSHD_SIM_FCM_ADDR", "127.0.0.1:2198"), "listen address of the in-process FCM simulator (PUSHD_SIM_FCM_ADDR)")
 	fs.StringVar(&c.SimMiAddr, "sim-mi-addr", envOr("PUSHD_SIM_MI_ADDR", "127.0.0.1:2200"), "listen address of the in-process Xiaomi simulator (PUSHD_SIM_MI_ADDR)")
+	fs.StringVar(&c.SimMzAddr, "sim-mz-addr", envOr("PUSHD_SIM_MZ_ADDR", "127.0.0.1:2205"), "listen address of the in-process Meizu simulator (PUSHD_SIM_MZ_ADDR)")
 	fs.StringVar(&c.SimHMSAddr, "sim-hms-addr", envOr("PUSHD_SIM_HMS_ADDR", "127.0.0.1:2199"), "listen address of the in-process HMS simulator (PUSHD_SIM_HMS_ADDR)")
 	fs.StringVar(&c.SimVivoAddr, "sim-vivo-addr", envOr("PUSHD_SIM_VIVO_ADDR", "127.0.0.1:2203"), "listen address of the in-process vivo simulator (PUSHD_SIM_VIVO_ADDR)")
 	fs.StringVar(&c.SimOppoAddr, "sim-oppo-addr", envOr("PUSHD_SIM_OPPO_ADDR", "127.0.0.1:2204"), "listen address of the in-process OPPO simulator, both regions (PUSHD_SIM_OPPO_ADDR)")
@@ -252,8 +256,8 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 		return nil, fmt.Errorf("--sim needs --dev: the simulators are wired to the dev app")
 	}
 	if c.Sim && (c.APNsEndpoint != "" || c.FCMEndpoint != "" || c.HMSEndpoint != "" || c.MiEndpoint != "" || c.VivoEndpoint != "" ||
-		c.OppoEndpoint != "" || c.OppoIntlURL != "") {
-		return nil, fmt.Errorf("--sim sets the gateway endpoints itself: drop --apns-endpoint/--fcm-endpoint/--hms-endpoint/--mi-endpoint/--vivo-endpoint/--oppo-endpoint/--oppo-intl-endpoint")
+		c.OppoEndpoint != "" || c.OppoIntlURL != "" || c.MzEndpoint != "") {
+		return nil, fmt.Errorf("--sim sets the gateway endpoints itself: drop --apns-endpoint/--fcm-endpoint/--hms-endpoint/--mi-endpoint/--vivo-endpoint/--oppo-endpoint/--oppo-intl-endpoint/--mz-endpoint")
 	}
 	codes, err := parseCodes(c.OppoInvalidRegIDCodes)
 	if err != nil {

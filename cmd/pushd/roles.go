@@ -31,6 +31,7 @@ import (
 	"github.com/pushd/pushd/sender/fcm"
 	"github.com/pushd/pushd/sender/hms"
 	"github.com/pushd/pushd/sender/mi"
+	"github.com/pushd/pushd/sender/mz"
 	"github.com/pushd/pushd/sender/oppo"
 	"github.com/pushd/pushd/sender/vivo"
 	"github.com/pushd/pushd/store"
@@ -161,6 +162,7 @@ func dispatcher(p *parts) (*sender.Dispatcher, error) {
 	cfg.Mi.TLS, cfg.Mi.Endpoint = tlsCfg, p.cfg.MiEndpoint
 	cfg.Vivo.TLS, cfg.Vivo.Endpoint = tlsCfg, p.cfg.VivoEndpoint
 	cfg.Oppo.TLS, cfg.Oppo.Endpoint, cfg.Oppo.IntlEndpoint = tlsCfg, p.cfg.OppoEndpoint, p.cfg.OppoIntlURL
+	cfg.Mz.TLS, cfg.Mz.Endpoint = tlsCfg, p.cfg.MzEndpoint
 	cfg.APNs.ProdEndpoint, cfg.APNs.DevEndpoint = p.cfg.APNsEndpoint, p.cfg.APNsEndpoint
 	cfg.FCM.Endpoint, cfg.FCM.TokenURL = p.cfg.FCMEndpoint, p.cfg.FCMTokenURL
 	if p.sims != nil {
@@ -175,6 +177,7 @@ func dispatcher(p *parts) (*sender.Dispatcher, error) {
 		cfg.Oppo.TLS, cfg.Oppo.Endpoint, cfg.Oppo.IntlEndpoint = p.sims.oppo.ClientTLS(), p.sims.oppo.URL(), p.sims.oppo.URL()
 		// The simulator's dead-regId codes are known: its dead regIds are deleted like APNs'.
 		cfg.Oppo.InvalidRegIDCodes = []int{sim.OppoDefaultInvalidCode, sim.OppoDefaultUnsubscribedCode}
+		cfg.Mz.TLS, cfg.Mz.Endpoint = p.sims.mz.ClientTLS(), p.sims.mz.URL()
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -286,8 +289,9 @@ func credentialValidators() map[string]api.CredentialValidator {
 		push.ChannelMi:   check(mi.ParseCredentials),
 		push.ChannelVivo: check(vivo.ParseCredentials),
 		push.ChannelOppo: check(oppo.ParseCredentials),
+		push.ChannelMz:   check(mz.ParseCredentials),
 	}
-	for _, vendor := range []string{push.ChannelMz, push.ChannelHonor} {
+	for _, vendor := range []string{push.ChannelHonor} {
 		v[vendor] = check(pushapi.ParseHybridCredentials)
 	}
 	return v
@@ -323,6 +327,7 @@ type sims struct {
 	mi   *sim.Mi
 	vivo *sim.Vivo
 	oppo *sim.Oppo
+	mz   *sim.Mz
 }
 
 // Names the dev app's simulated credentials use.
@@ -377,10 +382,20 @@ func startSims(ctx context.Context, p *parts, g *service.Group, stdout io.Writer
 		_ = v.Close()
 		return fmt.Errorf("cannot start the OPPO simulator on %s: %w", p.cfg.SimOppoAddr, err)
 	}
-	p.sims = &sims{apns: a, fcm: f, hms: h, mi: m, vivo: v, oppo: o}
+	z, err := sim.NewMz(sim.MzConfig{Addr: p.cfg.SimMzAddr})
+	if err != nil {
+		_ = a.Close()
+		_ = f.Close()
+		_ = h.Close()
+		_ = m.Close()
+		_ = v.Close()
+		_ = o.Close()
+		return fmt.Errorf("cannot start the Meizu simulator on %s: %w", p.cfg.SimMzAddr, err)
+	}
+	p.sims = &sims{apns: a, fcm: f, hms: h, mi: m, vivo: v, oppo: o, mz: z}
 	g.Add("simulators", service.Func(func(ctx context.Context) error {
 		<-ctx.Done()
-		return errors.Join(a.Close(), f.Close(), h.Close(), m.Close(), v.Close(), o.Close())
+		return errors.Join(a.Close(), f.Close(), h.Close(), m.Close(), v.Close(), o.Close(), z.Close())
 	}))
 	p8, err := a.NewKey(simKeyID, simTeamID)
 	if err != nil {
@@ -428,11 +443,17 @@ func startSims(ctx context.Context, p *parts, g *service.Group, stdout io.Writer
 		return fmt.Errorf("BUG: cannot encode simulator credentials: %w", err)
 	}
 	app.Credentials[push.ChannelOppo] = oppoCred
+	mzAppID, mzSecret := z.NewApp()
+	mzCred, err := json.Marshal(map[string]mz.ProfileJSON{push.DefaultProfile: {AppID: json.Number(mzAppID), AppSecret: mzSecret}})
+	if err != nil {
+		return fmt.Errorf("BUG: cannot encode simulator credentials: %w", err)
+	}
+	app.Credentials[push.ChannelMz] = mzCred
 	app.UpdatedAt = time.Now().UTC()
 	if err := p.store.PutApp(ctx, app); err != nil {
 		return fmt.Errorf("cannot give the dev app simulator credentials: %w", err)
 	}
-	fmt.Fprintf(stdout, "gateway simulators: APNs %s (topic %s), FCM %s, HMS %s, vivo %s, OPPO %s, Xiaomi %s; delivered pushes: curl -sk %s/_stats\n",
-		a.URL(), simTopic, f.URL(), h.URL(), v.URL(), o.URL(), m.URL(), a.URL())
+	fmt.Fprintf(stdout, "gateway simulators: APNs %s (topic %s), FCM %s, HMS %s, vivo %s, OPPO %s, Xiaomi %s, Meizu %s; delivered pushes: curl -sk %s/_stats\n",
+		a.URL(), simTopic, f.URL(), h.URL(), v.URL(), o.URL(), m.URL(), z.URL(), a.URL())
 	return nil
 }

@@ -244,6 +244,9 @@ func renderVendor(m, own attrs, channel string, opts Options) (*push.Message, er
 			return nil, err
 		}
 	}
+	if err := checkVendor(channel, &vb); err != nil {
+		return nil, err
+	}
 	body, err := json.Marshal(vb)
 	if err != nil {
 		return nil, ErrBadData
