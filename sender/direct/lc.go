@@ -12,6 +12,7 @@ import (
 
 	"github.com/gobwas/ws"
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/pushd/pushd/push"
@@ -58,27 +59,33 @@ func DecodeLC(b []byte) (*lcproto.GenericCommand, error) {
 
 // AppendLCData appends the data command of m to dst: one message, its id and its rendered
 // Android payload (the same JSON our protocol's push frame holds), offline when it comes
-// from the offline cache at login.
+// from the offline cache at login. Written with protowire (no message built per delivery);
+// TestDirectLCAppendDataIsTheMessage holds it to lcproto's GenericCommand.
 func AppendLCData(dst []byte, m *push.DirectMessage, offline bool) []byte {
-	data := "{}"
-	if len(m.Data) > 0 {
-		data = string(m.Data)
+	data := m.Data
+	if len(data) == 0 {
+		data = []byte("{}")
 	}
-	c := &lcproto.GenericCommand{
-		Cmd: lcproto.CommandType_data.Enum(),
-		DataMessage: &lcproto.DataCommand{
-			Ids: []string{m.ID},
-			Msg: []*lcproto.JsonObjectMessage{{Data: &data}},
-		},
-	}
+	jsonMsg := protowire.SizeTag(1) + protowire.SizeBytes(len(data))
+	inner := protowire.SizeTag(1) + protowire.SizeBytes(len(m.ID)) + protowire.SizeTag(2) + protowire.SizeBytes(jsonMsg)
 	if offline {
-		c.DataMessage.Offline = proto.Bool(true)
+		inner += protowire.SizeTag(3) + protowire.SizeVarint(1)
 	}
-	b, err := proto.MarshalOptions{}.MarshalAppend(dst, c)
-	if err != nil {
-		panic("BUG: cannot marshal a data command: " + err.Error())
+	dst = protowire.AppendTag(dst, 1, protowire.VarintType) // cmd
+	dst = protowire.AppendVarint(dst, uint64(lcproto.CommandType_data))
+	dst = protowire.AppendTag(dst, 101, protowire.BytesType) // dataMessage
+	dst = protowire.AppendVarint(dst, uint64(inner))
+	dst = protowire.AppendTag(dst, 1, protowire.BytesType) // ids
+	dst = protowire.AppendString(dst, m.ID)
+	dst = protowire.AppendTag(dst, 2, protowire.BytesType) // msg
+	dst = protowire.AppendVarint(dst, uint64(jsonMsg))
+	dst = protowire.AppendTag(dst, 1, protowire.BytesType) // JsonObjectMessage.data
+	dst = protowire.AppendBytes(dst, data)
+	if offline {
+		dst = protowire.AppendTag(dst, 3, protowire.VarintType) // offline
+		dst = protowire.AppendVarint(dst, 1)
 	}
-	return b
+	return dst
 }
 
 // lcError is the error command answering request i (nil: none) with code and reason.

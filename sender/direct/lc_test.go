@@ -284,3 +284,30 @@ func TestDirectLCHeartbeat(t *testing.T) {
 	default:
 	}
 }
+
+// TestDirectLCAppendDataIsTheMessage: the hand-written data command is the GenericCommand of
+// lcproto that says the same, live and offline, with and without data.
+func TestDirectLCAppendDataIsTheMessage(t *testing.T) {
+	for _, tc := range []struct {
+		data    string
+		offline bool
+	}{{`{"alert":"hi","title":"Deals"}`, false}, {`{"alert":"hi"}`, true}, {"", false}} {
+		m := push.DirectMessage{ID: "6f1c0a9e2b7d4e1f8a3c5b27", Data: []byte(tc.data)}
+		var got lcproto.GenericCommand
+		if err := proto.Unmarshal(direct.AppendLCData([]byte("prefix"), &m, tc.offline)[len("prefix"):], &got); err != nil {
+			t.Fatalf("%+v: %v", tc, err)
+		}
+		data := tc.data
+		if data == "" {
+			data = "{}"
+		}
+		want := &lcproto.GenericCommand{Cmd: lcproto.CommandType_data.Enum(), DataMessage: &lcproto.DataCommand{
+			Ids: []string{m.ID}, Msg: []*lcproto.JsonObjectMessage{{Data: proto.String(data)}}}}
+		if tc.offline {
+			want.DataMessage.Offline = proto.Bool(true)
+		}
+		if !proto.Equal(&got, want) {
+			t.Errorf("%+v: got %v, want %v", tc, &got, want)
+		}
+	}
+}
