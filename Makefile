@@ -10,7 +10,7 @@ FUZZTIME  ?= 100000x
 BENCHTIME ?= 3s
 STATICCHECK_VERSION := $(shell cat .staticcheck-version)
 
-.PHONY: help run test test-short bench loadtest lint fuzz vuln
+.PHONY: help run test test-short bench loadtest lint fuzz vuln proto
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -62,3 +62,6 @@ fuzz: ## run every fuzz target for FUZZTIME executions each (default 100000x)
 
 vuln: ## govulncheck (needs network)
 	$(GO) run golang.org/x/vuln/cmd/govulncheck@latest ./...
+
+proto: ## regenerate sender/direct/lcproto from its .proto (needs protoc and protoc-gen-go v1.33.0; the build does not)
+	PATH="$(PATH):$$($(GO) env GOPATH)/bin" protoc --go_out=. --go_opt=paths=source_relative sender/direct/lcproto/messages.proto

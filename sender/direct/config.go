@@ -29,6 +29,10 @@ type Config struct {
 	HandshakeTimeout time.Duration
 	// RouterTTL is how long a device may keep the router's answer (seconds in the answer).
 	RouterTTL time.Duration
+	// LCIdle closes a connection of the original's protocol silent for this long. Its SDK
+	// pings every 180s and gives up itself after 360s without a pong (HeartBeatPolicy.java),
+	// so the gateway waits longer than that.
+	LCIdle time.Duration
 }
 
 // Defaults.
@@ -39,6 +43,7 @@ const (
 	DefaultOfflineLimit = 100
 	DefaultWriteTimeout = 5 * time.Second
 	DefaultRouterTTL    = time.Hour
+	DefaultLCIdle       = 390 * time.Second // two of the original SDK's 180s ping periods, and a margin
 )
 
 // WithDefaults fills zero fields.
@@ -67,6 +72,9 @@ func (c Config) WithDefaults() Config {
 	if c.RouterTTL == 0 {
 		c.RouterTTL = DefaultRouterTTL
 	}
+	if c.LCIdle == 0 {
+		c.LCIdle = DefaultLCIdle
+	}
 	return c
 }
 
@@ -89,6 +97,9 @@ func (c Config) Validate() error {
 	if c.WriteTimeout <= 0 {
 		errs = append(errs, errors.New("the direct write timeout must be positive"))
 	}
+	if c.LCIdle < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("--direct-lc-idle %s is below 100ms", c.LCIdle))
+	}
 	return errors.Join(errs...)
 }
 
@@ -99,5 +110,6 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, prefix string) {
 	fs.IntVar(&c.MaxFrame, prefix+"max-frame", DefaultMaxFrame, "own channel: largest frame a device may send, in bytes")
 	fs.Float64Var(&c.ConnectRate, prefix+"connect-rate", DefaultConnectRate, "own channel: device connects per second per app (burst: one second's worth)")
 	fs.IntVar(&c.OfflineLimit, prefix+"offline-limit", DefaultOfflineLimit, "own channel: cached messages kept per offline device; the oldest are dropped")
+	fs.DurationVar(&c.LCIdle, prefix+"lc-idle", DefaultLCIdle, "own channel, the original's protocol: a connection silent this long is closed (its SDK pings every 180s)")
 	fs.DurationVar(&c.WriteTimeout, prefix+"write-timeout", DefaultWriteTimeout, "own channel: longest write to a device before it is disconnected (its messages stay cached)")
 }

@@ -187,6 +187,9 @@ func (s *Server) untrack(c net.Conn) {
 type handshake struct {
 	path, iid, version string
 	appID, key, sign   string
+	// lc is the original's sub-protocol the device offered (and the server selected): that
+	// protocol is served on the connection (lc.go). Empty: ours.
+	lc string
 }
 
 // serveConn upgrades, authenticates and attaches the device; it returns the read loop to run
@@ -200,12 +203,24 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) func() {
 			if err != nil {
 				return ws.RejectConnectionError(ws.RejectionStatus(400), ws.RejectionReason("bad request URI"))
 			}
-			if p.Path != "/1.1/connect" {
-				return ws.RejectConnectionError(ws.RejectionStatus(404), ws.RejectionReason("no such endpoint: use /1.1/connect"))
-			}
 			q := p.Query()
 			hs.path, hs.iid, hs.version = p.Path, q.Get("installationId"), q.Get("v")
 			return nil
+		},
+		Protocol: func(p []byte) bool {
+			if hs.lc == "" && (string(p) == SubProtocolLC21 || string(p) == SubProtocolLC23) {
+				hs.lc = string(p)
+				return true
+			}
+			return false
+		},
+		OnBeforeUpgrade: func() (ws.HandshakeHeader, error) {
+			// Ours is on /1.1/connect; the original's protocol wherever its sub-protocol is
+			// offered (the router gives "/").
+			if hs.lc == "" && hs.path != "/1.1/connect" {
+				return nil, ws.RejectConnectionError(ws.RejectionStatus(404), ws.RejectionReason("no such endpoint: use /1.1/connect"))
+			}
+			return nil, nil
 		},
 		OnHeader: func(key, value []byte) error {
 			switch {
@@ -222,6 +237,9 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) func() {
 	if _, err := u.Upgrade(conn); err != nil {
 		s.connects["bad_request"].Inc()
 		return nil
+	}
+	if hs.lc != "" {
+		return s.serveLC(ctx, conn)
 	}
 	sess := &wsSession{conn: conn, timeout: s.cfg.WriteTimeout}
 	code, reason, result := s.admit(ctx, &hs)
@@ -272,19 +290,25 @@ func (s *Server) admit(ctx context.Context, hs *handshake) (int, string, string)
 	if !authorized(&app, hs.key, hs.sign, time.Now()) {
 		return CloseUnauthorized, "unauthorized", "unauthorized"
 	}
-	if !s.lim.allow(hs.appID, time.Now()) {
+	return s.admitDevice(ctx, &app, hs.iid)
+}
+
+// admitDevice checks what both protocols check once the app is known: the connect rate, and
+// an Android installation without vendor of this id.
+func (s *Server) admitDevice(ctx context.Context, app *push.App, iid string) (int, string, string) {
+	if !s.lim.allow(app.ID, time.Now()) {
 		return CloseTooMany, "too many connects for this app: retry later", "too_many"
 	}
-	oid, err := s.insts.LookupDevice(ctx, hs.appID, push.KindIID, hs.iid)
+	oid, err := s.insts.LookupDevice(ctx, app.ID, push.KindIID, iid)
 	var inst push.Installation
 	if err == nil {
-		inst, err = s.insts.GetInstallation(ctx, hs.appID, oid)
+		inst, err = s.insts.GetInstallation(ctx, app.ID, oid)
 	}
 	if errors.Is(err, store.ErrNotFound) {
 		return CloseNotFound, "installation not found", "not_found"
 	}
 	if err != nil {
-		s.log.Warn("cannot read an installation for a device connection", zap.String("app_id", hs.appID), zap.Error(err))
+		s.log.Warn("cannot read an installation for a device connection", zap.String("app_id", app.ID), zap.Error(err))
 		return CloseInternal, "cannot check the installation: retry later", "error"
 	}
 	if inst.DeviceType != push.DeviceAndroid || inst.DeliveryChannel(app.Settings.Edition) != push.ChannelDirect {
