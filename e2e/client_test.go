@@ -35,6 +35,21 @@ type pushd struct {
 
 // startPushd runs `pushd serve` on data with the API on a free loopback port, and waits until
 // the API listens.
+// simFreePorts give every in-process simulator of `pushd serve --sim` a free port, so that
+// tests never clash with each other or with a `make run` on the default ports.
+var simFreePorts = []string{
+	"--sim-apns-addr", "127.0.0.1:0", "--sim-fcm-addr", "127.0.0.1:0", "--sim-hms-addr", "127.0.0.1:0",
+	"--sim-mi-addr", "127.0.0.1:0", "--sim-vivo-addr", "127.0.0.1:0", "--sim-oppo-addr", "127.0.0.1:0",
+	"--sim-mz-addr", "127.0.0.1:0",
+}
+
+// startPushdSim starts `pushd serve --dev --sim` with every simulator on a free port, then args.
+func startPushdSim(t *testing.T, data string, args ...string) *pushd {
+	t.Helper()
+	all := append(append([]string{"--dev", "--sim"}, simFreePorts...), args...)
+	return startPushd(t, data, all...)
+}
+
 func startPushd(t *testing.T, data string, args ...string) *pushd {
 	t.Helper()
 	args = append([]string{"serve", "--data", data, "--addr", "127.0.0.1:0", "--log-level", "info"}, args...)

@@ -33,7 +33,7 @@ type dryRunAnswer struct {
 // any gateway simulator, and its req_id unclaimed.
 func TestE2EDryRunCountsWhatThePushReaches(t *testing.T) {
 	data := t.TempDir()
-	p := startPushd(t, data, "--dev", "--sim", "--sim-apns-addr", "127.0.0.1:0", "--sim-fcm-addr", "127.0.0.1:0", "--sim-hms-addr", "127.0.0.1:0", "--sim-mi-addr", "127.0.0.1:0", "--sim-vivo-addr", "127.0.0.1:0", "--sim-oppo-addr", "127.0.0.1:0", "--sim-mz-addr", "127.0.0.1:0")
+	p := startPushdSim(t, data)
 	line := p.waitOutput(regexp.MustCompile(`gateway simulators: .*`), startTimeout)
 	sims := map[string]*simClient{}
 	for name, re := range map[string]*regexp.Regexp{"apns": apnsSimURL, "fcm": fcmSimURL, "hms": hmsSimLine, "mi": miSimLine, "mz": mzSimLine} {

@@ -20,7 +20,7 @@ var simLine = regexp.MustCompile(`gateway simulators: APNs (https://127\.0\.0\.1
 // token dead (only /_stats, /_sent, /_reset); the sender tests cover that outcome.
 func TestE2EPushDeliveredThroughServe(t *testing.T) {
 	data := t.TempDir()
-	p := startPushd(t, data, "--dev", "--sim", "--sim-apns-addr", "127.0.0.1:0", "--sim-fcm-addr", "127.0.0.1:0", "--sim-hms-addr", "127.0.0.1:0", "--sim-mi-addr", "127.0.0.1:0", "--sim-vivo-addr", "127.0.0.1:0", "--sim-oppo-addr", "127.0.0.1:0", "--sim-mz-addr", "127.0.0.1:0")
+	p := startPushdSim(t, data)
 	simURL := p.waitOutput(simLine, startTimeout)
 	// The in-process simulator's certificate is not written anywhere: trust it blindly, on loopback.
 	stats := newSimClient(simURL, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // loopback test simulator

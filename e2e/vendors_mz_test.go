@@ -22,8 +22,7 @@ var mzSimLine = regexp.MustCompile(`Meizu (https://127\.0\.0\.1:\d+)[,;]`)
 // vendor is refused.
 func TestE2EMeizuPushThroughServe(t *testing.T) {
 	data := t.TempDir()
-	p := startPushd(t, data, "--dev", "--sim", "--sim-apns-addr", "127.0.0.1:0", "--sim-fcm-addr", "127.0.0.1:0",
-		"--sim-hms-addr", "127.0.0.1:0", "--sim-mi-addr", "127.0.0.1:0", "--sim-mz-addr", "127.0.0.1:0")
+	p := startPushdSim(t, data)
 	line := p.waitOutput(regexp.MustCompile(`gateway simulators: .*`), startTimeout)
 	m := mzSimLine.FindStringSubmatch(line)
 	if m == nil {

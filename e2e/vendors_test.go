@@ -21,7 +21,7 @@ var (
 // deviceProfile the app has not configured fails with a reason naming it (decisions Push 7).
 func TestE2EHybridPushThroughServe(t *testing.T) {
 	data := t.TempDir()
-	p := startPushd(t, data, "--dev", "--sim", "--sim-apns-addr", "127.0.0.1:0", "--sim-fcm-addr", "127.0.0.1:0", "--sim-hms-addr", "127.0.0.1:0", "--sim-mi-addr", "127.0.0.1:0", "--sim-vivo-addr", "127.0.0.1:0", "--sim-oppo-addr", "127.0.0.1:0", "--sim-mz-addr", "127.0.0.1:0")
+	p := startPushdSim(t, data)
 	line := p.waitOutput(regexp.MustCompile(`gateway simulators: .*`), startTimeout)
 	m, mm := hmsSimLine.FindStringSubmatch(line), miSimLine.FindStringSubmatch(line)
 	if m == nil || mm == nil {

@@ -21,8 +21,7 @@ var (
 // is delivered once, the overseas OPPO regId too.
 func TestE2EVivoOppoPushThroughServe(t *testing.T) {
 	data := t.TempDir()
-	p := startPushd(t, data, "--dev", "--sim", "--sim-apns-addr", "127.0.0.1:0", "--sim-fcm-addr", "127.0.0.1:0", "--sim-hms-addr", "127.0.0.1:0",
-		"--sim-mi-addr", "127.0.0.1:0", "--sim-vivo-addr", "127.0.0.1:0", "--sim-oppo-addr", "127.0.0.1:0")
+	p := startPushdSim(t, data)
 	line := p.waitOutput(regexp.MustCompile(`gateway simulators: .*`), startTimeout)
 	m, mo := vivoSimLine.FindStringSubmatch(line), oppoSimLine.FindStringSubmatch(line)
 	if m == nil || mo == nil {

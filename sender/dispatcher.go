@@ -13,6 +13,13 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/sender/apns"
+	"github.com/pushd/pushd/sender/fcm"
+	"github.com/pushd/pushd/sender/hms"
+	"github.com/pushd/pushd/sender/mi"
+	"github.com/pushd/pushd/sender/mz"
+	"github.com/pushd/pushd/sender/oppo"
+	"github.com/pushd/pushd/sender/vivo"
 	"github.com/pushd/pushd/store"
 )
 
@@ -72,14 +79,16 @@ func New(cfg Config, apps AppSource, inv TokenInvalidator, log *zap.Logger, set 
 	cfg = cfg.WithDefaults()
 	drivers := cfg.drivers
 	if drivers == nil {
+		// Each registered gateway is complete (auth, batching, reply table, simulator); a
+		// channel without a driver (honor today) fails its targets "channel <x> not available".
 		drivers = map[string]driver{
-			push.ChannelAPNs: apnsDriver{cfg.APNs},
-			push.ChannelFCM:  fcmDriver{cfg.FCM},
-			push.ChannelHMS:  hmsDriver{cfg.HMS},
-			push.ChannelMi:   miDriver{cfg.Mi},
-			push.ChannelVivo: vivoDriver{cfg.Vivo},
-			push.ChannelOppo: oppoDriver{cfg.Oppo},
-			push.ChannelMz:   mzDriver{cfg.Mz},
+			push.ChannelAPNs: newDriver(cfg.APNs, apns.Load),
+			push.ChannelFCM:  newDriver(cfg.FCM, fcm.Load),
+			push.ChannelHMS:  newDriver(cfg.HMS, hms.Load),
+			push.ChannelMi:   newDriver(cfg.Mi, mi.Load),
+			push.ChannelVivo: newDriver(cfg.Vivo, vivo.Load),
+			push.ChannelOppo: newDriver(cfg.Oppo, oppo.Load),
+			push.ChannelMz:   newDriver(cfg.Mz, mz.Load),
 		}
 	}
 	life, kill := context.WithCancel(context.Background())

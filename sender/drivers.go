@@ -4,8 +4,6 @@ import (
 	"context"
 
 	"github.com/pushd/pushd/push"
-	"github.com/pushd/pushd/sender/apns"
-	"github.com/pushd/pushd/sender/fcm"
 	"github.com/pushd/pushd/sender/gateway"
 )
 
@@ -29,36 +27,44 @@ type client interface {
 	Close()
 }
 
-type apnsDriver struct{ cfg apns.Config }
+// gatewayCredentials is what every gateway package's *Credentials offers: the route of a
+// delivery, and a client for a route.
+type gatewayCredentials[Cfg any, Cl client] interface {
+	Route(d *push.Delivery) (string, error)
+	NewClient(route string, cfg Cfg) (Cl, error)
+}
 
-func (a apnsDriver) load(raw []byte) (credentials, error) {
-	c, err := apns.Load(raw)
+// gatewayDriver adapts a gateway package (its Load, Config and Credentials) to driver: every
+// gateway (apns, fcm and the vendors) has the same file set and the same three entry points.
+type gatewayDriver[Cfg any, Cl client, C gatewayCredentials[Cfg, Cl]] struct {
+	cfg   Cfg
+	parse func(raw []byte) (C, error)
+}
+
+func newDriver[Cfg any, Cl client, C gatewayCredentials[Cfg, Cl]](cfg Cfg, parse func([]byte) (C, error)) driver {
+	return gatewayDriver[Cfg, Cl, C]{cfg: cfg, parse: parse}
+}
+
+func (d gatewayDriver[Cfg, Cl, C]) load(raw []byte) (credentials, error) {
+	c, err := d.parse(raw)
 	if err != nil {
 		return nil, err
 	}
-	return apnsCreds{c, a.cfg}, nil
+	return boundCredentials[Cfg, Cl, C]{c: c, cfg: d.cfg}, nil
 }
 
-type apnsCreds struct {
-	*apns.Credentials
-	cfg apns.Config
+// boundCredentials are an app's parsed credentials with the process-wide config of their gateway.
+type boundCredentials[Cfg any, Cl client, C gatewayCredentials[Cfg, Cl]] struct {
+	c   C
+	cfg Cfg
 }
 
-func (a apnsCreds) newClient(route string) (client, error) { return a.NewClient(route, a.cfg) }
+func (b boundCredentials[Cfg, Cl, C]) Route(d *push.Delivery) (string, error) { return b.c.Route(d) }
 
-type fcmDriver struct{ cfg fcm.Config }
-
-func (f fcmDriver) load(raw []byte) (credentials, error) {
-	c, err := fcm.Load(raw)
+func (b boundCredentials[Cfg, Cl, C]) newClient(route string) (client, error) {
+	cl, err := b.c.NewClient(route, b.cfg)
 	if err != nil {
-		return nil, err
+		return nil, err // not cl: a nil *Client in a client interface is not nil
 	}
-	return fcmCreds{c, f.cfg}, nil
+	return cl, nil
 }
-
-type fcmCreds struct {
-	*fcm.Credentials
-	cfg fcm.Config
-}
-
-func (f fcmCreds) newClient(route string) (client, error) { return f.NewClient(route, f.cfg) }

@@ -343,59 +343,55 @@ const (
 // startSims starts the simulators, gives the dev app credentials they trust (new keys each
 // start: the simulators keep nothing), and adds a service that stops them.
 func startSims(ctx context.Context, p *parts, g *service.Group, stdout io.Writer) error {
+	// Each simulator started so far is closed again if a later one cannot start.
+	var started []io.Closer
+	closeAll := func() error {
+		errs := make([]error, 0, len(started))
+		for _, c := range started {
+			errs = append(errs, c.Close())
+		}
+		return errors.Join(errs...)
+	}
+	start := func(name, addr string, s io.Closer, err error) error {
+		if err != nil {
+			_ = closeAll()
+			return fmt.Errorf("cannot start the %s simulator on %s: %w", name, addr, err)
+		}
+		started = append(started, s)
+		return nil
+	}
 	a, err := sim.NewAPNs(sim.APNsConfig{Addr: p.cfg.SimAPNsAddr})
-	if err != nil {
-		return fmt.Errorf("cannot start the APNs simulator on %s: %w", p.cfg.SimAPNsAddr, err)
+	if err := start("APNs", p.cfg.SimAPNsAddr, a, err); err != nil {
+		return err
 	}
 	f, err := sim.NewFCM(sim.FCMConfig{Addr: p.cfg.SimFCMAddr})
-	if err != nil {
-		_ = a.Close()
-		return fmt.Errorf("cannot start the FCM simulator on %s: %w", p.cfg.SimFCMAddr, err)
+	if err := start("FCM", p.cfg.SimFCMAddr, f, err); err != nil {
+		return err
 	}
 	h, err := sim.NewHMS(sim.HMSConfig{Addr: p.cfg.SimHMSAddr})
-	if err != nil {
-		_ = a.Close()
-		_ = f.Close()
-		return fmt.Errorf("cannot start the HMS simulator on %s: %w", p.cfg.SimHMSAddr, err)
+	if err := start("HMS", p.cfg.SimHMSAddr, h, err); err != nil {
+		return err
 	}
 	m, err := sim.NewMi(sim.MiConfig{Addr: p.cfg.SimMiAddr})
-	if err != nil {
-		_ = a.Close()
-		_ = f.Close()
-		_ = h.Close()
-		return fmt.Errorf("cannot start the Xiaomi simulator on %s: %w", p.cfg.SimMiAddr, err)
+	if err := start("Xiaomi", p.cfg.SimMiAddr, m, err); err != nil {
+		return err
 	}
 	v, err := sim.NewVivo(sim.VivoConfig{Addr: p.cfg.SimVivoAddr})
-	if err != nil {
-		_ = a.Close()
-		_ = f.Close()
-		_ = h.Close()
-		_ = m.Close()
-		return fmt.Errorf("cannot start the vivo simulator on %s: %w", p.cfg.SimVivoAddr, err)
+	if err := start("vivo", p.cfg.SimVivoAddr, v, err); err != nil {
+		return err
 	}
 	o, err := sim.NewOppo(sim.OppoConfig{Addr: p.cfg.SimOppoAddr, Region: "any"})
-	if err != nil {
-		_ = a.Close()
-		_ = f.Close()
-		_ = h.Close()
-		_ = m.Close()
-		_ = v.Close()
-		return fmt.Errorf("cannot start the OPPO simulator on %s: %w", p.cfg.SimOppoAddr, err)
+	if err := start("OPPO", p.cfg.SimOppoAddr, o, err); err != nil {
+		return err
 	}
 	z, err := sim.NewMz(sim.MzConfig{Addr: p.cfg.SimMzAddr})
-	if err != nil {
-		_ = a.Close()
-		_ = f.Close()
-		_ = h.Close()
-		_ = m.Close()
-		_ = v.Close()
-		_ = o.Close()
-		return fmt.Errorf("cannot start the Meizu simulator on %s: %w", p.cfg.SimMzAddr, err)
+	if err := start("Meizu", p.cfg.SimMzAddr, z, err); err != nil {
+		return err
 	}
 	p.sims = &sims{apns: a, fcm: f, hms: h, mi: m, vivo: v, oppo: o, mz: z}
 	g.Add("simulators", service.Func(func(ctx context.Context) error {
 		<-ctx.Done()
-		return errors.Join(a.Close(), f.Close(), h.Close(), m.Close(), v.Close(), o.Close(), z.Close())
+		return closeAll()
 	}))
 	p8, err := a.NewKey(simKeyID, simTeamID)
 	if err != nil {
@@ -421,34 +417,23 @@ func startSims(ctx context.Context, p *parts, g *service.Group, stdout io.Writer
 	}
 	app.Credentials["apns"] = apnsCred
 	app.Credentials["fcm"] = fcmCred
-	hmsCred, err := json.Marshal(map[string]hms.ProfileJSON{push.DefaultProfile: {AppID: simHMSApp, AppSecret: h.NewApp(simHMSApp)}})
-	if err != nil {
-		return fmt.Errorf("BUG: cannot encode simulator credentials: %w", err)
-	}
-	app.Credentials[push.ChannelHMS] = hmsCred
-	miCred, err := json.Marshal(map[string]mi.ProfileJSON{push.DefaultProfile: {AppSecret: m.NewApp(simTopic), PackageName: simTopic}})
-	if err != nil {
-		return fmt.Errorf("BUG: cannot encode simulator credentials: %w", err)
-	}
-	app.Credentials[push.ChannelMi] = miCred
 	vivoKey, vivoSecret := v.NewApp(simVivoApp)
-	vivoCred, err := json.Marshal(map[string]vivo.ProfileJSON{push.DefaultProfile: {AppID: simVivoApp, AppKey: vivoKey, AppSecret: vivoSecret}})
-	if err != nil {
-		return fmt.Errorf("BUG: cannot encode simulator credentials: %w", err)
-	}
-	app.Credentials[push.ChannelVivo] = vivoCred
 	oppoKey, oppoSecret := o.NewApp()
-	oppoCred, err := json.Marshal(map[string]oppo.ProfileJSON{push.DefaultProfile: {AppKey: oppoKey, MasterSecret: oppoSecret}})
-	if err != nil {
-		return fmt.Errorf("BUG: cannot encode simulator credentials: %w", err)
-	}
-	app.Credentials[push.ChannelOppo] = oppoCred
 	mzAppID, mzSecret := z.NewApp()
-	mzCred, err := json.Marshal(map[string]mz.ProfileJSON{push.DefaultProfile: {AppID: json.Number(mzAppID), AppSecret: mzSecret}})
-	if err != nil {
-		return fmt.Errorf("BUG: cannot encode simulator credentials: %w", err)
+	// The vendors' credentials are hybrid profiles: the simulator's app is the dev app's _default.
+	for vendor, profile := range map[string]any{
+		push.ChannelHMS:  hms.ProfileJSON{AppID: simHMSApp, AppSecret: h.NewApp(simHMSApp)},
+		push.ChannelMi:   mi.ProfileJSON{AppSecret: m.NewApp(simTopic), PackageName: simTopic},
+		push.ChannelVivo: vivo.ProfileJSON{AppID: simVivoApp, AppKey: vivoKey, AppSecret: vivoSecret},
+		push.ChannelOppo: oppo.ProfileJSON{AppKey: oppoKey, MasterSecret: oppoSecret},
+		push.ChannelMz:   mz.ProfileJSON{AppID: json.Number(mzAppID), AppSecret: mzSecret},
+	} {
+		cred, err := json.Marshal(map[string]any{push.DefaultProfile: profile})
+		if err != nil {
+			return fmt.Errorf("BUG: cannot encode simulator credentials: %w", err)
+		}
+		app.Credentials[vendor] = cred
 	}
-	app.Credentials[push.ChannelMz] = mzCred
 	app.UpdatedAt = time.Now().UTC()
 	if err := p.store.PutApp(ctx, app); err != nil {
 		return fmt.Errorf("cannot give the dev app simulator credentials: %w", err)
