@@ -128,12 +128,25 @@ func (o *ownSet) close() {
 	}
 }
 
-// delta is what the devices received, as a simulator named "direct" would count it: each
-// receipt of a message (a duplicate counts again).
+// delta is what the devices received, as a simulator named "direct" would count it.
 func (o *ownSet) delta() SimDelta {
+	return ownDelta(o.devs, func(iid string) ledgerView { return o.ledgers[iid] })
+}
+
+// ledgerView is what the checks read of a device's ledger (*sim.Ledger).
+type ledgerView interface {
+	IDs() []string
+	Times(id string) int
+	Acked(id string) bool
+	Data(id string) json.RawMessage
+}
+
+// ownDelta counts what own-channel devices received like a simulator's stats: per device
+// (keyed by its token, the installation id) each receipt of a message, duplicates included.
+func ownDelta(devs []*Device, ledger func(iid string) ledgerView) SimDelta {
 	d := SimDelta{Name: push.ChannelDirect, PerToken: map[string]int64{}}
-	for _, dev := range o.devs {
-		l := o.ledgers[dev.IID]
+	for _, dev := range devs {
+		l := ledger(dev.IID)
 		var n int64
 		for _, id := range l.IDs() {
 			n += int64(l.Times(id))
@@ -144,6 +157,40 @@ func (o *ownSet) delta() SimDelta {
 		}
 	}
 	return d
+}
+
+// checkOwn checks each own-channel device received exactly one message, once, acked it, and
+// that it holds alert (the scenario's). A device that received nothing is left to Verify,
+// which reports it as an expected token never accepted.
+func checkOwn(devs []*Device, ledger func(iid string) ledgerView, alert any) []string {
+	var p problems
+	var multi, again, unacked, wrong []string
+	for _, d := range devs {
+		l := ledger(d.IID)
+		ids := l.IDs()
+		if len(ids) > 1 {
+			multi = append(multi, d.IID)
+		}
+		for _, id := range ids {
+			if l.Times(id) > 1 {
+				again = append(again, d.IID)
+			}
+			if !l.Acked(id) {
+				unacked = append(unacked, d.IID)
+			}
+			var got struct {
+				Alert any `json:"alert"`
+			}
+			if json.Unmarshal(l.Data(id), &got) != nil || got.Alert != alert {
+				wrong = append(wrong, d.IID)
+			}
+		}
+	}
+	p.tokens("own-channel devices that received more than one message", multi)
+	p.tokens("own-channel devices that received a message more than once", again)
+	p.tokens("own-channel devices that did not ack", unacked)
+	p.tokens("own-channel devices that received another payload", wrong)
+	return p.list
 }
 
 // Own-channel connects: in flight at once, attempts per device (the gateway refuses connects
@@ -176,6 +223,9 @@ func (r *run) dialOwn(ctx context.Context, o *ownSet, offline bool) error {
 		}
 	}
 	start := time.Now()
+	o.mu.Lock()
+	before := o.retries
+	o.mu.Unlock()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(ownDialers)
 	for _, d := range devs {
@@ -196,7 +246,10 @@ func (r *run) dialOwn(ctx context.Context, o *ownSet, offline bool) error {
 	if offline {
 		what = "offline"
 	}
-	r.logf("  connected %d %s own-channel devices in %.2fs (%d connects refused and retried)", len(devs), what, time.Since(start).Seconds(), o.retries)
+	o.mu.Lock()
+	retried := o.retries - before
+	o.mu.Unlock()
+	r.logf("  connected %d %s own-channel devices in %.2fs (%d connects refused and retried)", len(devs), what, time.Since(start).Seconds(), retried)
 	return err
 }
 
@@ -294,53 +347,31 @@ func (r *run) finishOwn(ctx context.Context, api *client, s *Scenario, sr *Scena
 		break
 	}
 	sr.OwnSeconds = time.Since(began).Seconds()
-	// Per device: exactly one message, received once, acked, holding the scenario's alert.
-	alert := data(s.Name)["alert"]
-	var multi, again, unacked, wrong []string
-	for _, d := range o.devs {
-		l := o.ledgers[d.IID]
-		ids := l.IDs()
-		switch {
-		case len(ids) == 0:
-			continue // Verify reports it as never accepted
-		case len(ids) > 1:
-			multi = append(multi, d.IID)
-		}
-		for _, id := range ids {
-			if l.Times(id) > 1 {
-				again = append(again, d.IID)
-			}
-			if !l.Acked(id) {
-				unacked = append(unacked, d.IID)
-			}
-			var got struct {
-				Alert any `json:"alert"`
-			}
-			if json.Unmarshal(l.Data(id), &got) != nil || got.Alert != alert {
-				wrong = append(wrong, d.IID)
-			}
-		}
-	}
-	p.tokens("own-channel devices that received more than one message", multi)
-	p.tokens("own-channel devices that received a message more than once", again)
-	p.tokens("own-channel devices that did not ack", unacked)
-	p.tokens("own-channel devices that received another payload", wrong)
-	for _, rec := range recs {
-		sr.Arrivals += rec.Arrivals
-		sr.LCSuccesses += rec.LCSuccesses
-	}
-	if sr.Arrivals != want {
-		p.addf("push records count %d arrivals, want %d (every own-channel device acked once)", sr.Arrivals, want)
-	}
+	p.list = append(p.list, checkOwn(o.devs, func(iid string) ledgerView { return o.ledgers[iid] }, data(s.Name)["alert"])...)
+	var probs []string
+	sr.Arrivals, sr.LCSuccesses, probs = checkOwnRecords(recs, want)
+	p.list = append(p.list, probs...)
+	return recs, p.list, nil
+}
+
+// checkOwnRecords sums the records' arrivals and lcSuccesses and checks both are want (every
+// own-channel target written or cached, and acked), and that the arrivals are the own channel's.
+func checkOwnRecords(recs []record, want int64) (arrivals, lcSuccesses int64, list []string) {
+	var p problems
 	var direct int64
 	for _, rec := range recs {
+		arrivals += rec.Arrivals
+		lcSuccesses += rec.LCSuccesses
 		direct += rec.Counts.ByChannel[push.ChannelDirect].Arrivals
 	}
-	if direct != sr.Arrivals {
-		p.addf("push records count %d arrivals on channel direct, %d in all", direct, sr.Arrivals)
+	if arrivals != want {
+		p.addf("push records count %d arrivals, want %d (every own-channel device acked once)", arrivals, want)
 	}
-	if sr.LCSuccesses != want {
-		p.addf("push records count lcSuccesses %d, want %d", sr.LCSuccesses, want)
+	if direct != arrivals {
+		p.addf("push records count %d arrivals on channel direct, %d in all", direct, arrivals)
 	}
-	return recs, p.list, nil
+	if lcSuccesses != want {
+		p.addf("push records count lcSuccesses %d, want %d", lcSuccesses, want)
+	}
+	return arrivals, lcSuccesses, p.list
 }
