@@ -311,7 +311,7 @@ func (r *run) finishOwn(ctx context.Context, api *client, s *Scenario, sr *Scena
 	want := int64(len(o.devs))
 	poll := time.NewTicker(r.cfg.PollEvery)
 	defer poll.Stop()
-	var acked int64
+	var acked, arrivals int64
 	for {
 		acked = 0
 		for _, d := range o.devs {
@@ -320,15 +320,10 @@ func (r *run) finishOwn(ctx context.Context, api *client, s *Scenario, sr *Scena
 				acked++
 			}
 		}
-		var arrivals int64
 		if acked == want {
-			for i, id := range sr.Records {
-				var rec record
-				if _, err := api.do(ctx, http.MethodGet, "/1.1/tables/Notifications/"+id, authMaster, nil, &rec); err != nil {
-					return nil, nil, fmt.Errorf("cannot follow push %s of scenario %s: %w", id, s.Name, err)
-				}
-				recs[i] = rec
-				arrivals += rec.Arrivals
+			var err error
+			if arrivals, err = r.readRecords(ctx, api, s.Name, sr.Records, recs); err != nil {
+				return nil, nil, err
 			}
 			if arrivals >= want {
 				break
@@ -343,6 +338,10 @@ func (r *run) finishOwn(ctx context.Context, api *client, s *Scenario, sr *Scena
 			p.addf("own channel: %d of %d devices acked the push within %v of its end", acked, want, ownSettle)
 		} else {
 			p.addf("own channel: the records count %d arrivals %v after every device (%d) acked", arrivals, ownSettle, want)
+		}
+		// The records as they are now, for the checks below.
+		if _, err := r.readRecords(ctx, api, s.Name, sr.Records, recs); err != nil {
+			return nil, nil, err
 		}
 		break
 	}
@@ -374,4 +373,18 @@ func checkOwnRecords(recs []record, want int64) (arrivals, lcSuccesses int64, li
 		p.addf("push records count lcSuccesses %d, want %d", lcSuccesses, want)
 	}
 	return arrivals, lcSuccesses, p.list
+}
+
+// readRecords reads the push records ids into recs and returns their arrivals.
+func (r *run) readRecords(ctx context.Context, api *client, name string, ids []string, recs []record) (int64, error) {
+	var arrivals int64
+	for i, id := range ids {
+		var rec record
+		if _, err := api.do(ctx, http.MethodGet, "/1.1/tables/Notifications/"+id, authMaster, nil, &rec); err != nil {
+			return 0, fmt.Errorf("cannot follow push %s of scenario %s: %w", id, name, err)
+		}
+		recs[i] = rec
+		arrivals += rec.Arrivals
+	}
+	return arrivals, nil
 }

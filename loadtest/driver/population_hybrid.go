@@ -89,13 +89,14 @@ func NewHybrid(spec HybridSpec) (*Hybrid, error) {
 }
 
 // ownChannel gives own-channel devices their installation id (which is their token: the
-// driver's ledger is keyed by it), protocol and offline flag.
+// driver's ledger is keyed by it; the index comes first so that a report's abbreviated
+// examples tell devices apart), protocol and offline flag.
 func ownChannel(devs []Device, ps PopulationSpec, cohort string, offline float64) error {
 	n := len(devs)
 	off := int(math.Round(float64(n) * offline))
 	for k := range devs {
 		d := &devs[k]
-		d.IID = fmt.Sprintf("%s-%s-%08d", ps.RunID, cohort, d.Index)
+		d.IID = fmt.Sprintf("%s%08d-%s", cohort, d.Index, ps.RunID)
 		d.Token = d.IID
 		d.Proto = ProtoOurs
 		if k%2 == 1 {
