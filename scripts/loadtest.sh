@@ -21,6 +21,12 @@
 # pushd once the simulators accepted F of the push's audience, and this script restarts pushd
 # on the same port and data directory; the report gives the duplicates the crash caused.
 #   e.g. scripts/loadtest.sh --installations 100000 --kill-at 0.3
+# Own-channel and mixed scenarios (run by default after the others; --pushes direct,mixed for
+# only them): a second app, China edition, whose own-channel devices the driver connects
+# through the router on both protocols (--direct-devices, default 200: each is an open file in
+# the driver and in pushd; --direct-offline 0.2 connect only after the push), and whose mixed
+# push reaches apns, the own channel and the hms, mi, vivo, oppo and mz simulators pushsim
+# runs (--mixed-per-channel, default 50).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -161,6 +167,7 @@ done
 # Simulators: random loopback ports, credentials and CA bundle in $work/sim.
 # shellcheck disable=SC2086
 "$pushsim_bin" --apns-addr 127.0.0.1:0 --fcm-addr 127.0.0.1:0 --dir "$work/sim" \
+	--hms-addr 127.0.0.1:0 --mi-addr 127.0.0.1:0 --vivo-addr 127.0.0.1:0 --oppo-addr 127.0.0.1:0 --mz-addr 127.0.0.1:0 \
 	--key-id "$key_id" --team-id "$team_id" \
 	--invalid-token-rate "$invalid_rate" --seed "$seed" ${PUSHSIM_FLAGS:-} >"$work/pushsim.log" 2>&1 &
 sim_pid=$!
@@ -176,7 +183,14 @@ if [ -z "$apns_url" ] || [ -z "$fcm_url" ]; then
 	tail_log "$work/pushsim.log"
 	exit 2
 fi
-log "simulators: apns $apns_url, fcm $fcm_url"
+# The vendor simulators (the mixed scenario's): "<channel>: <url>" lines, credentials in
+# $work/sim/vendors.json.
+sim_stats="apns=$apns_url,fcm=$fcm_url"
+for v in hms mi vivo oppo mz; do
+	u=$(sed -nE "s/^$v: (https:\/\/[^ ]+).*/\1/p" "$work/pushsim.log")
+	[ -n "$u" ] && sim_stats="$sim_stats,$v=$u"
+done
+log "simulators: $sim_stats"
 
 token=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 export PUSHD_ADMIN_TOKEN=$token
@@ -230,7 +244,7 @@ log "pushd ready on 127.0.0.1:$port (data $work/data)"
 # The driver runs in the background so that a SIGTERM to this script interrupts `wait` at
 # once and the EXIT trap stops the driver, pushd and pushsim.
 "$loadtest_bin" --pushd "http://127.0.0.1:$port" \
-	--sim-stats "apns=$apns_url,fcm=$fcm_url" --sim-dir "$work/sim" \
+	--sim-stats "$sim_stats" --sim-dir "$work/sim" \
 	--apns-key-id "$key_id" --apns-team-id "$team_id" \
 	--sim-invalid-rate "$invalid_rate" --sim-seed "$seed" --pushd-pid-file "$work/pushd.pid" "$@" &
 driver_pid=$!

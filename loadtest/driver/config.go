@@ -18,10 +18,12 @@ const (
 	ScenarioInvalid      = "invalid"       // channel push to a cohort with dead tokens: invalidTokens counted, installations deleted
 	ScenarioInvalidAgain = "invalid-again" // the same push again: the deleted installations are no longer targets
 	ScenarioKill         = "kill"          // channel push to the whole main population, pushd SIGKILLed and restarted mid-push (-kill-at)
+	ScenarioDirect       = "direct"        // channel push to own-channel devices of both protocols, some offline until it is done
+	ScenarioMixed        = "mixed"         // one channel push reaching apns, the own channel and every vendor with a driver
 )
 
 // AllScenarios lists the scenarios --pushes accepts.
-var AllScenarios = []string{ScenarioChannel, ScenarioWhere, ScenarioDevices, ScenarioInvalid, ScenarioKill}
+var AllScenarios = []string{ScenarioChannel, ScenarioWhere, ScenarioDevices, ScenarioInvalid, ScenarioKill, ScenarioDirect, ScenarioMixed}
 
 // Sim is one simulator whose GET /_stats the driver reads. Name is the delivery channel it
 // plays ("apns" or "fcm"); "" means unknown (its counts are only checked merged with the others).
@@ -59,6 +61,13 @@ type Config struct {
 	// (scripts/loadtest.sh) restarts it on the same data and writes the new pid there.
 	KillAt       float64
 	PushdPIDFile string
+	// The own-channel and mixed scenarios (a second, China edition app): own-channel devices
+	// of the direct scenario (default 200: each is a connection in the driver and in pushd, and
+	// the open-file limit is shared), the share of own-channel devices offline until the push
+	// is done (default 0.2), and devices per channel of the mixed scenario (default 50).
+	DirectDevices   int
+	DirectOffline   float64
+	MixedPerChannel int
 }
 
 // RegisterFlags registers the driver flags on fs, writing into c. pushes receives --pushes
@@ -84,6 +93,9 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, pushes, sims *string) {
 	fs.Uint64Var(&c.SimSeed, "sim-seed", 1, "the -seed pushsim runs with")
 	fs.StringVar(&c.AppName, "app-name", "", "name of the app to create (default loadtest-<run id>)")
 	fs.Float64Var(&c.KillAt, "kill-at", 0, "kill scenario: SIGKILL pushd once the simulators accepted this share of its audience, e.g. 0.3 (needs -pushd-pid-file and a supervisor that restarts pushd)")
+	fs.IntVar(&c.DirectDevices, "direct-devices", 200, "own-channel devices of the direct scenario, half on each protocol (each is an open connection: mind the open-file limit)")
+	fs.Float64Var(&c.DirectOffline, "direct-offline", 0.2, "share of own-channel devices that connect only once the push is done (its offline cache delivers to them)")
+	fs.IntVar(&c.MixedPerChannel, "mixed-per-channel", 50, "devices per delivery channel of the mixed scenario ("+strings.Join(MixedChannels, ", ")+")")
 	fs.StringVar(&c.PushdPIDFile, "pushd-pid-file", "", "file holding the pid of the running pushd (rewritten by its supervisor after a restart)")
 }
 
@@ -121,7 +133,7 @@ func ParsePushes(s string, invalidRate, killAt float64) ([]string, error) {
 		if invalidRate > 0 {
 			out = append(out, ScenarioInvalid)
 		}
-		return out, nil
+		return append(out, ScenarioDirect, ScenarioMixed), nil
 	}
 	var out []string
 	for _, p := range strings.Split(s, ",") {
@@ -174,6 +186,15 @@ func (c *Config) withDefaults() Config {
 	if out.ProgressEvery <= 0 {
 		out.ProgressEvery = time.Second
 	}
+	if out.DirectDevices <= 0 {
+		out.DirectDevices = 200
+	}
+	if out.DirectOffline == 0 {
+		out.DirectOffline = 0.2
+	}
+	if out.MixedPerChannel <= 0 {
+		out.MixedPerChannel = 50
+	}
 	if out.RequestDeadline <= 0 {
 		out.RequestDeadline = 30 * time.Second
 	}
@@ -212,6 +233,9 @@ func (c *Config) Validate() error {
 	}
 	if slices.Contains(c.Pushes, ScenarioInvalid) && c.SimInvalidRate <= 0 {
 		errs = append(errs, errors.New("the invalid scenario needs -sim-invalid-rate > 0, the rate pushsim runs with"))
+	}
+	if c.DirectOffline < 0 || c.DirectOffline >= 1 {
+		errs = append(errs, errors.New("-direct-offline must be within [0, 1)"))
 	}
 	if c.KillAt < 0 || c.KillAt >= 1 {
 		errs = append(errs, errors.New("-kill-at must be within [0, 1)"))

@@ -60,6 +60,9 @@ type run struct {
 	sims  *http.Client
 	pop   *Population
 	stats []sim.Stats // the latest snapshot of every simulator
+	// The hybrid (China edition) app of the direct and mixed scenarios, when one runs.
+	hybrid    *client
+	hybridPop *Hybrid
 }
 
 func (r *run) logf(format string, args ...any) {
@@ -134,6 +137,11 @@ func (r *run) run(ctx context.Context) error {
 	if err := r.seed(ctx); err != nil {
 		return err
 	}
+	if slices.ContainsFunc(r.cfg.Pushes, IsHybrid) {
+		if err := r.setupHybrid(ctx, files); err != nil {
+			return err
+		}
+	}
 	if r.stats, err = fetchAll(ctx, r.sims, r.cfg.Sims); err != nil {
 		return err
 	}
@@ -142,7 +150,12 @@ func (r *run) run(ctx context.Context) error {
 		names = slices.Insert(names, i+1, ScenarioInvalidAgain)
 	}
 	for i, name := range names {
-		sc, err := BuildScenario(name, r.pop, r.cfg.DevicesPerType)
+		var sc Scenario
+		if IsHybrid(name) {
+			sc, err = BuildHybridScenario(name, r.hybridPop)
+		} else {
+			sc, err = BuildScenario(name, r.pop, r.cfg.DevicesPerType)
+		}
 		if err != nil {
 			return err
 		}
@@ -240,7 +253,19 @@ func (r *run) seed(ctx context.Context) error {
 	r.rep.Installations, r.rep.InvalidCohort = len(r.pop.Main), len(r.pop.Doomed)
 	r.logf("seeding %d installations (%d iOS, %d Android/FCM, invalid-token cohort %d) with %d in flight",
 		len(devs), r.rep.IOS, r.rep.Android, len(r.pop.Doomed), r.cfg.Concurrency)
+	n, secs, err := r.seedDevices(ctx, r.api, devs)
+	r.rep.Upserts = n
+	r.rep.UpsertSeconds, r.rep.UpsertsPerSecond = secs, rate(int64(n), secs)
+	if err != nil {
+		return err
+	}
+	r.logf("seeded %d installations in %.2fs: %.0f upserts/s", len(devs), secs, r.rep.UpsertsPerSecond)
+	return nil
+}
 
+// seedDevices creates devs in the app of api with cfg.Concurrency upserts in flight and
+// returns how many it created and how long that took.
+func (r *run) seedDevices(ctx context.Context, api *client, devs []*Device) (int, float64, error) {
 	var next, done atomic.Int64
 	start := time.Now()
 	g, gctx := errgroup.WithContext(ctx)
@@ -255,7 +280,7 @@ func (r *run) seed(ctx context.Context) error {
 				var res struct {
 					ObjectID string `json:"objectId"`
 				}
-				status, err := r.api.do(gctx, http.MethodPost, "/1.1/installations", authApp, d.Body(r.cfg.Topic), &res)
+				status, err := api.do(gctx, http.MethodPost, "/1.1/installations", authApp, d.Body(r.cfg.Topic), &res)
 				if err != nil {
 					return fmt.Errorf("cannot create installation %d: %w", i, err)
 				}
@@ -287,16 +312,10 @@ func (r *run) seed(ctx context.Context) error {
 	close(stop)
 	<-watcher
 	secs := time.Since(start).Seconds()
-	r.rep.Upserts = int(done.Load())
-	r.rep.UpsertSeconds, r.rep.UpsertsPerSecond = secs, rate(done.Load(), secs)
 	if err == nil && done.Load() != int64(len(devs)) {
 		err = fmt.Errorf("cannot seed installations: stopped after %d of %d: %w", done.Load(), len(devs), context.Cause(ctx))
 	}
-	if err != nil {
-		return err
-	}
-	r.logf("seeded %d installations in %.2fs: %.0f upserts/s", len(devs), secs, r.rep.UpsertsPerSecond)
-	return nil
+	return int(done.Load()), secs, err
 }
 
 // record is the part of a push record the driver reads.
@@ -310,6 +329,8 @@ type record struct {
 	Counts    struct {
 		ByChannel map[string]push.Tally `json:"byChannel"`
 	} `json:"counts"`
+	Arrivals    int64 `json:"arrivals"`
+	LCSuccesses int64 `json:"lcSuccesses"`
 }
 
 func terminal(status string) bool { return status == push.StatusDone || status == push.StatusCancelled }
@@ -318,6 +339,15 @@ func terminal(status string) bool { return status == push.StatusDone || status =
 func (r *run) scenario(ctx context.Context, idx int, s *Scenario) (*ScenarioReport, error) {
 	sr := &ScenarioReport{Name: s.Name, ExpectedTargets: s.Expect.Targets()}
 	r.logf("scenario %s: %d calls, %d targets expected", s.Name, len(s.Requests), sr.ExpectedTargets)
+	api := r.api
+	if s.Hybrid {
+		api = r.hybrid
+	}
+	own, err := r.connectOwn(ctx, s, false)
+	defer own.close()
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	// A call pushd refuses (4xx) fails the scenario but not the run: the accepted calls are
 	// still followed, so their deliveries are not counted in the next scenario.
@@ -330,7 +360,7 @@ func (r *run) scenario(ctx context.Context, idx int, s *Scenario) (*ScenarioRepo
 		var res struct {
 			ObjectID string `json:"objectId"`
 		}
-		if _, err := r.api.do(ctx, http.MethodPost, req.Path, authMaster, body, &res); err != nil {
+		if _, err := api.do(ctx, http.MethodPost, req.Path, authMaster, body, &res); err != nil {
 			if st := statusOf(err); st/100 != 4 || st == http.StatusTooManyRequests {
 				return nil, fmt.Errorf("cannot start scenario %s: %w", s.Name, err)
 			}
@@ -353,10 +383,16 @@ func (r *run) scenario(ctx context.Context, idx int, s *Scenario) (*ScenarioRepo
 		}
 		sr.Kills, sr.KilledAtAccepted = 1, at
 	}
-	recs, err := r.waitDone(ctx, s.Name, sr.Records, sr.ExpectedTargets, start)
+	recs, err := r.waitDone(ctx, api, s.Name, sr.Records, sr.ExpectedTargets, start)
 	sr.Seconds = time.Since(start).Seconds()
 	if err != nil {
 		return nil, err
+	}
+	var ownProblems []string
+	if len(s.Own) > 0 && len(sr.Records) > 0 {
+		if recs, ownProblems, err = r.finishOwn(ctx, api, s, sr, own, recs); err != nil {
+			return nil, err
+		}
 	}
 	var rc RecordCounts
 	var first, last time.Time
@@ -379,11 +415,16 @@ func (r *run) scenario(ctx context.Context, idx int, s *Scenario) (*ScenarioRepo
 	sr.Targets, sr.Sent, sr.Failed = rc.Total.Targets, rc.Total.Sent, rc.Total.Failed
 	sr.Expired, sr.Invalid = rc.Total.Expired, rc.Total.InvalidTokens
 	sr.DeliveriesPerSecond = rate(sr.Sent, sr.Seconds)
+	sr.ByChannel = rc.ByChannel
 
-	deltas, err := r.simDeltas(ctx, rc.Total.Sent+rc.Total.InvalidTokens)
+	deltas, err := r.simDeltas(ctx, rc.Total.Sent-rc.ByChannel[push.ChannelDirect].Sent+rc.Total.InvalidTokens)
 	if err != nil {
 		return sr, err
 	}
+	if len(s.Own) > 0 {
+		deltas = append(deltas, own.delta())
+	}
+	sr.Problems = append(sr.Problems, ownProblems...)
 	for _, msg := range refusedOrder {
 		sr.Problems = append(sr.Problems, fmt.Sprintf("%d of %d push calls refused: %s", refused[msg], len(s.Requests), msg))
 	}
@@ -448,7 +489,7 @@ func (r *run) simDeltas(ctx context.Context, want int64) ([]SimDelta, error) {
 
 // waitDone polls the records until each is done (or cancelled), printing progress against
 // the expected number of targets.
-func (r *run) waitDone(ctx context.Context, name string, ids []string, expected int, start time.Time) ([]record, error) {
+func (r *run) waitDone(ctx context.Context, api *client, name string, ids []string, expected int, start time.Time) ([]record, error) {
 	recs := make([]record, len(ids))
 	poll := time.NewTicker(r.cfg.PollEvery)
 	defer poll.Stop()
@@ -460,7 +501,7 @@ func (r *run) waitDone(ctx context.Context, name string, ids []string, expected 
 				continue
 			}
 			var rec record
-			if _, err := r.api.do(ctx, http.MethodGet, "/1.1/tables/Notifications/"+id, authMaster, nil, &rec); err != nil {
+			if _, err := api.do(ctx, http.MethodGet, "/1.1/tables/Notifications/"+id, authMaster, nil, &rec); err != nil {
 				return nil, fmt.Errorf("cannot follow push %s of scenario %s: %w", id, name, err)
 			}
 			recs[i] = rec

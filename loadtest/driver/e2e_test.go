@@ -74,7 +74,18 @@ func TestDriverEndToEnd(t *testing.T) {
 			t.Errorf("scenario %s: %s, sent %d: %v", s.Name, s.Verification, s.Sent, s.Problems)
 		}
 	}
-	if !r.OK || r.Installations != 500 || strings.Join(names, ",") != "channel,where,devices,invalid,invalid-again" {
+	if !r.OK || r.Installations != 500 || strings.Join(names, ",") != "channel,where,devices,invalid,invalid-again,direct,mixed" {
 		t.Fatalf("report: ok=%v, %d installations, scenarios %v\n%s", r.OK, r.Installations, names, out)
+	}
+	// The own channel: both protocols, some devices offline during the push, every one acked.
+	for _, s := range r.Scenarios[len(r.Scenarios)-2:] {
+		if s.OwnDevices == 0 || s.OwnLC == 0 || s.OwnLC == s.OwnDevices || s.OwnOffline == 0 ||
+			s.Arrivals != int64(s.OwnDevices) || s.LCSuccesses != int64(s.OwnDevices) {
+			t.Errorf("scenario %s: %d own-channel devices (%d lc, %d offline), %d arrivals, %d lcSuccesses",
+				s.Name, s.OwnDevices, s.OwnLC, s.OwnOffline, s.Arrivals, s.LCSuccesses)
+		}
+	}
+	if mixed := r.Scenarios[len(r.Scenarios)-1]; len(mixed.ByChannel) != len(MixedChannels) {
+		t.Errorf("mixed scenario reached channels %v, want %v", mixed.ByChannel, MixedChannels)
 	}
 }

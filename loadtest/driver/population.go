@@ -34,10 +34,20 @@ type Device struct {
 	Group    int  // the ltGroup custom field; -1: absent (invalid cohort)
 	Dead     bool // the simulators answer this token as dead (APNs 410, FCM 404)
 	ObjectID string
+	// Channel is the delivery channel of a device of the hybrid app (population_hybrid.go):
+	// apns, direct or a vendor; "" means the main app's rule (IOS: apns, else fcm).
+	Channel string
+	// Proto is an own-channel device's protocol (ProtoOurs or ProtoLC); Offline says it
+	// connects only after its scenario's push is done.
+	Proto   string
+	Offline bool
 }
 
 // Gateway is the delivery channel (and simulator) the device's pushes go to.
 func (d *Device) Gateway() string {
+	if d.Channel != "" {
+		return d.Channel
+	}
 	if d.IOS {
 		return push.ChannelAPNs
 	}
@@ -47,11 +57,20 @@ func (d *Device) Gateway() string {
 // Body is the POST /1.1/installations body of d.
 func (d *Device) Body(topic string) map[string]any {
 	b := map[string]any{"channels": d.Channels}
-	if d.IOS {
+	switch gw := d.Gateway(); {
+	case d.IOS:
 		b["deviceType"] = push.DeviceIOS
 		b["deviceToken"] = d.Token
 		b["apnsTopic"] = topic
-	} else {
+	case gw == push.ChannelDirect:
+		b["deviceType"] = push.DeviceAndroid
+		b["installationId"] = d.IID
+	case gw != push.ChannelFCM:
+		b["deviceType"] = push.DeviceAndroid
+		b["installationId"] = d.IID
+		b["vendor"] = gw
+		b["registrationId"] = d.Token
+	default:
 		b["deviceType"] = push.DeviceAndroid
 		b["installationId"] = d.IID
 		b["vendor"] = push.ChannelFCM

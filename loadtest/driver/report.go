@@ -4,10 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/pushd/pushd/push"
 )
 
 // Report is the outcome of one run, written as a table and as JSON.
@@ -15,11 +19,14 @@ type Report struct {
 	PushdURL         string           `json:"pushd"`
 	StartedAt        time.Time        `json:"startedAt"`
 	AppID            string           `json:"appId,omitempty"`
-	Installations    int              `json:"installations"` // main population
+	HybridAppID      string           `json:"hybridAppId,omitempty"` // the China edition app of the direct and mixed scenarios
+	Installations    int              `json:"installations"`         // main population
 	IOS              int              `json:"ios"`
 	Android          int              `json:"android"`
 	InvalidCohort    int              `json:"invalidCohort,omitempty"` // extra installations of the invalid-token cohort
 	DeadTokens       int              `json:"deadTokens,omitempty"`
+	OwnChannel       int              `json:"ownChannel,omitempty"` // hybrid app: own-channel devices of the direct scenario
+	Mixed            int              `json:"mixed,omitempty"`      // hybrid app: devices of the mixed scenario
 	Concurrency      int              `json:"concurrency"`
 	Upserts          int              `json:"upserts"` // installations created (main + cohort)
 	UpsertSeconds    float64          `json:"upsertSeconds"`
@@ -47,12 +54,23 @@ type ScenarioReport struct {
 	DeliveriesPerSecond float64 `json:"deliveriesPerSecond"` // sent / Seconds
 	// Kill scenario: pushd SIGKILLs (and restarts), the simulators' accepted count when the
 	// kill was sent, and the acceptances beyond the first per target (rate: per target).
-	Kills            int      `json:"kills,omitempty"`
-	KilledAtAccepted int64    `json:"killedAtAccepted,omitempty"`
-	Duplicates       int64    `json:"duplicates,omitempty"`
-	DuplicateRate    float64  `json:"duplicateRate,omitempty"`
-	Verification     string   `json:"verification"` // OK or FAIL
-	Problems         []string `json:"problems,omitempty"`
+	Kills            int     `json:"kills,omitempty"`
+	KilledAtAccepted int64   `json:"killedAtAccepted,omitempty"`
+	Duplicates       int64   `json:"duplicates,omitempty"`
+	DuplicateRate    float64 `json:"duplicateRate,omitempty"`
+	// ByChannel is the records' tallies per delivery channel (arrivals on the own channel).
+	ByChannel map[string]push.Tally `json:"byChannel,omitempty"`
+	// Own-channel targets: devices (of them offline during the push, on the original's
+	// protocol), the records' arrivals and lcSuccesses, and the seconds from the push's end
+	// until every device acked and the records counted the arrivals.
+	OwnDevices   int      `json:"ownDevices,omitempty"`
+	OwnOffline   int      `json:"ownOffline,omitempty"`
+	OwnLC        int      `json:"ownLC,omitempty"`
+	Arrivals     int64    `json:"arrivals,omitempty"`
+	LCSuccesses  int64    `json:"lcSuccesses,omitempty"`
+	OwnSeconds   float64  `json:"ownSeconds,omitempty"`
+	Verification string   `json:"verification"` // OK or FAIL
+	Problems     []string `json:"problems,omitempty"`
 }
 
 // Verdicts.
@@ -86,6 +104,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.InvalidCohort > 0 {
 		fmt.Fprintf(&b, " + invalid-token cohort %d (%d dead tokens)", r.InvalidCohort, r.DeadTokens)
 	}
+	if r.HybridAppID != "" {
+		fmt.Fprintf(&b, "\nhybrid app %s (china edition): %d own-channel devices (direct scenario), %d devices of the mixed scenario",
+			r.HybridAppID, r.OwnChannel, r.Mixed)
+	}
 	fmt.Fprintf(&b, "\nupserts: %d in %.2fs = %.0f upserts/s (concurrency %d, %d retries)\n\n",
 		r.Upserts, r.UpsertSeconds, r.UpsertsPerSecond, r.Concurrency, r.Retries)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -96,6 +118,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("cannot format the report: %w", err)
+	}
+	for _, s := range r.Scenarios {
+		s.writeChannels(&b)
 	}
 	for _, s := range r.Scenarios {
 		if s.Kills > 0 {
@@ -133,4 +158,24 @@ func (r *Report) WriteJSONFile(path string) error {
 		return fmt.Errorf("cannot write the report to %s: %w", path, err)
 	}
 	return nil
+}
+
+// writeChannels writes a scenario's per-channel figures when it spans several channels or
+// the own channel.
+func (s *ScenarioReport) writeChannels(b *strings.Builder) {
+	if len(s.ByChannel) < 2 && s.OwnDevices == 0 {
+		return
+	}
+	for _, ch := range slices.Sorted(maps.Keys(s.ByChannel)) {
+		t := s.ByChannel[ch]
+		fmt.Fprintf(b, "  %s: channel %-6s %d targets, %d sent, %d failed, %d invalid", s.Name, ch, t.Targets, t.Sent, t.Failed, t.InvalidTokens)
+		if ch == push.ChannelDirect {
+			fmt.Fprintf(b, ", %d arrivals", t.Arrivals)
+		}
+		b.WriteString("\n")
+	}
+	if s.OwnDevices > 0 {
+		fmt.Fprintf(b, "  %s: own channel: %d devices (%d on %s, %d offline until the push was done); lcSuccesses %d, arrivals %d; %.2fs from the push's end to every ack counted\n",
+			s.Name, s.OwnDevices, s.OwnLC, ProtoLC, s.OwnOffline, s.LCSuccesses, s.Arrivals, s.OwnSeconds)
+	}
 }

@@ -27,13 +27,17 @@ type Expect struct {
 // Targets is how many targets the push records must count.
 func (e *Expect) Targets() int { return len(e.Alive) + len(e.Dead) }
 
-// byGateway counts expected targets, sent and invalid per gateway.
+// byGateway counts expected targets, sent and invalid per gateway, and the own channel's
+// arrivals: every own-channel target acks.
 func (e *Expect) byGateway() map[string]push.Tally {
 	out := map[string]push.Tally{}
 	for _, gw := range e.Alive {
 		t := out[gw]
 		t.Targets++
 		t.Sent++
+		if gw == push.ChannelDirect {
+			t.Arrivals++
+		}
 		out[gw] = t
 	}
 	for _, gw := range e.Dead {
@@ -52,6 +56,10 @@ type Scenario struct {
 	Expect   Expect
 	// Gone lists installations (objectIds) that must be deleted once the scenario is done.
 	Gone []string
+	// Hybrid says the scenario pushes in the hybrid (China edition) app; Own lists its
+	// own-channel targets, which the driver connects (the offline ones after the push).
+	Hybrid bool
+	Own    []*Device
 }
 
 func newExpect() Expect {

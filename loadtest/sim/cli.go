@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -42,6 +43,8 @@ func RunCLI(ctx context.Context, args []string, out io.Writer) error {
 	fs.Uint64Var(&k.Seed, "seed", 1, "seed for random faults, jitter and dead tokens")
 	noTokens := fs.Bool("no-token-stats", false, "do not count accepted pushes per device token")
 	record := fs.Int("record", 0, "keep up to this many accepted notifications per simulator for GET <url>/_sent")
+	var vf vendorFlags
+	vf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -73,6 +76,12 @@ func RunCLI(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer fcm.Close()
 
+	vendors, err := startVendors(vf, k, *noTokens, *record)
+	if err != nil {
+		return err
+	}
+	defer vendors.Close()
+
 	p8, err := apns.NewKey(*keyID, *teamID)
 	if err != nil {
 		return err
@@ -85,13 +94,31 @@ func RunCLI(ctx context.Context, args []string, out io.Writer) error {
 	saPath := filepath.Join(*dir, "service-account.json")
 	caPath := filepath.Join(*dir, "ca.pem")
 	ca := append(append([]byte(nil), apns.CertPEM()...), fcm.CertPEM()...)
-	for _, f := range []struct {
+	for _, c := range vendors.certs {
+		ca = append(ca, c...)
+	}
+	files := []struct {
 		path string
 		b    []byte
-	}{{keyPath, p8}, {saPath, sa}, {caPath, ca}} {
+	}{{keyPath, p8}, {saPath, sa}, {caPath, ca}}
+	if len(vendors.creds) > 0 {
+		b, err := json.MarshalIndent(vendors.creds, "", "  ")
+		if err != nil {
+			return fmt.Errorf("BUG: cannot encode the vendor credentials: %w", err)
+		}
+		files = append(files, struct {
+			path string
+			b    []byte
+		}{filepath.Join(*dir, VendorsFile), b})
+	}
+	for _, f := range files {
 		if err := os.WriteFile(f.path, f.b, 0o600); err != nil {
 			return fmt.Errorf("cannot write %s: %w", f.path, err)
 		}
+	}
+	// The vendor lines come before "ca:", the line scripts wait for.
+	if err := vendors.print(out); err != nil {
+		return err
 	}
 	env := "production"
 	if *sandbox {
@@ -108,5 +135,5 @@ func RunCLI(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("cannot print simulator addresses: %w", err)
 	}
 	<-ctx.Done()
-	return errors.Join(apns.Close(), fcm.Close())
+	return errors.Join(apns.Close(), fcm.Close(), vendors.Close())
 }
