@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/ecdsa"
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
@@ -137,16 +136,17 @@ func (c *APNsConfig) Validate() error {
 	return nil
 }
 
-// APNs is a running APNs provider-API simulator.
+// APNs is a running APNs provider-API simulator. Requests go to URL()+"/3/device/<token>";
+// add a client certificate (NewClientCert) to ClientTLS for certificate auth; Sent holds the
+// notifications APNsConfig.Record keeps.
 type APNs struct {
-	cfg    APNsConfig
-	env    string
-	now    func() time.Time
-	srv    *tlsServer
-	auth   *apnsAuth
-	faults *faults
-	rec    *recorder
-	topics map[string]map[string]bool // team → allowed bundle ids (immutable after start)
+	cfg      APNsConfig
+	env      string
+	now      func() time.Time
+	endpoint // srv and rec: URL, ClientTLS, CertPEM, Close, Stats, Sent
+	auth     *apnsAuth
+	faults   *faults
+	topics   map[string]map[string]bool // team → allowed bundle ids (immutable after start)
 
 	tokMu  sync.RWMutex
 	tokens map[string]tokenState // explicit token registry, guarded by tokMu
@@ -190,15 +190,15 @@ func NewAPNs(cfg APNsConfig) (*APNs, error) {
 		cfg.Now = time.Now
 	}
 	s := &APNs{
-		cfg:    cfg,
-		env:    "production",
-		now:    cfg.Now,
-		auth:   newAPNsAuth(),
-		faults: newFaults(cfg.Knobs),
-		rec:    newRecorder(cfg.NoTokenStats, cfg.Record, &outage{now: cfg.Now}),
-		topics: make(map[string]map[string]bool),
-		tokens: make(map[string]tokenState),
-		rate:   make(map[string]tokenWindow),
+		cfg:      cfg,
+		env:      "production",
+		now:      cfg.Now,
+		auth:     newAPNsAuth(),
+		faults:   newFaults(cfg.Knobs),
+		endpoint: endpoint{rec: newRecorder(cfg.NoTokenStats, cfg.Record, &outage{now: cfg.Now})},
+		topics:   make(map[string]map[string]bool),
+		tokens:   make(map[string]tokenState),
+		rate:     make(map[string]tokenWindow),
 	}
 	if cfg.Sandbox {
 		s.env = "sandbox"
@@ -231,25 +231,6 @@ func NewAPNs(cfg APNsConfig) (*APNs, error) {
 	s.srv = srv
 	return s, nil
 }
-
-// URL is the base URL, https://127.0.0.1:port; requests go to URL()+"/3/device/<token>".
-func (s *APNs) URL() string { return s.srv.url() }
-
-// ClientTLS trusts the simulator's self-signed certificate and offers ALPN h2. Add a client
-// certificate (NewClientCert) to it for certificate auth.
-func (s *APNs) ClientTLS() *tls.Config { return s.srv.clientTLS() }
-
-// CertPEM is the simulator's self-signed server certificate, for clients in other processes.
-func (s *APNs) CertPEM() []byte { return s.srv.certPEM }
-
-// Close stops serving and drops open connections.
-func (s *APNs) Close() error { return s.srv.close() }
-
-// Stats returns the counters since start or the last Reset.
-func (s *APNs) Stats() Stats { return s.rec.snapshot(true) }
-
-// Sent returns the recorded accepted notifications (APNsConfig.Record).
-func (s *APNs) Sent() []Sent { return s.rec.recorded() }
 
 // Reset zeroes the counters and recorded notifications; keys, tokens and faults stay.
 func (s *APNs) Reset() {

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"cmp"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -73,15 +72,15 @@ func (c *FCMConfig) Validate() error {
 	return nil
 }
 
-// FCM is a running FCM HTTP v1 simulator with its OAuth2 token endpoint.
+// FCM is a running FCM HTTP v1 simulator with its OAuth2 token endpoint. Sends go to
+// URL()+"/v1/projects/<project>/messages:send"; Sent holds the messages FCMConfig.Record keeps.
 type FCM struct {
-	cfg    FCMConfig
-	now    func() time.Time
-	srv    *tlsServer
-	auth   *fcmAuth
-	faults *faults
-	rec    *recorder
-	seq    atomic.Uint64 // message id sequence
+	cfg      FCMConfig
+	now      func() time.Time
+	endpoint // srv and rec: URL, ClientTLS, CertPEM, Close, Stats, Sent
+	auth     *fcmAuth
+	faults   *faults
+	seq      atomic.Uint64 // message id sequence
 
 	tokMu  sync.RWMutex
 	tokens map[string]fcmTokenState // guarded by tokMu
@@ -113,13 +112,13 @@ func NewFCM(cfg FCMConfig) (*FCM, error) {
 		cfg.Now = time.Now
 	}
 	s := &FCM{
-		cfg:    cfg,
-		now:    cfg.Now,
-		auth:   &fcmAuth{accounts: make(map[string]fcmAccount), tokens: make(map[string]accessToken)},
-		faults: newFaults(cfg.Knobs),
-		rec:    newRecorder(cfg.NoTokenStats, cfg.Record, &outage{now: cfg.Now}),
-		tokens: make(map[string]fcmTokenState),
-		quota:  make(map[string]*minuteWindow),
+		cfg:      cfg,
+		now:      cfg.Now,
+		auth:     &fcmAuth{accounts: make(map[string]fcmAccount), tokens: make(map[string]accessToken)},
+		faults:   newFaults(cfg.Knobs),
+		endpoint: endpoint{rec: newRecorder(cfg.NoTokenStats, cfg.Record, &outage{now: cfg.Now})},
+		tokens:   make(map[string]fcmTokenState),
+		quota:    make(map[string]*minuteWindow),
 	}
 	for _, sa := range cfg.ServiceAccounts {
 		if _, err := s.auth.add(sa); err != nil {
@@ -139,26 +138,8 @@ func NewFCM(cfg FCMConfig) (*FCM, error) {
 	return s, nil
 }
 
-// URL is the base URL; sends go to URL()+"/v1/projects/<project>/messages:send".
-func (s *FCM) URL() string { return s.srv.url() }
-
 // TokenURL is the OAuth2 token endpoint (the token_uri of service accounts it trusts).
 func (s *FCM) TokenURL() string { return s.srv.url() + "/token" }
-
-// ClientTLS trusts the simulator's self-signed certificate and offers ALPN h2.
-func (s *FCM) ClientTLS() *tls.Config { return s.srv.clientTLS() }
-
-// CertPEM is the simulator's self-signed server certificate.
-func (s *FCM) CertPEM() []byte { return s.srv.certPEM }
-
-// Close stops serving and drops open connections.
-func (s *FCM) Close() error { return s.srv.close() }
-
-// Stats returns the counters since start or the last Reset.
-func (s *FCM) Stats() Stats { return s.rec.snapshot(true) }
-
-// Sent returns the recorded accepted messages (FCMConfig.Record).
-func (s *FCM) Sent() []Sent { return s.rec.recorded() }
 
 // Reset zeroes the counters, recorded messages and quota windows; accounts, issued access
 // tokens, token states and scripted faults stay.

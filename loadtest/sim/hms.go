@@ -2,7 +2,6 @@ package sim
 
 import (
 	"crypto/rand"
-	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -79,14 +78,13 @@ type HMSConfig struct {
 	Knobs
 }
 
-// HMS is a running HMS Push Kit simulator.
+// HMS is a running HMS Push Kit simulator. Sends go to URL()+"/v1/<appId>/messages:send".
 type HMS struct {
-	cfg    HMSConfig
-	now    func() time.Time
-	srv    *tlsServer
-	faults *faults
-	rec    *recorder
-	seq    atomic.Uint64
+	cfg      HMSConfig
+	now      func() time.Time
+	endpoint // srv and rec: URL, ClientTLS, CertPEM, Close, Stats, Sent
+	faults   *faults
+	seq      atomic.Uint64
 
 	mu      sync.Mutex
 	apps    map[string]string       // app id → secret
@@ -115,13 +113,13 @@ func NewHMS(cfg HMSConfig) (*HMS, error) {
 	}
 	s := &HMS{
 		cfg: cfg, now: cfg.Now,
-		faults:  newFaults(cfg.Knobs),
-		rec:     newRecorder(cfg.NoTokenStats, cfg.Record, &outage{now: cfg.Now}),
-		apps:    map[string]string{},
-		tokens:  map[string]hmsGrant{},
-		invalid: map[string]bool{},
-		rates:   map[string]*tokenBucket{},
-		high:    map[string]bool{},
+		faults:   newFaults(cfg.Knobs),
+		endpoint: endpoint{rec: newRecorder(cfg.NoTokenStats, cfg.Record, &outage{now: cfg.Now})},
+		apps:     map[string]string{},
+		tokens:   map[string]hmsGrant{},
+		invalid:  map[string]bool{},
+		rates:    map[string]*tokenBucket{},
+		high:     map[string]bool{},
 	}
 	for id, secret := range cfg.Apps {
 		s.apps[id] = secret
@@ -137,26 +135,8 @@ func NewHMS(cfg HMSConfig) (*HMS, error) {
 	return s, nil
 }
 
-// URL is the send host: sends go to URL()+"/v1/<appId>/messages:send".
-func (s *HMS) URL() string { return s.srv.url() }
-
 // TokenURL is the OAuth2 token endpoint.
 func (s *HMS) TokenURL() string { return s.srv.url() + "/oauth2/v3/token" }
-
-// ClientTLS trusts the simulator's certificate.
-func (s *HMS) ClientTLS() *tls.Config { return s.srv.clientTLS() }
-
-// CertPEM is the simulator's self-signed certificate.
-func (s *HMS) CertPEM() []byte { return s.srv.certPEM }
-
-// Close stops serving.
-func (s *HMS) Close() error { return s.srv.close() }
-
-// Stats returns the counters since start or the last Reset.
-func (s *HMS) Stats() Stats { return s.rec.snapshot(true) }
-
-// Sent returns the recorded accepted requests.
-func (s *HMS) Sent() []Sent { return s.rec.recorded() }
 
 // Reset zeroes counters and recorded requests.
 func (s *HMS) Reset() { s.rec.reset() }

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"crypto/rand"
-	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -45,14 +44,13 @@ type MiConfig struct {
 	Knobs
 }
 
-// Mi is a running Xiaomi push simulator.
+// Mi is a running Xiaomi push simulator. Sends go to URL()+"/v3/message/regid".
 type Mi struct {
-	cfg    MiConfig
-	now    func() time.Time
-	srv    *tlsServer
-	faults *faults
-	rec    *recorder
-	seq    atomic.Uint64
+	cfg      MiConfig
+	now      func() time.Time
+	endpoint // srv and rec: URL, ClientTLS, CertPEM, Close, Stats, Sent
+	faults   *faults
+	seq      atomic.Uint64
 
 	mu      sync.Mutex
 	apps    map[string]*miApp // secret → app
@@ -79,7 +77,7 @@ func NewMi(cfg MiConfig) (*Mi, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Mi{cfg: cfg, now: cfg.Now, faults: newFaults(cfg.Knobs), rec: newRecorder(cfg.NoTokenStats, cfg.Record, &outage{now: cfg.Now}),
+	s := &Mi{cfg: cfg, now: cfg.Now, faults: newFaults(cfg.Knobs), endpoint: endpoint{rec: newRecorder(cfg.NoTokenStats, cfg.Record, &outage{now: cfg.Now})},
 		apps: map[string]*miApp{}, invalid: map[string]bool{}}
 	srv, err := startServer(serverOptions{addr: cfg.Addr, handler: s, http1: true, maxStreams: 1000})
 	if err != nil {
@@ -88,24 +86,6 @@ func NewMi(cfg MiConfig) (*Mi, error) {
 	s.srv = srv
 	return s, nil
 }
-
-// URL is the base URL; sends go to URL()+"/v3/message/regid".
-func (s *Mi) URL() string { return s.srv.url() }
-
-// ClientTLS trusts the simulator's certificate.
-func (s *Mi) ClientTLS() *tls.Config { return s.srv.clientTLS() }
-
-// CertPEM is the simulator's self-signed certificate.
-func (s *Mi) CertPEM() []byte { return s.srv.certPEM }
-
-// Close stops serving.
-func (s *Mi) Close() error { return s.srv.close() }
-
-// Stats returns the counters since start or the last Reset.
-func (s *Mi) Stats() Stats { return s.rec.snapshot(true) }
-
-// Sent returns the recorded accepted requests.
-func (s *Mi) Sent() []Sent { return s.rec.recorded() }
 
 // Reset zeroes counters, recorded requests and day quotas.
 func (s *Mi) Reset() {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"crypto/md5"
 	"crypto/rand"
-	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -84,14 +83,16 @@ type MzConfig struct {
 // Mz is a running Meizu push simulator. Each request is checked as Meizu does: the MD5
 // signature of its sorted raw parameters plus the app secret, the appId, the pushIds (at
 // most 100) and the messageJson fields; each pushId then gets its own outcome in the
-// reply's value map (valid ones are not listed).
+// reply's value map (valid ones are not listed). Notifications go to URL()+MzNotificationPath.
+// Stats' ByReason counts the top-level code of each answer and, for accepted requests, every
+// per-pushId code of the value map; Sent's Target is the accepted pushIds joined by commas,
+// Project the appId, Body the messageJson as received.
 type Mz struct {
-	cfg    MzConfig
-	now    func() time.Time
-	srv    *tlsServer
-	faults *faults
-	rec    *recorder
-	seq    atomic.Uint64
+	cfg      MzConfig
+	now      func() time.Time
+	endpoint // srv and rec: URL, ClientTLS, CertPEM, Close, Stats, Sent
+	faults   *faults
+	seq      atomic.Uint64
 
 	mu    sync.Mutex
 	apps  map[string]*mzApp // appId → app
@@ -114,7 +115,7 @@ func NewMz(cfg MzConfig) (*Mz, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Mz{cfg: cfg, now: cfg.Now, faults: newFaults(cfg.Knobs), rec: newRecorder(cfg.NoTokenStats, cfg.Record, &outage{now: cfg.Now}),
+	s := &Mz{cfg: cfg, now: cfg.Now, faults: newFaults(cfg.Knobs), endpoint: endpoint{rec: newRecorder(cfg.NoTokenStats, cfg.Record, &outage{now: cfg.Now})},
 		apps: map[string]*mzApp{}, codes: map[string]string{}, rates: map[string]*tokenBucket{}}
 	srv, err := startServer(serverOptions{addr: cfg.Addr, handler: s, http1: true, maxStreams: 1000})
 	if err != nil {
@@ -123,26 +124,6 @@ func NewMz(cfg MzConfig) (*Mz, error) {
 	s.srv = srv
 	return s, nil
 }
-
-// URL is the base URL; notifications go to URL()+MzNotificationPath.
-func (s *Mz) URL() string { return s.srv.url() }
-
-// ClientTLS trusts the simulator's certificate.
-func (s *Mz) ClientTLS() *tls.Config { return s.srv.clientTLS() }
-
-// CertPEM is the simulator's self-signed certificate.
-func (s *Mz) CertPEM() []byte { return s.srv.certPEM }
-
-// Close stops serving.
-func (s *Mz) Close() error { return s.srv.close() }
-
-// Stats returns the counters since start or the last Reset. ByReason counts the top-level
-// code of each answer and, for accepted requests, every per-pushId code of the value map.
-func (s *Mz) Stats() Stats { return s.rec.snapshot(true) }
-
-// Sent returns the recorded accepted requests: Target is the accepted pushIds joined by
-// commas, Project the appId, Body the messageJson as received.
-func (s *Mz) Sent() []Sent { return s.rec.recorded() }
 
 // Reset zeroes counters, recorded requests and day quotas.
 func (s *Mz) Reset() {

@@ -3,7 +3,6 @@ package sim
 import (
 	"cmp"
 	"crypto/sha256"
-	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -78,14 +77,14 @@ type OppoConfig struct {
 	Knobs
 }
 
-// Oppo is a running OPPO push simulator.
+// Oppo is a running OPPO push simulator; its URL stands in for https://api.push.oppomobile.com
+// (or the overseas host).
 type Oppo struct {
-	cfg    OppoConfig
-	now    func() time.Time
-	srv    *tlsServer
-	faults *faults
-	rec    *recorder
-	seq    atomic.Uint64
+	cfg      OppoConfig
+	now      func() time.Time
+	endpoint // srv and rec: URL, ClientTLS, CertPEM, Close, Stats, Sent
+	faults   *faults
+	seq      atomic.Uint64
 
 	mu      sync.Mutex
 	apps    map[string]*oppoApp  // app_key → app
@@ -119,7 +118,7 @@ func NewOppo(cfg OppoConfig) (*Oppo, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Oppo{cfg: cfg, now: cfg.Now, faults: newFaults(cfg.Knobs), rec: newRecorder(cfg.NoTokenStats, cfg.Record, &outage{now: cfg.Now}),
+	s := &Oppo{cfg: cfg, now: cfg.Now, faults: newFaults(cfg.Knobs), endpoint: endpoint{rec: newRecorder(cfg.NoTokenStats, cfg.Record, &outage{now: cfg.Now})},
 		apps: map[string]*oppoApp{}, tokens: map[string]oppoGrant{}, invalid: map[string]int{}}
 	srv, err := startServer(serverOptions{addr: cfg.Addr, handler: s, http1: true, maxStreams: 1000})
 	if err != nil {
@@ -128,24 +127,6 @@ func NewOppo(cfg OppoConfig) (*Oppo, error) {
 	s.srv = srv
 	return s, nil
 }
-
-// URL is the base URL (https://api.push.oppomobile.com's stand-in, or the intl one).
-func (s *Oppo) URL() string { return s.srv.url() }
-
-// ClientTLS trusts the simulator's certificate.
-func (s *Oppo) ClientTLS() *tls.Config { return s.srv.clientTLS() }
-
-// CertPEM is the simulator's self-signed certificate.
-func (s *Oppo) CertPEM() []byte { return s.srv.certPEM }
-
-// Close stops serving.
-func (s *Oppo) Close() error { return s.srv.close() }
-
-// Stats returns the counters since start or the last Reset.
-func (s *Oppo) Stats() Stats { return s.rec.snapshot(true) }
-
-// Sent returns the recorded accepted messages.
-func (s *Oppo) Sent() []Sent { return s.rec.recorded() }
 
 // Reset zeroes counters, recorded messages and day quotas.
 func (s *Oppo) Reset() {

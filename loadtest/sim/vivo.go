@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"crypto/md5"
 	"crypto/rand"
-	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -91,14 +90,13 @@ type VivoConfig struct {
 	Knobs
 }
 
-// Vivo is a running vivo push simulator.
+// Vivo is a running vivo push simulator; its URL stands in for https://api-push.vivo.com.cn.
 type Vivo struct {
-	cfg    VivoConfig
-	now    func() time.Time
-	srv    *tlsServer
-	faults *faults
-	rec    *recorder
-	seq    atomic.Uint64
+	cfg      VivoConfig
+	now      func() time.Time
+	endpoint // srv and rec: URL, ClientTLS, CertPEM, Close, Stats, Sent
+	faults   *faults
+	seq      atomic.Uint64
 
 	mu       sync.Mutex
 	apps     map[string]*vivoApp  // appId → app
@@ -141,7 +139,7 @@ func NewVivo(cfg VivoConfig) (*Vivo, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Vivo{cfg: cfg, now: cfg.Now, faults: newFaults(cfg.Knobs), rec: newRecorder(cfg.NoTokenStats, cfg.Record, &outage{now: cfg.Now}),
+	s := &Vivo{cfg: cfg, now: cfg.Now, faults: newFaults(cfg.Knobs), endpoint: endpoint{rec: newRecorder(cfg.NoTokenStats, cfg.Record, &outage{now: cfg.Now})},
 		apps: map[string]*vivoApp{}, tokens: map[string]vivoGrant{}, invalid: map[string]int{}, testRegs: map[string]bool{}, tasks: map[string]vivoTask{}}
 	srv, err := startServer(serverOptions{addr: cfg.Addr, handler: s, http1: true, maxStreams: 1000})
 	if err != nil {
@@ -150,24 +148,6 @@ func NewVivo(cfg VivoConfig) (*Vivo, error) {
 	s.srv = srv
 	return s, nil
 }
-
-// URL is the base URL (https://api-push.vivo.com.cn's stand-in).
-func (s *Vivo) URL() string { return s.srv.url() }
-
-// ClientTLS trusts the simulator's certificate.
-func (s *Vivo) ClientTLS() *tls.Config { return s.srv.clientTLS() }
-
-// CertPEM is the simulator's self-signed certificate.
-func (s *Vivo) CertPEM() []byte { return s.srv.certPEM }
-
-// Close stops serving.
-func (s *Vivo) Close() error { return s.srv.close() }
-
-// Stats returns the counters since start or the last Reset.
-func (s *Vivo) Stats() Stats { return s.rec.snapshot(true) }
-
-// Sent returns the recorded accepted requests.
-func (s *Vivo) Sent() []Sent { return s.rec.recorded() }
 
 // Reset zeroes counters, recorded requests and day quotas.
 func (s *Vivo) Reset() {
