@@ -1,9 +1,11 @@
 package pebble
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -159,17 +161,17 @@ func (s *Store) importPass(b *pebble.Batch, appID string, buckets int, insts []p
 		}
 	}()
 	defer b.Reset()
+	olds, holders, err := s.importReads(appID, insts, idx)
+	if err != nil {
+		return nil, false, err
+	}
 	var (
-		key, v  []byte
+		key     []byte
 		deleted = map[string]int64{} // stale installations deleted in this batch: their updatedAt
 	)
-	for _, i := range idx {
+	for p, i := range idx {
 		inst := &insts[i]
-		old, err := s.readInstRoute(appID, inst.ObjectID)
-		found := err == nil
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return nil, false, fmt.Errorf("cannot read installation %s: %w", inst.ObjectID, err)
-		}
+		old, found := olds[p].st, olds[p].found
 		if found && old.inst.UpdatedAt > inst.UpdatedAt {
 			out[i], by[i] = store.ImportKeptNewer, inst.ObjectID
 			continue
@@ -188,15 +190,11 @@ func (s *Store) importPass(b *pebble.Batch, appID string, buckets int, insts []p
 				continue
 			}
 			key = deviceKey(key[:0], appID, string(d.Kind), d.ID)
-			var ok bool
-			if v, ok, err = s.getInto(v[:0], key); err != nil {
-				return nil, false, err
-			}
-			if !ok || string(v) == inst.ObjectID {
+			other, ok := holders[string(key)]
+			if !ok || other == inst.ObjectID {
 				owned[k] = ok
 				continue
 			}
-			other := string(v)
 			if writing[other] {
 				wait = true // written in this pass: look again once it is
 				break
@@ -271,6 +269,74 @@ func (s *Store) importPass(b *pebble.Batch, appID string, buckets int, insts []p
 		wrote = true
 	}
 	return later, wrote, nil
+}
+
+// oldRead is the stored version of one installation of a pass, as importReads found it.
+type oldRead struct {
+	st    stored // without its document
+	found bool
+}
+
+// importReads reads what a pass decides on, before it writes: the stored route of each
+// insts[i] (olds[p] for i = idx[p]) and the holder of each of their device ids (holders, by
+// device key; absent when free). It seeks one iterator through the keys in order, which
+// costs less than a Get each: the iterator's tables stay open and positioned. The caller
+// holds the stripes of every key read, so these are the values Gets in the pass would see.
+func (s *Store) importReads(appID string, insts []push.Installation, idx []int) (olds []oldRead, holders map[string]string, err error) {
+	type lookup struct {
+		key []byte
+		p   int // olds[p] for a primary row, -1 for a device row
+	}
+	looks := make([]lookup, 0, len(idx)*3)
+	arena := make([]byte, 0, len(idx)*256) // the keys, one allocation for most passes
+	add := func(p int, key []byte) {
+		looks = append(looks, lookup{key: key[:len(key):len(key)], p: p})
+	}
+	for p, i := range idx {
+		n := len(arena)
+		arena = instKey(arena, appID, insts[i].ObjectID)
+		add(p, arena[n:])
+		for _, d := range insts[i].Route.DeviceIDs() {
+			n = len(arena)
+			arena = deviceKey(arena, appID, string(d.Kind), d.ID)
+			add(-1, arena[n:])
+		}
+	}
+	slices.SortFunc(looks, func(a, b lookup) int { return bytes.Compare(a.key, b.key) })
+	// Most lookups of an import miss; L6 filters let those skip the bottom level's blocks.
+	it, err := s.db.NewIter(&pebble.IterOptions{UseL6Filters: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		if cerr := it.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}()
+	olds = make([]oldRead, len(idx))
+	holders = map[string]string{}
+	for _, l := range looks {
+		if !it.SeekPrefixGE(l.key) || !bytes.Equal(it.Key(), l.key) {
+			if err := it.Error(); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return nil, nil, err
+		}
+		if l.p < 0 {
+			holders[string(l.key)] = string(v)
+			continue
+		}
+		st, err := decodeInstHead(v)
+		if err != nil {
+			return nil, nil, fmt.Errorf("cannot read installation %s: %w", insts[idx[l.p]].ObjectID, err)
+		}
+		olds[l.p] = oldRead{st: st, found: true}
+	}
+	return olds, holders, nil
 }
 
 func containsRef(refs []push.DeviceRef, d push.DeviceRef) bool {
