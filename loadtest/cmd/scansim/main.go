@@ -27,7 +27,7 @@ func main() {
 }
 
 func run() error {
-	addr := flag.String("addr", "127.0.0.1:8090", "listen address")
+	addr := flag.String("addr", "127.0.0.1:8095", "listen address (not 8090: the own channel's gateway port)")
 	var cfg scansim.Config
 	flag.StringVar(&cfg.AppID, "app-id", "", "app id the simulator answers for (X-LC-Id); required")
 	flag.IntVar(&cfg.Rows, "rows", 1000, "installations served")
