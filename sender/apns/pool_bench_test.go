@@ -6,8 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,11 +17,8 @@ import (
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/sender"
 	"github.com/pushd/pushd/sender/apns"
+	"github.com/pushd/pushd/sender/sendertest"
 )
-
-type benchApps struct{ app push.App }
-
-func (a benchApps) GetApp(context.Context, string) (push.App, error) { return a.app, nil }
 
 // BenchmarkSenderAPNsPool measures deliveries/s through one sender pool (at most 4 HTTP/2
 // connections, token auth via sideshow/apns2) to the local APNs simulator, next to the raw
@@ -68,7 +63,7 @@ func BenchmarkSenderAPNsPool(b *testing.B) {
 
 	d := sender.New(sender.Config{
 		APNs: apns.Config{ProdEndpoint: s.URL(), DevEndpoint: s.URL(), TLS: s.ClientTLS()},
-	}, benchApps{app}, nil, zap.NewNop(), metrics.NewSet())
+	}, sendertest.Apps{App: app}, nil, zap.NewNop(), metrics.NewSet())
 	defer d.Close()
 	msg := &push.Message{Channel: push.ChannelAPNs, Body: []byte(`{"aps":{"alert":"hi"}}`), PushType: "alert", Priority: 10}
 	ds := make([]push.Delivery, b.N)
@@ -76,50 +71,8 @@ func BenchmarkSenderAPNsPool(b *testing.B) {
 		ds[i] = push.Delivery{AppID: "bench", Prod: true, Message: msg,
 			Target: push.Target{ObjectID: "o", Channel: push.ChannelAPNs, DeviceID: fmt.Sprintf("%064x", i+1)}}
 	}
-	res := make([]push.Result, b.N)
-	// Warm the pool (connection, JWT, first valid request lifting the stream limit).
-	if err := d.Send(context.Background(), ds[:1], res[:1]); err != nil || res[0].Outcome != push.OutcomeSent {
-		b.Fatalf("warm-up: %v %+v", err, res[0])
-	}
-
-	const batch, senders = 500, 4 // like fan-out: a few workers each sending batches
-	var next atomic.Int64
-	var failed atomic.Int64
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu0 := procstat.CPU(b)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for range senders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				lo := int(next.Add(batch)) - batch
-				if lo >= b.N {
-					return
-				}
-				hi := min(lo+batch, b.N)
-				if err := d.Send(context.Background(), ds[lo:hi], res[lo:hi]); err != nil {
-					b.Error(err)
-					return
-				}
-				for _, r := range res[lo:hi] {
-					if r.Outcome != push.OutcomeSent {
-						failed.Add(1)
-					}
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	cpu := float64((procstat.CPU(b) - cpu0).Microseconds()) / float64(b.N)
-	b.StopTimer()
+	elapsed, cpu := sendertest.Drive(b, d, ds)
 	measureCeiling()
-	if n := failed.Load(); n > 0 {
-		b.Fatalf("%d deliveries not sent", n)
-	}
 	perSec := float64(b.N) / elapsed.Seconds()
 	b.ReportMetric(perSec, "deliveries/s")
 	b.ReportMetric(ceiling, "ceiling-req/s")

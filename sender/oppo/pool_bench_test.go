@@ -3,27 +3,19 @@
 package oppo_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 	"go.uber.org/zap"
 
-	"github.com/pushd/pushd/bench/procstat"
 	"github.com/pushd/pushd/loadtest/sim"
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/sender"
 	"github.com/pushd/pushd/sender/oppo"
+	"github.com/pushd/pushd/sender/sendertest"
 )
-
-type benchApps struct{ app push.App }
-
-func (a benchApps) GetApp(context.Context, string) (push.App, error) { return a.app, nil }
 
 // BenchmarkSenderOppoPool measures deliveries/s through one sender pool to the local
 // Oppo simulator (batched requests of one rendered message, as a fan-out sends them) and
@@ -41,7 +33,7 @@ func BenchmarkSenderOppoPool(b *testing.B) {
 	d := sender.New(sender.Config{
 		Rates: map[string]float64{push.ChannelOppo: 0},
 		Oppo:  oppo.Config{Endpoint: s.URL(), IntlEndpoint: s.URL(), TLS: s.ClientTLS()},
-	}, benchApps{app}, nil, zap.NewNop(), metrics.NewSet())
+	}, sendertest.Apps{App: app}, nil, zap.NewNop(), metrics.NewSet())
 	defer d.Close()
 	msg := &push.Message{Channel: push.ChannelOppo, Body: []byte(`{"alert":"hi","title":"t","notificationChannel":"c"}`)}
 	ds := make([]push.Delivery, b.N)
@@ -49,47 +41,7 @@ func BenchmarkSenderOppoPool(b *testing.B) {
 		ds[i] = push.Delivery{AppID: "bench", Message: msg,
 			Target: push.Target{ObjectID: "o", Channel: push.ChannelOppo, DeviceID: fmt.Sprintf("CN_078ad8b8a137cadb14ae5b70%09d", i)}}
 	}
-	res := make([]push.Result, b.N)
-	if err := d.Send(context.Background(), ds[:1], res[:1]); err != nil || res[0].Outcome != push.OutcomeSent {
-		b.Fatalf("warm-up: %v %+v", err, res[0])
-	}
-
-	const batch, senders = 500, 4 // like fan-out: a few workers each sending batches
-	var next, failed atomic.Int64
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu0 := procstat.CPU(b)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for range senders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				lo := int(next.Add(batch)) - batch
-				if lo >= b.N {
-					return
-				}
-				hi := min(lo+batch, b.N)
-				if err := d.Send(context.Background(), ds[lo:hi], res[lo:hi]); err != nil {
-					b.Error(err)
-					return
-				}
-				for _, r := range res[lo:hi] {
-					if r.Outcome != push.OutcomeSent {
-						failed.Add(1)
-					}
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	cpu := float64((procstat.CPU(b) - cpu0).Microseconds()) / float64(b.N)
-	b.StopTimer()
-	if n := failed.Load(); n > 0 {
-		b.Fatalf("%d deliveries not sent", n)
-	}
+	elapsed, cpu := sendertest.Drive(b, d, ds)
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "deliveries/s")
 	b.ReportMetric(cpu, "cpu-µs/delivery")
 }

@@ -1,0 +1,82 @@
+//go:build unix
+
+// Package sendertest holds what the gateway packages' sender benchmarks share: an app source
+// of one app, and driving a dispatcher the way fan-out does (a few workers, each sending
+// batches). It is imported by tests and benchmarks only.
+package sendertest
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pushd/pushd/bench/procstat"
+	"github.com/pushd/pushd/push"
+)
+
+// Apps is an app source (sender.AppSource) of one app.
+type Apps struct{ App push.App }
+
+// GetApp returns the one app, whatever the id.
+func (a Apps) GetApp(context.Context, string) (push.App, error) { return a.App, nil }
+
+// Sender is the dispatcher as Drive uses it.
+type Sender interface {
+	Send(ctx context.Context, ds []push.Delivery, res []push.Result) error
+}
+
+// Like fan-out: a few workers, each handing the dispatcher batches.
+const (
+	batch   = 500
+	senders = 4
+)
+
+// Drive warms d with ds[0] (connections, auth tokens), then sends every delivery of ds in
+// batches from several goroutines with b's timer running, and fails b if any delivery is not
+// sent. It returns the wall time and the process's CPU µs per delivery (the in-process
+// simulator included); the timer is stopped when it returns.
+func Drive(b *testing.B, d Sender, ds []push.Delivery) (elapsed time.Duration, cpuPerDelivery float64) {
+	b.Helper()
+	res := make([]push.Result, len(ds))
+	if err := d.Send(context.Background(), ds[:1], res[:1]); err != nil || res[0].Outcome != push.OutcomeSent {
+		b.Fatalf("warm-up: %v %+v", err, res[0])
+	}
+	var next, failed atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := procstat.CPU(b)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				lo := int(next.Add(batch)) - batch
+				if lo >= len(ds) {
+					return
+				}
+				hi := min(lo+batch, len(ds))
+				if err := d.Send(context.Background(), ds[lo:hi], res[lo:hi]); err != nil {
+					b.Error(err)
+					return
+				}
+				for _, r := range res[lo:hi] {
+					if r.Outcome != push.OutcomeSent {
+						failed.Add(1)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed = time.Since(start)
+	cpuPerDelivery = float64((procstat.CPU(b) - cpu0).Microseconds()) / float64(len(ds))
+	b.StopTimer()
+	if n := failed.Load(); n > 0 {
+		b.Fatalf("%d deliveries not sent", n)
+	}
+	return elapsed, cpuPerDelivery
+}
