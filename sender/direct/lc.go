@@ -1,13 +1,11 @@
 package direct
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/gobwas/ws"
@@ -116,7 +114,7 @@ var lcLoggedIn = func() []byte {
 // a login of an existing Android installation without vendor of the app; then the device
 // is attached to the core like one of ours. It returns the read loop to run (nil: refused).
 func (s *Server) serveLC(ctx context.Context, conn net.Conn) func() {
-	sess := &lcSession{conn: conn, timeout: s.cfg.WriteTimeout}
+	sess := &lcSession{frameWriter: frameWriter{conn: conn, timeout: s.cfg.WriteTimeout}}
 	var login *lcproto.GenericCommand
 	for login == nil { // the handshake's deadline still bounds this
 		op, payload, code, reason := s.readClientFrame(conn)
@@ -307,75 +305,36 @@ func (s *Server) readLoopLC(ctx context.Context, conn net.Conn, sess *lcSession,
 	}
 }
 
-// lcSession writes the original's commands to one connection: binary frames, serialised and
-// bounded by the write timeout; Close is idempotent.
+// lcSession writes the original's commands (binary frames) to one connection.
 type lcSession struct {
-	conn    net.Conn
-	timeout time.Duration
-	mu      sync.Mutex
-	closed  bool
-	// offline counts the cached messages the login's flush still writes (marked offline).
+	frameWriter
+	// offline counts the cached messages the login's flush still writes (marked offline);
+	// guarded by mu.
 	offline int
-	buf     []byte
 }
 
 func (w *lcSession) write(cmd []byte) error {
 	return w.writeFrame(ws.NewBinaryFrame(cmd))
 }
 
-func (w *lcSession) writeFrame(f ws.Frame) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return net.ErrClosed
-	}
-	_ = w.conn.SetWriteDeadline(time.Now().Add(w.timeout))
-	return ws.WriteFrame(w.conn, f)
-}
-
-// Deliver implements Session: one data command per message, all in one write.
+// Deliver implements Session: one data command per message, all in one write; the first
+// offline messages (the login's flush) are marked offline.
 func (w *lcSession) Deliver(msgs []push.DirectMessage) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return net.ErrClosed
-	}
-	var out bytes.Buffer
-	for i := range msgs {
-		offline := w.offline > 0
+	return w.deliver(msgs, ws.OpBinary, func(dst []byte, m *push.DirectMessage) []byte {
+		offline := w.offline > 0 // deliver holds mu
 		if offline {
 			w.offline--
 		}
-		w.buf = AppendLCData(w.buf[:0], &msgs[i], offline)
-		if err := ws.WriteHeader(&out, ws.Header{Fin: true, OpCode: ws.OpBinary, Length: int64(len(w.buf))}); err != nil {
-			return err
-		}
-		out.Write(w.buf)
-	}
-	if cap(w.buf) > 4<<10 {
-		w.buf = nil // do not keep a large buffer on an idle connection
-	}
-	_ = w.conn.SetWriteDeadline(time.Now().Add(w.timeout))
-	_, err := w.conn.Write(out.Bytes())
-	return err
+		return AppendLCData(dst, m, offline)
+	})
 }
 
-// Close implements Session: for a refusal or a kick (a 4xxx code), an error command with the
-// code and reason, then a close frame with them (code 0: none); then the connection is
-// closed, which ends its reading goroutine.
+// Close implements Session: the original's error command (for our 4xxx codes), then a close
+// frame with code and reason (none when code is 0).
 func (w *lcSession) Close(code int, reason string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return
-	}
-	w.closed = true
-	if code != 0 {
-		_ = w.conn.SetWriteDeadline(time.Now().Add(time.Second))
+	w.close(code, reason, func() {
 		if code >= 4000 {
 			_ = ws.WriteFrame(w.conn, ws.NewBinaryFrame(lcError(nil, code, reason)))
 		}
-		_ = ws.WriteFrame(w.conn, ws.NewCloseFrame(ws.NewCloseFrameBody(ws.StatusCode(code), reason)))
-	}
-	_ = w.conn.Close()
+	})
 }

@@ -241,7 +241,7 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) func() {
 	if hs.lc != "" {
 		return s.serveLC(ctx, conn)
 	}
-	sess := &wsSession{conn: conn, timeout: s.cfg.WriteTimeout}
+	sess := &wsSession{frameWriter{conn: conn, timeout: s.cfg.WriteTimeout}}
 	code, reason, result := s.admit(ctx, &hs)
 	s.connects[result].Inc()
 	if code != 0 {
@@ -414,68 +414,20 @@ func (s *Server) readLoop(ctx context.Context, conn net.Conn, sess *wsSession, a
 	}
 }
 
-// wsSession writes our frames to one connection. Writes are serialised and bounded by the
-// write timeout; Close is idempotent.
-type wsSession struct {
-	conn    net.Conn
-	timeout time.Duration
-	mu      sync.Mutex
-	closed  bool
-	buf     []byte
-}
+// wsSession writes our frames (text) to one connection.
+type wsSession struct{ frameWriter }
 
 func (w *wsSession) write(payload []byte) error {
 	return w.writeFrame(ws.NewTextFrame(payload))
 }
 
-func (w *wsSession) writeFrame(f ws.Frame) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return net.ErrClosed
-	}
-	_ = w.conn.SetWriteDeadline(time.Now().Add(w.timeout))
-	return ws.WriteFrame(w.conn, f)
-}
-
 // Deliver implements Session: every push frame of msgs in one write.
 func (w *wsSession) Deliver(msgs []push.DirectMessage) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return net.ErrClosed
-	}
-	var out bytes.Buffer
-	for i := range msgs {
-		w.buf = AppendPush(w.buf[:0], &msgs[i])
-		if err := ws.WriteHeader(&out, ws.Header{Fin: true, OpCode: ws.OpText, Length: int64(len(w.buf))}); err != nil {
-			return err
-		}
-		out.Write(w.buf)
-	}
-	if cap(w.buf) > 4<<10 {
-		w.buf = nil // do not keep a large buffer on an idle connection
-	}
-	_ = w.conn.SetWriteDeadline(time.Now().Add(w.timeout))
-	_, err := w.conn.Write(out.Bytes())
-	return err
+	return w.deliver(msgs, ws.OpText, AppendPush)
 }
 
-// Close implements Session: a close frame with code and reason (code 0: none), then the
-// connection is closed, which ends its reading goroutine.
-func (w *wsSession) Close(code int, reason string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return
-	}
-	w.closed = true
-	if code != 0 {
-		_ = w.conn.SetWriteDeadline(time.Now().Add(time.Second))
-		_ = ws.WriteFrame(w.conn, ws.NewCloseFrame(ws.NewCloseFrameBody(ws.StatusCode(code), reason)))
-	}
-	_ = w.conn.Close()
-}
+// Close implements Session: a close frame with code and reason (none when code is 0).
+func (w *wsSession) Close(code int, reason string) { w.close(code, reason, nil) }
 
 // limiter is a token bucket per app.
 type limiter struct {
