@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/x509"
@@ -324,17 +323,7 @@ func (s *APNs) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, id, reasonMethodNotAllowed, 0)
 		return
 	}
-	if o, ok := s.rec.outage.current(); ok {
-		s.rec.outageHit()
-		switch o.Mode {
-		case OutageDrop:
-			dropConn(r)
-		case OutageGoAway:
-			goAway(w)
-			s.fault(w, id, Fault{Status: http.StatusServiceUnavailable, Reason: reasonShutdown})
-		default:
-			s.fault(w, id, Fault{Status: cmp.Or(o.Status, http.StatusServiceUnavailable), Reason: o.Reason, RetryAfter: o.RetryAfter})
-		}
+	if s.answerOutage(w, r, Fault{Status: http.StatusServiceUnavailable, Reason: reasonShutdown}, func(f Fault) { s.fault(w, id, f) }) {
 		return
 	}
 	if !s.faults.wait(r.Context(), s.now()) {

@@ -1,6 +1,10 @@
 package sim
 
-import "crypto/tls"
+import (
+	"cmp"
+	"crypto/tls"
+	"net/http"
+)
 
 // endpoint is what every gateway simulator shares: its TLS server and its recorder. Each
 // simulator embeds it, so the accessors below are one code for all of them.
@@ -27,3 +31,24 @@ func (e *endpoint) Stats() Stats { return e.rec.snapshot(true) }
 
 // Sent returns the recorded accepted requests (see each simulator's Record option).
 func (e *endpoint) Sent() []Sent { return e.rec.recorded() }
+
+// answerOutage answers r from the scripted outage in force, if any, and says whether it did:
+// the connection dropped, a GOAWAY then goAwayFault, or the phase's status; answer writes the
+// simulator's own reply for a Fault.
+func (e *endpoint) answerOutage(w http.ResponseWriter, r *http.Request, goAwayFault Fault, answer func(Fault)) bool {
+	o, ok := e.rec.outage.current()
+	if !ok {
+		return false
+	}
+	e.rec.outageHit()
+	switch o.Mode {
+	case OutageDrop:
+		dropConn(r)
+	case OutageGoAway:
+		goAway(w)
+		answer(goAwayFault)
+	default:
+		answer(Fault{Status: cmp.Or(o.Status, http.StatusServiceUnavailable), Reason: o.Reason, RetryAfter: o.RetryAfter})
+	}
+	return true
+}

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -235,17 +234,7 @@ func (s *FCM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.googleError(w, http.StatusNotFound, "NOT_FOUND", "", "Method not found.", nil)
 		return
 	}
-	if o, ok := s.rec.outage.current(); ok {
-		s.rec.outageHit()
-		switch o.Mode {
-		case OutageDrop:
-			dropConn(r)
-		case OutageGoAway:
-			goAway(w)
-			s.fault(w, Fault{Status: http.StatusServiceUnavailable})
-		default:
-			s.fault(w, Fault{Status: cmp.Or(o.Status, http.StatusServiceUnavailable), Reason: o.Reason, RetryAfter: o.RetryAfter})
-		}
+	if s.answerOutage(w, r, Fault{Status: http.StatusServiceUnavailable}, func(f Fault) { s.fault(w, f) }) {
 		return
 	}
 	if !s.faults.wait(r.Context(), s.now()) {

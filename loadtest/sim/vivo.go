@@ -246,17 +246,8 @@ func (s *Vivo) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.rec.answer(http.StatusNotFound, "404")
 		return
 	}
-	if o, ok := s.rec.outage.current(); ok {
-		s.rec.outageHit()
-		switch o.Mode {
-		case OutageDrop:
-			dropConn(r)
-		case OutageGoAway:
-			goAway(w)
-			s.status(w, http.StatusServiceUnavailable, 0)
-		default:
-			s.status(w, cmp.Or(o.Status, http.StatusServiceUnavailable), o.RetryAfter)
-		}
+	// vivo answers an outage with a bare HTTP status (the phase's Reason is not used).
+	if s.answerOutage(w, r, Fault{Status: http.StatusServiceUnavailable}, func(f Fault) { s.status(w, f.Status, f.RetryAfter) }) {
 		return
 	}
 	if !s.faults.wait(r.Context(), s.now()) {
