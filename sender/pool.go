@@ -102,8 +102,10 @@ func (p *pool) work() {
 			if final {
 				p.m.outcome(r.Outcome)
 			}
-			it.b.finish(it.i, r, final)
+			// Done before the result is handed back: once Send returns, the pool counts
+			// as used at this time with nothing pending (closeIdle reads both).
 			p.done()
+			it.b.finish(it.i, r, final)
 			p.idle.Add(1)
 		case <-p.ctx.Done():
 			return
