@@ -48,8 +48,9 @@ func (c *Credentials) NewClient(route string, cfg Config) (*Client, error) {
 		ts:    vendor.NewTokenSource(tokenURL, p.ClientID, p.ClientSecret, hc, cfg.RequestTimeout),
 		hc:    hc,
 		quota: cfg.QuotaCodes,
-		now:   time.Now,
+		now:   cfg.Now,
 	}
+	cl.ts.SetClock(cfg.Now)
 	cl.batch = vendor.NewBatcher(cfg.BatchSize, cfg.Concurrency, cl.sendBatch)
 	return cl, nil
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/pushd/pushd/sender/gateway"
 )
@@ -39,6 +40,9 @@ type Config struct {
 	QuotaCodes []string
 	// TLS is the base client TLS configuration (nil: system roots); tests set the simulator's.
 	TLS *tls.Config
+	// Now is the clock of timestamps, token ages and TTLs (default time.Now); tests share
+	// theirs with the simulator.
+	Now func() time.Time
 }
 
 // WithDefaults fills zero fields.
@@ -54,6 +58,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Concurrency == 0 {
 		c.Concurrency = 8
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 	c.ConnConfig = c.ConnConfig.WithDefaults(8)
 	return c
