@@ -454,9 +454,13 @@ func (s *Honor) requestID() string {
 	return strconv.FormatInt(s.now().UnixMilli(), 10) + fmt.Sprintf("%08d", s.seq.Add(1)%100000000)
 }
 
-// reply answers a result code with its HTTP status.
+// reply answers a result code with its HTTP status (200 for the quota code).
 func (s *Honor) reply(w http.ResponseWriter, code int, msg string) {
-	s.replyStatus(w, honorStatus(code), code, msg)
+	status := honorStatus(code)
+	if code == s.cfg.QuotaCode {
+		status = http.StatusOK
+	}
+	s.replyStatus(w, status, code, msg)
 }
 
 func (s *Honor) replyStatus(w http.ResponseWriter, status, code int, msg string) {
