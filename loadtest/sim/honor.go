@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -427,7 +428,12 @@ func (s *Honor) validate(m *honorRequest, bodyLen int) (int, string) {
 		}
 		return 0, ""
 	}
-	if n.Title == "" || n.Body == "" {
+	// android.notification's title and body override notification's; one of each is needed.
+	title, body := n.Title, n.Body
+	if m.Notification != nil {
+		title, body = cmp.Or(title, m.Notification.Title), cmp.Or(body, m.Notification.Body)
+	}
+	if title == "" || body == "" {
 		return HonorParamError, "notification title and body are required"
 	}
 	switch n.Importance {
