@@ -286,3 +286,14 @@ func TestHonorCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestHonorConfigValidate(t *testing.T) {
+	for _, bad := range []Config{{BatchSize: 1001}, {Concurrency: -1}, {QuotaCodes: []string{"200"}}, {QuotaCodes: []string{"80300007"}}, {QuotaCodes: []string{""}}} {
+		if bad.Validate() == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+	if err := (Config{QuotaCodes: []string{"80300099"}}).WithDefaults().Validate(); err != nil {
+		t.Fatal(err)
+	}
+}

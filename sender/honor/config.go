@@ -3,6 +3,7 @@ package honor
 import (
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -72,12 +73,9 @@ func (c Config) Validate() error {
 		return errors.New("honor: BatchSize must be within 0..1000 and Concurrency not negative")
 	}
 	for _, q := range c.QuotaCodes {
-		if _, known := codes[q]; known || q == CodeSuccess || q == CodeOK || q == CodePartial || q == "" {
-			return errors.New("honor: a quota code must not be a code with another meaning")
+		if _, known := codes[q]; known || q == "" || slices.Contains([]string{CodeOK, CodeSuccess, CodePartial}, q) {
+			return fmt.Errorf("honor: quota code %q is empty or a code with another meaning", q)
 		}
-	}
-	if slices.Contains(c.QuotaCodes, "") {
-		return errors.New("honor: empty quota code")
 	}
 	return c.ConnConfig.Validate("honor")
 }
