@@ -203,3 +203,16 @@ func TestSenderHonorOutageLosesNothing(t *testing.T) {
 		t.Errorf("%d requests during the outage: want the ones in flight at its start plus a few probes per phase", st.Outage)
 	}
 }
+
+// TestSenderHonorDefaultRate: Honor pools are paced to Honor's 3,000 messages/s per app unless
+// --sender-rates says otherwise.
+func TestSenderHonorDefaultRate(t *testing.T) {
+	c := Config{}.WithDefaults()
+	if c.rate("app1", push.ChannelHonor) != 3000 {
+		t.Fatalf("default honor rate %v", c.rate("app1", push.ChannelHonor))
+	}
+	c = Config{Rates: map[string]float64{"app1/honor": 10000}}.WithDefaults()
+	if c.rate("app1", push.ChannelHonor) != 10000 || c.rate("app2", push.ChannelHonor) != 3000 {
+		t.Fatalf("rates %v", c.Rates)
+	}
+}
