@@ -40,7 +40,7 @@ type pushd struct {
 var simFreePorts = []string{
 	"--sim-apns-addr", "127.0.0.1:0", "--sim-fcm-addr", "127.0.0.1:0", "--sim-hms-addr", "127.0.0.1:0",
 	"--sim-mi-addr", "127.0.0.1:0", "--sim-vivo-addr", "127.0.0.1:0", "--sim-oppo-addr", "127.0.0.1:0",
-	"--sim-mz-addr", "127.0.0.1:0",
+	"--sim-mz-addr", "127.0.0.1:0", "--sim-honor-addr", "127.0.0.1:0",
 }
 
 // startPushdSim starts `pushd serve --dev --sim` with every simulator on a free port, then args.

@@ -28,7 +28,7 @@ type dryRunAnswer struct {
 
 // A dry run of a push through the real binary (`pushd serve --dev --sim`, what `make run`
 // starts) counts, per delivery channel, exactly the devices the real push to the same query
-// then reaches (iOS, the own channel, HMS, Xiaomi and Meizu installations, an invalid one and one
+// then reaches (iOS, the own channel, HMS, Honor, Xiaomi and Meizu installations, an invalid one and one
 // outside the channel among them; the dev app is of the China edition, which has no FCM), and leaves nothing behind: no push record, nothing sent to
 // any gateway simulator, and its req_id unclaimed.
 func TestE2EDryRunCountsWhatThePushReaches(t *testing.T) {
@@ -36,7 +36,7 @@ func TestE2EDryRunCountsWhatThePushReaches(t *testing.T) {
 	p := startPushdSim(t, data)
 	line := p.waitOutput(regexp.MustCompile(`gateway simulators: .*`), startTimeout)
 	sims := map[string]*simClient{}
-	for name, re := range map[string]*regexp.Regexp{"apns": apnsSimURL, "fcm": fcmSimURL, "hms": hmsSimLine, "mi": miSimLine, "mz": mzSimLine} {
+	for name, re := range map[string]*regexp.Regexp{"apns": apnsSimURL, "fcm": fcmSimURL, "hms": hmsSimLine, "mi": miSimLine, "mz": mzSimLine, "honor": honorSimLine} {
 		m := re.FindStringSubmatch(line)
 		if m == nil {
 			t.Fatalf("no %s simulator in the start-up line %q", name, line)
@@ -63,6 +63,7 @@ func TestE2EDryRunCountsWhatThePushReaches(t *testing.T) {
 		{"deviceType": "android", "installationId": "b0b0b0b0-0000-4000-8000-000000000003", "channels": deals},
 		{"deviceType": "android", "installationId": "b0b0b0b0-0000-4000-8000-000000000004", "vendor": "HMS", "registrationId": "IQAAAACy0dryrunA", "channels": deals},
 		{"deviceType": "android", "installationId": "b0b0b0b0-0000-4000-8000-000000000005", "vendor": "mi", "registrationId": "fakeMiRegIdD", "channels": deals},
+		{"deviceType": "android", "installationId": "b0b0b0b0-0000-4000-8000-000000000006", "vendor": "honor", "registrationId": "AQAAAACy0honorDryRun", "channels": deals},
 	} {
 		status, body, err := c.call("POST", "/1.1/installations", false, inst)
 		if err != nil || status != http.StatusCreated {
@@ -78,9 +79,9 @@ func TestE2EDryRunCountsWhatThePushReaches(t *testing.T) {
 	if err := json.Unmarshal(out, &dry); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int64{"apns": 2, "mz": 1, "direct": 2, "hms": 1, "mi": 1}
-	if !dry.DryRun || dry.Devices != 7 {
-		t.Errorf("dry run %s: want 7 devices", out)
+	want := map[string]int64{"apns": 2, "mz": 1, "direct": 2, "hms": 1, "mi": 1, "honor": 1}
+	if !dry.DryRun || dry.Devices != 8 {
+		t.Errorf("dry run %s: want 8 devices", out)
 	}
 	for ch, n := range want {
 		if dry.ByChannel[ch] != n {
@@ -130,7 +131,7 @@ func TestE2EDryRunCountsWhatThePushReaches(t *testing.T) {
 			t.Errorf("channel %s: the push reached %d, the dry run counted %d", ch, got, n)
 		}
 	}
-	for name, n := range map[string]int64{"apns": 2, "fcm": 0, "hms": 1, "mi": 1, "mz": 1} {
+	for name, n := range map[string]int64{"apns": 2, "fcm": 0, "hms": 1, "mi": 1, "mz": 1, "honor": 1} {
 		if st := sims[name].mustGet(t, false); st.Accepted != n {
 			t.Errorf("%s simulator accepted %d pushes, want %d", name, st.Accepted, n)
 		}

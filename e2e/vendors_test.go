@@ -14,21 +14,24 @@ import (
 var (
 	hmsSimLine = regexp.MustCompile(`HMS (https://127\.0\.0\.1:\d+),`)
 	miSimLine  = regexp.MustCompile(`Xiaomi (https://127\.0\.0\.1:\d+)[,;]`)
+	// honorSimLine finds the Honor simulator in the start-up line.
+	honorSimLine = regexp.MustCompile(`Honor (https://127\.0\.0\.1:\d+),`)
 )
 
 // A hybrid installation (vendor, registrationId) of the dev app gets a query push through the
-// in-process HMS and Xiaomi simulators of `pushd serve --dev --sim` (`make run`); a hybrid device whose
+// in-process HMS, Honor and Xiaomi simulators of `pushd serve --dev --sim` (`make run`); a hybrid device whose
 // deviceProfile the app has not configured fails with a reason naming it (decisions Push 7).
 func TestE2EHybridPushThroughServe(t *testing.T) {
 	data := t.TempDir()
 	p := startPushdSim(t, data)
 	line := p.waitOutput(regexp.MustCompile(`gateway simulators: .*`), startTimeout)
-	m, mm := hmsSimLine.FindStringSubmatch(line), miSimLine.FindStringSubmatch(line)
-	if m == nil || mm == nil {
-		t.Fatalf("no HMS or Xiaomi simulator in the start-up line %q", line)
+	m, mm, mh := hmsSimLine.FindStringSubmatch(line), miSimLine.FindStringSubmatch(line), honorSimLine.FindStringSubmatch(line)
+	if m == nil || mm == nil || mh == nil {
+		t.Fatalf("no HMS, Xiaomi or Honor simulator in the start-up line %q", line)
 	}
-	stats := newSimClient(m[1], &tls.Config{InsecureSkipVerify: true})    //nolint:gosec // loopback test simulator
-	miStats := newSimClient(mm[1], &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // loopback test simulator
+	honorStats := newSimClient(mh[1], &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // loopback test simulator
+	stats := newSimClient(m[1], &tls.Config{InsecureSkipVerify: true})       //nolint:gosec // loopback test simulator
+	miStats := newSimClient(mm[1], &tls.Config{InsecureSkipVerify: true})    //nolint:gosec // loopback test simulator
 
 	b, err := os.ReadFile(filepath.Join(data, "dev-app.json"))
 	if err != nil {
@@ -43,6 +46,7 @@ func TestE2EHybridPushThroughServe(t *testing.T) {
 		{"deviceType": "android", "installationId": "a0a0a0a0-0000-4000-8000-000000000001", "vendor": "HMS", "registrationId": "IQAAAACy0hybridA", "channels": []string{"deals"}},
 		{"deviceType": "android", "installationId": "a0a0a0a0-0000-4000-8000-000000000003", "vendor": "mi", "registrationId": "fakeMiRegIdC", "channels": []string{"deals"}},
 		{"deviceType": "android", "installationId": "a0a0a0a0-0000-4000-8000-000000000002", "vendor": "hms", "registrationId": "IQAAAACy0hybridB", "deviceProfile": "beta", "channels": []string{"deals"}},
+		{"deviceType": "android", "installationId": "a0a0a0a0-0000-4000-8000-000000000004", "vendor": "Honor", "registrationId": "AQAAAACy0honorD", "channels": []string{"deals"}},
 	} {
 		status, body, err := c.call("POST", "/1.1/installations", false, inst)
 		if err != nil || status != http.StatusCreated {
@@ -51,8 +55,8 @@ func TestE2EHybridPushThroughServe(t *testing.T) {
 	}
 	oid := c.push(t, map[string]any{"data": map[string]any{"alert": "Half price today", "title": "Deals"}, "channels": []string{"deals"}})
 	rec := c.waitDone(t, oid)
-	if rec.Devices != 3 || rec.Successes != 2 || rec.Failures != 1 {
-		t.Errorf("record %+v: want devices 3, successes 2, failures 1", rec)
+	if rec.Devices != 4 || rec.Successes != 3 || rec.Failures != 1 {
+		t.Errorf("record %+v: want devices 4, successes 3, failures 1", rec)
 	}
 	want := `hybrid push configuration "beta" of vendor hms is not configured for this app`
 	if len(rec.Errors) != 1 || !strings.Contains(rec.Errors[0], want) {
@@ -64,6 +68,9 @@ func TestE2EHybridPushThroughServe(t *testing.T) {
 	}
 	if st := miStats.mustGet(t, true); st.PerToken["fakeMiRegIdC"] != 1 || st.Accepted != 1 {
 		t.Errorf("Xiaomi simulator: accepted %d, per token %v: want one push to the mi device", st.Accepted, st.PerToken)
+	}
+	if st := honorStats.mustGet(t, true); st.PerToken["AQAAAACy0honorD"] != 1 || st.Accepted != 1 {
+		t.Errorf("Honor simulator: accepted %d, per token %v: want one push to the honor device", st.Accepted, st.PerToken)
 	}
 	if err := p.stop(stopTimeout); err != nil {
 		t.Errorf("pushd exit after SIGTERM: %v", err)

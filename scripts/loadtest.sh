@@ -25,7 +25,7 @@
 # only them): a second app, China edition, whose own-channel devices the driver connects
 # through the router on both protocols (--direct-devices, default 200: each is an open file in
 # the driver and in pushd; --direct-offline 0.2 connect only after the push), and whose mixed
-# push reaches apns, the own channel and the hms, mi, vivo, oppo and mz simulators pushsim
+# push reaches apns, the own channel and the hms, honor, mi, vivo, oppo and mz simulators pushsim
 # runs (--mixed-per-channel, default 50).
 set -euo pipefail
 
@@ -168,6 +168,7 @@ done
 # shellcheck disable=SC2086
 "$pushsim_bin" --apns-addr 127.0.0.1:0 --fcm-addr 127.0.0.1:0 --dir "$work/sim" \
 	--hms-addr 127.0.0.1:0 --mi-addr 127.0.0.1:0 --vivo-addr 127.0.0.1:0 --oppo-addr 127.0.0.1:0 --mz-addr 127.0.0.1:0 \
+	--honor-addr 127.0.0.1:0 \
 	--key-id "$key_id" --team-id "$team_id" \
 	--invalid-token-rate "$invalid_rate" --seed "$seed" ${PUSHSIM_FLAGS:-} >"$work/pushsim.log" 2>&1 &
 sim_pid=$!
@@ -186,7 +187,7 @@ fi
 # The vendor simulators (the mixed scenario's): "<channel>: <url>" lines, credentials in
 # $work/sim/vendors.json.
 sim_stats="apns=$apns_url,fcm=$fcm_url"
-for v in hms mi vivo oppo mz; do
+for v in hms honor mi vivo oppo mz; do
 	u=$(sed -nE "s/^$v: (https:\/\/[^ ]+).*/\1/p" "$work/pushsim.log")
 	[ -n "$u" ] && sim_stats="$sim_stats,$v=$u"
 done

@@ -16,6 +16,7 @@ import (
 	"github.com/pushd/pushd/sender/apns"
 	"github.com/pushd/pushd/sender/fcm"
 	"github.com/pushd/pushd/sender/hms"
+	"github.com/pushd/pushd/sender/honor"
 	"github.com/pushd/pushd/sender/mi"
 	"github.com/pushd/pushd/sender/mz"
 	"github.com/pushd/pushd/sender/oppo"
@@ -71,6 +72,8 @@ type Config struct {
 	Oppo oppo.Config
 	Mz   mz.Config
 
+	Honor honor.Config
+
 	// Test hooks.
 	sleep   func(ctx context.Context, d time.Duration) error // backoff and rate waits
 	now     func() time.Time
@@ -84,10 +87,10 @@ const DefaultRetryHorizon = 10 * time.Minute
 
 // DefaultRates are the per-pool rates (deliveries/s) of the vendors that cap each app's
 // messages per second (gateways.md §8a), at the low end of their published ranges: vivo
-// 3,000–5,000, OPPO 5,000–30,000 by cumulative users. A pool is one app's profile, i.e. one
-// vendor app. Beyond them the vendors answer flow control (retried); an app with a higher
+// 3,000–5,000, OPPO 5,000–30,000 by cumulative users, Honor 3,000. A pool is one app's
+// profile, i.e. one vendor app. Beyond them the vendors answer flow control (retried); an app with a higher
 // allowance raises its own with Rates["<appId>/<channel>"].
-var DefaultRates = map[string]float64{push.ChannelVivo: 3000, push.ChannelOppo: 5000}
+var DefaultRates = map[string]float64{push.ChannelVivo: 3000, push.ChannelOppo: 5000, push.ChannelHonor: 3000}
 
 // DefaultMaxBackoff is MaxBackoff's default.
 const DefaultMaxBackoff = 30 * time.Second
@@ -211,6 +214,9 @@ func (c Config) Validate() error {
 		return err
 	}
 	if err := c.HMS.Validate(); err != nil {
+		return err
+	}
+	if err := c.Honor.Validate(); err != nil {
 		return err
 	}
 	if err := c.Vivo.Validate(); err != nil {

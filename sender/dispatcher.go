@@ -16,6 +16,7 @@ import (
 	"github.com/pushd/pushd/sender/apns"
 	"github.com/pushd/pushd/sender/fcm"
 	"github.com/pushd/pushd/sender/hms"
+	"github.com/pushd/pushd/sender/honor"
 	"github.com/pushd/pushd/sender/mi"
 	"github.com/pushd/pushd/sender/mz"
 	"github.com/pushd/pushd/sender/oppo"
@@ -80,7 +81,7 @@ func New(cfg Config, apps AppSource, inv TokenInvalidator, log *zap.Logger, set 
 	drivers := cfg.drivers
 	if drivers == nil {
 		// Each registered gateway is complete (auth, batching, reply table, simulator); a
-		// channel without a driver (honor today) fails its targets "channel <x> not available".
+		// channel without a driver fails its targets "channel <x> not available".
 		drivers = map[string]driver{
 			push.ChannelAPNs: newDriver(cfg.APNs, apns.Load),
 			push.ChannelFCM:  newDriver(cfg.FCM, fcm.Load),
@@ -89,6 +90,8 @@ func New(cfg Config, apps AppSource, inv TokenInvalidator, log *zap.Logger, set 
 			push.ChannelVivo: newDriver(cfg.Vivo, vivo.Load),
 			push.ChannelOppo: newDriver(cfg.Oppo, oppo.Load),
 			push.ChannelMz:   newDriver(cfg.Mz, mz.Load),
+			// Honor Push (sender/honor).
+			push.ChannelHonor: newDriver(cfg.Honor, honor.Load),
 		}
 	}
 	life, kill := context.WithCancel(context.Background())

@@ -29,7 +29,7 @@ func TestSenderVendorDefaultRates(t *testing.T) {
 			t.Errorf("%q accepted", bad)
 		}
 	}
-	if got := FormatRates(DefaultRates); got != "oppo=5000,vivo=3000" {
+	if got := FormatRates(DefaultRates); got != "honor=3000,oppo=5000,vivo=3000" {
 		t.Errorf("FormatRates %q", got)
 	}
 }

@@ -76,6 +76,10 @@ type serveConfig struct {
 	// assumed), comma-separated.
 	OppoInvalidRegIDCodes string
 
+	// Honor Push: base URL and OAuth2 token URL overrides.
+	HonorEndpoint string
+	HonorTokenURL string
+
 	// Sim runs the APNs and FCM simulators in-process and points the dev app at them.
 	Sim         bool
 	SimAPNsAddr string
@@ -85,6 +89,8 @@ type serveConfig struct {
 	SimVivoAddr string
 	SimOppoAddr string
 	SimMzAddr   string
+
+	SimHonorAddr string // the in-process Honor simulator
 
 	// OpsAddr serves the ops endpoints on nodes without the api role.
 	OpsAddr string
@@ -165,6 +171,8 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	fs.StringVar(&c.GatewayCA, "gateway-ca", envOr("PUSHD_GATEWAY_CA", ""), "PEM file of extra roots trusted for gateway TLS (PUSHD_GATEWAY_CA)")
 	fs.StringVar(&c.HMSEndpoint, "hms-endpoint", envOr("PUSHD_HMS_ENDPOINT", ""), "HMS Push Kit base URL instead of Huawei's, for credentials that name none (PUSHD_HMS_ENDPOINT)")
 	fs.StringVar(&c.HMSTokenURL, "hms-token-url", envOr("PUSHD_HMS_TOKEN_URL", ""), "HMS OAuth2 token URL instead of Huawei's, for credentials that name none (PUSHD_HMS_TOKEN_URL)")
+	fs.StringVar(&c.HonorEndpoint, "honor-endpoint", envOr("PUSHD_HONOR_ENDPOINT", ""), "Honor Push base URL instead of https://push-api.cloud.honor.com, for credentials that name none (PUSHD_HONOR_ENDPOINT)")
+	fs.StringVar(&c.HonorTokenURL, "honor-token-url", envOr("PUSHD_HONOR_TOKEN_URL", ""), "Honor OAuth2 token URL instead of https://iam.developer.honor.com/auth/token, for credentials that name none (PUSHD_HONOR_TOKEN_URL)")
 	fs.StringVar(&c.MiEndpoint, "mi-endpoint", envOr("PUSHD_MI_ENDPOINT", ""), "Xiaomi push base URL instead of the region's, for credentials that name none (PUSHD_MI_ENDPOINT)")
 	fs.StringVar(&c.VivoEndpoint, "vivo-endpoint", envOr("PUSHD_VIVO_ENDPOINT", ""), "vivo push base URL instead of vivo's, for credentials that name none (PUSHD_VIVO_ENDPOINT)")
 	fs.StringVar(&c.OppoEndpoint, "oppo-endpoint", envOr("PUSHD_OPPO_ENDPOINT", ""), "OPPO push China base URL instead of OPPO's, for credentials that name none (PUSHD_OPPO_ENDPOINT)")
@@ -177,6 +185,7 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	fs.StringVar(&c.SimMiAddr, "sim-mi-addr", envOr("PUSHD_SIM_MI_ADDR", "127.0.0.1:2200"), "listen address of the in-process Xiaomi simulator (PUSHD_SIM_MI_ADDR)")
 	fs.StringVar(&c.SimMzAddr, "sim-mz-addr", envOr("PUSHD_SIM_MZ_ADDR", "127.0.0.1:2205"), "listen address of the in-process Meizu simulator (PUSHD_SIM_MZ_ADDR)")
 	fs.StringVar(&c.SimHMSAddr, "sim-hms-addr", envOr("PUSHD_SIM_HMS_ADDR", "127.0.0.1:2199"), "listen address of the in-process HMS simulator (PUSHD_SIM_HMS_ADDR)")
+	fs.StringVar(&c.SimHonorAddr, "sim-honor-addr", envOr("PUSHD_SIM_HONOR_ADDR", "127.0.0.1:2206"), "listen address of the in-process Honor simulator (PUSHD_SIM_HONOR_ADDR)")
 	fs.StringVar(&c.SimVivoAddr, "sim-vivo-addr", envOr("PUSHD_SIM_VIVO_ADDR", "127.0.0.1:2203"), "listen address of the in-process vivo simulator (PUSHD_SIM_VIVO_ADDR)")
 	fs.StringVar(&c.SimOppoAddr, "sim-oppo-addr", envOr("PUSHD_SIM_OPPO_ADDR", "127.0.0.1:2204"), "listen address of the in-process OPPO simulator, both regions (PUSHD_SIM_OPPO_ADDR)")
 	fs.StringVar(&c.OpsAddr, "ops-addr", envOr("PUSHD_OPS_ADDR", ""), "listen address of /metrics, /healthz and /readyz for nodes without the api role (PUSHD_OPS_ADDR)")
@@ -258,6 +267,9 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	if c.Sim && (c.APNsEndpoint != "" || c.FCMEndpoint != "" || c.HMSEndpoint != "" || c.MiEndpoint != "" || c.VivoEndpoint != "" ||
 		c.OppoEndpoint != "" || c.OppoIntlURL != "" || c.MzEndpoint != "") {
 		return nil, fmt.Errorf("--sim sets the gateway endpoints itself: drop --apns-endpoint/--fcm-endpoint/--hms-endpoint/--mi-endpoint/--vivo-endpoint/--oppo-endpoint/--oppo-intl-endpoint/--mz-endpoint")
+	}
+	if c.Sim && (c.HonorEndpoint != "" || c.HonorTokenURL != "") {
+		return nil, fmt.Errorf("--sim sets the gateway endpoints itself: drop --honor-endpoint/--honor-token-url")
 	}
 	codes, err := parseCodes(c.OppoInvalidRegIDCodes)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -30,6 +31,7 @@ import (
 	"github.com/pushd/pushd/sender/direct"
 	"github.com/pushd/pushd/sender/fcm"
 	"github.com/pushd/pushd/sender/hms"
+	"github.com/pushd/pushd/sender/honor"
 	"github.com/pushd/pushd/sender/mi"
 	"github.com/pushd/pushd/sender/mz"
 	"github.com/pushd/pushd/sender/oppo"
@@ -159,6 +161,7 @@ func dispatcher(p *parts) (*sender.Dispatcher, error) {
 	}
 	cfg.APNs.TLS, cfg.FCM.TLS, cfg.HMS.TLS = tlsCfg, tlsCfg, tlsCfg
 	cfg.HMS.Endpoint, cfg.HMS.TokenURL = p.cfg.HMSEndpoint, p.cfg.HMSTokenURL
+	cfg.Honor.TLS, cfg.Honor.Endpoint, cfg.Honor.TokenURL = tlsCfg, p.cfg.HonorEndpoint, p.cfg.HonorTokenURL
 	cfg.Mi.TLS, cfg.Mi.Endpoint = tlsCfg, p.cfg.MiEndpoint
 	cfg.Vivo.TLS, cfg.Vivo.Endpoint = tlsCfg, p.cfg.VivoEndpoint
 	cfg.Oppo.TLS, cfg.Oppo.Endpoint, cfg.Oppo.IntlEndpoint = tlsCfg, p.cfg.OppoEndpoint, p.cfg.OppoIntlURL
@@ -172,6 +175,9 @@ func dispatcher(p *parts) (*sender.Dispatcher, error) {
 		cfg.FCM.Endpoint, cfg.FCM.TokenURL = p.sims.fcm.URL(), p.sims.fcm.TokenURL()
 		cfg.HMS.TLS = p.sims.hms.ClientTLS()
 		cfg.HMS.Endpoint, cfg.HMS.TokenURL = p.sims.hms.URL(), p.sims.hms.TokenURL()
+		cfg.Honor.TLS, cfg.Honor.Endpoint, cfg.Honor.TokenURL = p.sims.honor.ClientTLS(), p.sims.honor.URL(), p.sims.honor.TokenURL()
+		// The simulator's quota code is known (Honor's is not): its spent quota parks the app.
+		cfg.Honor.QuotaCodes = []string{strconv.Itoa(sim.HonorDefaultQuotaCode)}
 		cfg.Mi.TLS, cfg.Mi.Endpoint = p.sims.mi.ClientTLS(), p.sims.mi.URL()
 		cfg.Vivo.TLS, cfg.Vivo.Endpoint = p.sims.vivo.ClientTLS(), p.sims.vivo.URL()
 		cfg.Oppo.TLS, cfg.Oppo.Endpoint, cfg.Oppo.IntlEndpoint = p.sims.oppo.ClientTLS(), p.sims.oppo.URL(), p.sims.oppo.URL()
@@ -290,9 +296,8 @@ func credentialValidators() map[string]api.CredentialValidator {
 		push.ChannelVivo: check(vivo.ParseCredentials),
 		push.ChannelOppo: check(oppo.ParseCredentials),
 		push.ChannelMz:   check(mz.ParseCredentials),
-	}
-	for _, vendor := range []string{push.ChannelHonor} {
-		v[vendor] = check(pushapi.ParseHybridCredentials)
+		// Honor Push (sender/honor).
+		push.ChannelHonor: check(honor.ParseCredentials),
 	}
 	return v
 }
@@ -328,6 +333,8 @@ type sims struct {
 	vivo *sim.Vivo
 	oppo *sim.Oppo
 	mz   *sim.Mz
+
+	honor *sim.Honor
 }
 
 // Names the dev app's simulated credentials use.
@@ -338,6 +345,8 @@ const (
 	simProject = "pushd-dev"
 	simHMSApp  = "10086001"
 	simVivoApp = "10004"
+	// simHonorApp is the dev app's Honor app id.
+	simHonorApp = "10086002"
 )
 
 // startSims starts the simulators, gives the dev app credentials they trust (new keys each
@@ -388,7 +397,11 @@ func startSims(ctx context.Context, p *parts, g *service.Group, stdout io.Writer
 	if err := start("Meizu", p.cfg.SimMzAddr, z, err); err != nil {
 		return err
 	}
-	p.sims = &sims{apns: a, fcm: f, hms: h, mi: m, vivo: v, oppo: o, mz: z}
+	hn, err := sim.NewHonor(sim.HonorConfig{Addr: p.cfg.SimHonorAddr})
+	if err := start("Honor", p.cfg.SimHonorAddr, hn, err); err != nil {
+		return err
+	}
+	p.sims = &sims{apns: a, fcm: f, hms: h, mi: m, vivo: v, oppo: o, mz: z, honor: hn}
 	g.Add("simulators", service.Func(func(ctx context.Context) error {
 		<-ctx.Done()
 		return closeAll()
@@ -420,6 +433,7 @@ func startSims(ctx context.Context, p *parts, g *service.Group, stdout io.Writer
 	vivoKey, vivoSecret := v.NewApp(simVivoApp)
 	oppoKey, oppoSecret := o.NewApp()
 	mzAppID, mzSecret := z.NewApp()
+	honorClient, honorSecret := hn.NewApp(simHonorApp)
 	// The vendors' credentials are hybrid profiles: the simulator's app is the dev app's _default.
 	for vendor, profile := range map[string]any{
 		push.ChannelHMS:  hms.ProfileJSON{AppID: simHMSApp, AppSecret: h.NewApp(simHMSApp)},
@@ -427,6 +441,8 @@ func startSims(ctx context.Context, p *parts, g *service.Group, stdout io.Writer
 		push.ChannelVivo: vivo.ProfileJSON{AppID: simVivoApp, AppKey: vivoKey, AppSecret: vivoSecret},
 		push.ChannelOppo: oppo.ProfileJSON{AppKey: oppoKey, MasterSecret: oppoSecret},
 		push.ChannelMz:   mz.ProfileJSON{AppID: json.Number(mzAppID), AppSecret: mzSecret},
+		// Honor Push (sender/honor).
+		push.ChannelHonor: honor.ProfileJSON{AppID: simHonorApp, ClientID: honorClient, ClientSecret: honorSecret},
 	} {
 		cred, err := json.Marshal(map[string]any{push.DefaultProfile: profile})
 		if err != nil {
@@ -438,7 +454,7 @@ func startSims(ctx context.Context, p *parts, g *service.Group, stdout io.Writer
 	if err := p.store.PutApp(ctx, app); err != nil {
 		return fmt.Errorf("cannot give the dev app simulator credentials: %w", err)
 	}
-	fmt.Fprintf(stdout, "gateway simulators: APNs %s (topic %s), FCM %s, HMS %s, vivo %s, OPPO %s, Xiaomi %s, Meizu %s; delivered pushes: curl -sk %s/_stats\n",
-		a.URL(), simTopic, f.URL(), h.URL(), v.URL(), o.URL(), m.URL(), z.URL(), a.URL())
+	fmt.Fprintf(stdout, "gateway simulators: APNs %s (topic %s), FCM %s, HMS %s, Honor %s, vivo %s, OPPO %s, Xiaomi %s, Meizu %s; delivered pushes: curl -sk %s/_stats\n",
+		a.URL(), simTopic, f.URL(), h.URL(), hn.URL(), v.URL(), o.URL(), m.URL(), z.URL(), a.URL())
 	return nil
 }

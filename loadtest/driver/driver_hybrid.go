@@ -29,7 +29,7 @@ func (r *run) setupHybrid(ctx context.Context, f simFiles) error {
 	if needVendors {
 		b, err := os.ReadFile(filepath.Join(r.cfg.SimDir, sim.VendorsFile))
 		if err != nil {
-			return fmt.Errorf("cannot read the vendor simulators' credentials (run pushsim with --hms-addr, --mi-addr, --vivo-addr, --oppo-addr and --mz-addr): %w", err)
+			return fmt.Errorf("cannot read the vendor simulators' credentials (run pushsim with --hms-addr, --honor-addr, --mi-addr, --vivo-addr, --oppo-addr and --mz-addr): %w", err)
 		}
 		if err := json.Unmarshal(b, &vendors); err != nil {
 			return fmt.Errorf("cannot decode %s: %w", sim.VendorsFile, err)

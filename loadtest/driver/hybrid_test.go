@@ -110,7 +110,7 @@ func TestDriverHybridScenarios(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Own) != 10 || m.Expect.Targets() != 70 || !slices.Equal(m.Requests[0].Body["channels"].([]string), []string{ChannelMixed}) {
+	if len(m.Own) != 10 || m.Expect.Targets() != 10*len(MixedChannels) || !slices.Equal(m.Requests[0].Body["channels"].([]string), []string{ChannelMixed}) {
 		t.Fatalf("mixed: %d own, %d targets, body %v", len(m.Own), m.Expect.Targets(), m.Requests[0].Body)
 	}
 	for ch, tl := range m.Expect.byGateway() {

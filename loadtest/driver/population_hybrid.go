@@ -22,9 +22,9 @@ const (
 )
 
 // MixedChannels are the delivery channels the mixed scenario reaches in one push: the China
-// edition's (apns, the own channel, and every vendor pushd has a driver for; honor has none
-// yet). The international edition would reach only apns, direct, fcm and mi.
-var MixedChannels = []string{push.ChannelAPNs, push.ChannelDirect, push.ChannelHMS, push.ChannelMi, push.ChannelMz, push.ChannelOppo, push.ChannelVivo}
+// edition's (apns, the own channel, and all six vendors). The international edition would
+// reach only apns, direct, fcm and mi.
+var MixedChannels = []string{push.ChannelAPNs, push.ChannelDirect, push.ChannelHMS, push.ChannelHonor, push.ChannelMi, push.ChannelMz, push.ChannelOppo, push.ChannelVivo}
 
 // HybridSpec says what to generate for the hybrid app.
 type HybridSpec struct {

@@ -16,6 +16,7 @@ const VendorsFile = "vendors.json"
 // vendorFlags are pushsim's flags of the vendor simulators; an empty address starts none.
 type vendorFlags struct {
 	hms, mi, vivo, oppo, mz string
+	honor                   string
 	pkg                     string
 }
 
@@ -25,6 +26,7 @@ func (v *vendorFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&v.vivo, "vivo-addr", "", "vivo push simulator listen address (empty: not started)")
 	fs.StringVar(&v.oppo, "oppo-addr", "", "OPPO push simulator listen address, both regions (empty: not started)")
 	fs.StringVar(&v.mz, "mz-addr", "", "Meizu push simulator listen address (empty: not started)")
+	fs.StringVar(&v.honor, "honor-addr", "", "Honor push simulator listen address (empty: not started)")
 	fs.StringVar(&v.pkg, "vendor-package", "com.pushd.loadtest", "Android package name the vendor simulators register the app for")
 }
 
@@ -99,6 +101,15 @@ func startVendors(f vendorFlags, k Knobs, noTokens bool, record int) (_ *vendorS
 		}
 		app, secret := s.NewApp()
 		v.add("mz", s.URL(), s.CertPEM(), s.Close, map[string]any{"appId": json.Number(app), "appSecret": secret, "endpoint": s.URL()})
+	}
+	if f.honor != "" {
+		s, err := NewHonor(HonorConfig{Addr: f.honor, NoTokenStats: noTokens, Record: record, Knobs: k})
+		if err != nil {
+			return nil, err
+		}
+		const app = "100000002"
+		id, secret := s.NewApp(app)
+		v.add("honor", s.URL(), s.CertPEM(), s.Close, map[string]any{"appId": app, "clientId": id, "clientSecret": secret, "endpoint": s.URL(), "tokenUrl": s.TokenURL()})
 	}
 	return v, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pushd/pushd/internal/waitfor"
 	"github.com/pushd/pushd/sender/hms"
+	"github.com/pushd/pushd/sender/honor"
 	"github.com/pushd/pushd/sender/mi"
 	"github.com/pushd/pushd/sender/mz"
 	"github.com/pushd/pushd/sender/oppo"
@@ -32,7 +33,7 @@ func TestCLIRunsVendorSimulators(t *testing.T) {
 	go func() {
 		done <- RunCLI(ctx, []string{"-apns-addr", "127.0.0.1:0", "-fcm-addr", "127.0.0.1:0", "-dir", dir,
 			"-hms-addr", "127.0.0.1:0", "-mi-addr", "127.0.0.1:0", "-vivo-addr", "127.0.0.1:0",
-			"-oppo-addr", "127.0.0.1:0", "-mz-addr", "127.0.0.1:0"}, &out)
+			"-oppo-addr", "127.0.0.1:0", "-mz-addr", "127.0.0.1:0", "-honor-addr", "127.0.0.1:0"}, &out)
 	}()
 	waitfor.True(t, 10*time.Second, "pushsim to print its addresses", func() bool {
 		return strings.Contains(out.String(), "stats:")
@@ -51,6 +52,8 @@ func TestCLIRunsVendorSimulators(t *testing.T) {
 		"vivo": func(b []byte) error { _, err := vivo.Load(b); return err },
 		"oppo": func(b []byte) error { _, err := oppo.Load(b); return err },
 		"mz":   func(b []byte) error { _, err := mz.Load(b); return err },
+		// Honor Push (sender/honor).
+		"honor": func(b []byte) error { _, err := honor.Load(b); return err },
 	}
 	ca, err := os.ReadFile(filepath.Join(dir, "ca.pem"))
 	if err != nil {

@@ -25,6 +25,8 @@ var VendorParams = map[string][]string{
 	push.ChannelVivo: {"pushMode", "classification", "category"},
 	push.ChannelOppo: {"category", "notify_level"},
 	push.ChannelHMS:  {"target_user_type"},
+	// Honor's test-user flag and message class (sender/honor).
+	push.ChannelHonor: {"target_user_type", "importance"},
 	// Meizu's click action (clickType 1 + activity, 2 + url) and notifyKey (sender/mz).
 	push.ChannelMz: {"clickType", "url", "activity", "notifyKey"},
 }

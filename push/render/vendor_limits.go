@@ -11,9 +11,9 @@ import (
 	"github.com/pushd/pushd/push"
 )
 
-// ErrVendorParam: a key of data.<vendor> that the vendor would refuse (vivo pushMode, hms
-// target_user_type, mz clickType/url/activity/notifyKey). Like ErrTooLarge it fails the
-// channel's targets of a query push and refuses a devices push.
+// ErrVendorParam: a key of data.<vendor> that the vendor would refuse (vivo pushMode, hms and
+// honor target_user_type, honor importance, mz clickType/url/activity/notifyKey). Like
+// ErrTooLarge it fails the channel's targets of a query push and refuses a devices push.
 var ErrVendorParam = errors.New("a vendor parameter is invalid")
 
 // Vendor payload limits (gateways.md §3.2, §4.2, §6.2, §7.2): what the app puts in a push that
@@ -123,6 +123,16 @@ func CheckVendorParams(channel string, raw json.RawMessage) error {
 	case push.ChannelHMS:
 		if v, ok := p["target_user_type"]; ok && !isIntIn(v, 0, 1) {
 			return bad("target_user_type must be 0 or 1 (test user)")
+		}
+	case push.ChannelHonor:
+		if v, ok := p["target_user_type"]; ok && !isIntIn(v, 0, 1) {
+			return bad("target_user_type must be 0 or 1 (test user)")
+		}
+		if v, ok := p["importance"]; ok {
+			var s string
+			if json.Unmarshal(v, &s) != nil || (s != "NORMAL" && s != "LOW") {
+				return bad("importance must be NORMAL (service and communication) or LOW (marketing)")
+			}
 		}
 	case push.ChannelMz:
 		ct := -1

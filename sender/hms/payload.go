@@ -4,11 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"math"
-	"strconv"
 	"time"
 
 	"github.com/pushd/pushd/push/render"
+	"github.com/pushd/pushd/sender/vendor"
 )
 
 // maxTTL is HMS's longest android.ttl, 15 days (gateways.md §3.4).
@@ -57,7 +56,7 @@ func buildMessage(body []byte, exp, now time.Time) (message, error) {
 	}
 	m := message{Android: android{Urgency: "NORMAL"}}
 	if !exp.IsZero() {
-		m.Android.TTL = ttl(exp.Sub(now))
+		m.Android.TTL = vendor.TTLSeconds(exp.Sub(now), maxTTL)
 	}
 	if len(vb.Params) > 0 {
 		var p params
@@ -67,7 +66,7 @@ func buildMessage(body []byte, exp, now time.Time) (message, error) {
 		m.Android.TargetUserType = p.TargetUserType
 	}
 	if vb.Silent {
-		d, err := silentData(&vb)
+		d, err := vendor.PassThroughData(&vb)
 		if err != nil {
 			return message{}, err
 		}
@@ -87,35 +86,6 @@ func buildMessage(body []byte, exp, now time.Time) (message, error) {
 		m.Data = c.String()
 	}
 	return m, nil
-}
-
-// silentData is the data string of a pass-through message: alert, title and the custom
-// attributes in one JSON object.
-func silentData(vb *render.VendorBody) (string, error) {
-	obj := map[string]json.RawMessage{}
-	if len(vb.Custom) > 0 {
-		if err := json.Unmarshal(vb.Custom, &obj); err != nil {
-			return "", errBadBody
-		}
-	}
-	a, _ := json.Marshal(vb.Alert)
-	obj["alert"] = a
-	if vb.Title != "" {
-		t, _ := json.Marshal(vb.Title)
-		obj["title"] = t
-	}
-	b, err := json.Marshal(obj)
-	if err != nil {
-		return "", errBadBody
-	}
-	return string(b), nil
-}
-
-// ttl formats a remaining lifetime as HMS's "<seconds>s", rounded up, within 1 s..15 days.
-func ttl(d time.Duration) string {
-	d = min(d, maxTTL)
-	secs := max(int64(math.Ceil(d.Seconds())), 1)
-	return strconv.FormatInt(secs, 10) + "s"
 }
 
 // appendRequest appends {"validate_only":false,"message":{"token":[…],<m's members>}}.

@@ -2,10 +2,9 @@ package hms
 
 import (
 	"encoding/json"
-	"net/http"
-	"strconv"
 
 	"github.com/pushd/pushd/sender/gateway"
+	"github.com/pushd/pushd/sender/vendor"
 )
 
 // HMS result codes (gateways.md §3.3); the reply's code is a string.
@@ -99,24 +98,7 @@ func classify(status int, body []byte, retryAfter string, tokens []string, out [
 		fill(out, rep)
 		return
 	}
-	reason := "hms status " + strconv.Itoa(status)
-	if r.Code != "" {
-		reason = "hms " + clip(r.Code)
-	}
-	var rep gateway.Reply
-	switch {
-	case status == http.StatusUnauthorized:
-		rep = gateway.Reply{Kind: gateway.KindAuth, Reason: reason}
-	case status == http.StatusTooManyRequests, status >= 500:
-		rep = gateway.Reply{Kind: gateway.KindRetry, Reason: reason, RetryAfter: parseRetryAfter(retryAfter)}
-	case status == http.StatusForbidden, status == http.StatusNotFound:
-		rep = gateway.Reply{Kind: gateway.KindCredentials, Reason: reason}
-	case status == http.StatusOK && r.Code == "":
-		// 200 without a code is no answer we know: retrying is safe, deleting is not.
-		rep = gateway.Reply{Kind: gateway.KindRetry, Reason: "hms reply without a result code"}
-	default:
-		rep = gateway.Reply{Kind: gateway.KindFailed, Reason: reason}
-	}
+	rep := vendor.StatusReply("hms", status, r.Code, retryAfter)
 	fill(out, rep)
 }
 
@@ -124,11 +106,4 @@ func fill(out []gateway.Reply, r gateway.Reply) {
 	for i := range out {
 		out[i] = r
 	}
-}
-
-func clip(s string) string {
-	if len(s) > 32 {
-		return s[:32]
-	}
-	return s
 }
