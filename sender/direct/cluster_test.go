@@ -472,3 +472,117 @@ func TestDirectClusterMovesDevicesToTheOwner(t *testing.T) {
 		}
 	}
 }
+
+// TestDirectClusterRebalanceMovesDevices: a second node joining takes partitions from the
+// first; the first moves exactly the devices of the partitions it lost, which reconnect to
+// the new owner through the router; a push then reaches every device once.
+func TestDirectClusterRebalanceMovesDevices(t *testing.T) {
+	c := newCluster(t)
+	a := c.addNode(t, "node-a")
+	c.waitSplit(t, a)
+	devs := clusterDevices(t, c)
+	all := make([]string, len(devs))
+	for i, d := range devs {
+		all[i] = d.iid
+		c.reconnect(t, d)
+		defer d.close()
+		if d.server != a.serverFor(d) {
+			t.Fatalf("device %s routed to %s, want node a alone", d.iid, d.server)
+		}
+	}
+	b := c.addNode(t, "node-b")
+	c.waitSplit(t, a, b)
+	var moved []*device
+	for _, d := range devs {
+		if c.owner(d.iid) != b {
+			continue
+		}
+		moved = append(moved, d)
+		select {
+		case <-d.done():
+		case <-time.After(20 * time.Second):
+			t.Fatalf("device %s of a partition node a lost is still connected to it", d.iid)
+		}
+		if code := d.closeCode(); code != direct.CloseMoved || !d.movedSignal() {
+			t.Errorf("device %s (lc %t) closed with %d, moved signal %t; want %d after the signal", d.iid, d.lc, code, d.movedSignal(), direct.CloseMoved)
+		}
+	}
+	if len(moved) == 0 || len(moved) == len(devs) {
+		t.Fatalf("%d of %d devices moved; want some", len(moved), len(devs))
+	}
+	for _, d := range devs {
+		if c.owner(d.iid) == a {
+			select {
+			case <-d.done():
+				t.Errorf("device %s of a partition node a kept was disconnected", d.iid)
+			default:
+			}
+		}
+	}
+	for _, d := range moved {
+		c.reconnect(t, d)
+		defer d.close()
+		if d.server != b.serverFor(d) {
+			t.Errorf("device %s reconnected to %s, want node b", d.iid, d.server)
+		}
+	}
+	c.handoff(t, a.log, "r1", all)
+	waitfor.True(t, 20*time.Second, "r1 to arrive at every device", func() bool { return c.rig.tally(t, "r1").Arrivals == int64(len(devs)) })
+	if tl := c.rig.tally(t, "r1"); tl.Sent != int64(len(devs)) {
+		t.Errorf("r1 counts = %+v; want %d sent", tl, len(devs))
+	}
+	for _, d := range devs {
+		if ids := d.ledger.IDs(); !slices.Equal(ids, []string{"r1"}) || d.ledger.Times("r1") != 1 {
+			t.Errorf("device %s (lc %t) received %v (r1 %d times), want r1 once", d.iid, d.lc, ids, d.ledger.Times("r1"))
+		}
+	}
+}
+
+// syncBuf is an io.Writer safe for the CLI's goroutine and the test's reads.
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestDirectDeviceCLIOriginalProtocol: `pushsim device -protocol lc` registers its
+// installation, asks the original's router, logs in with the original's protocol and prints
+// the push it receives, acked.
+func TestDirectDeviceCLIOriginalProtocol(t *testing.T) {
+	c := newCluster(t)
+	a := c.addNode(t, "node-a")
+	c.waitSplit(t, a)
+	out := &syncBuf{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- sim.RunDeviceCLI(ctx, []string{"-api", c.api, "-app-id", testApp, "-app-key", testKey,
+			"-installation-id", "cli-lc-1", "-protocol", "lc", "-count", "1"}, out)
+	}()
+	waitfor.True(t, 20*time.Second, "the CLI's device to connect", func() bool { return a.core.Connected() == 1 })
+	c.handoff(t, a.log, "c1", []string{"cli-lc-1"})
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("pushsim device -protocol lc: %v\n%s", err, out)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("pushsim device -protocol lc did not end after its push:\n%s", out)
+	}
+	if s := out.String(); !strings.Contains(s, "the original's protocol") || !strings.Contains(s, `"id":"c1"`) {
+		t.Errorf("CLI output lacks the connection or the push:\n%s", s)
+	}
+	waitfor.True(t, 10*time.Second, "c1's arrival", func() bool { return c.rig.tally(t, "c1").Arrivals == 1 })
+}
