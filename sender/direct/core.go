@@ -285,7 +285,6 @@ func (c *Core) Attach(ctx context.Context, app, iid string, s Session, hello fun
 	c.mu.Lock()
 	if !c.ownsLocked(iid) {
 		c.mu.Unlock()
-		c.m.moved.Inc()
 		return ErrMoved
 	}
 	old := c.sessions[k]
