@@ -36,6 +36,16 @@ type Lease struct {
 	Expires time.Time
 }
 
+// Gateway is one gateway node's advertisement (gateways): the URL devices connect to it at
+// and the push.direct partitions it consumes, kept until Expires. The routers read them to
+// send a device to the node owning its installation's partition.
+type Gateway struct {
+	Node       string // the node's name, unique per process
+	URL        string // its connect URL: ws:// or wss://, path /1.1/connect
+	Partitions []int  // ascending
+	Expires    time.Time
+}
+
 // ScanRange selects index rows for a scan: by_bucket when Channel is "", else by_channel.
 // Rows come in key order (bucket, deviceType, objectId); After resumes strictly after a cursor
 // returned by an earlier row.
@@ -181,6 +191,13 @@ type Store interface {
 	// a later holder took the firing over). ErrNotFound when the schedule is gone (fired or
 	// cancelled). The same epoch may claim again (a retry of the same holder).
 	ClaimScheduled(ctx context.Context, appID string, id int64, epoch int64) error
+
+	// Gateway registry (gateways). PutGateway writes (or replaces) g.Node's advertisement,
+	// kept until g.Expires; DeleteGateway removes it (a node stopping); Gateways lists those
+	// not expired at now, by Node. The registry is small: one row per gateway node.
+	PutGateway(ctx context.Context, g Gateway) error
+	DeleteGateway(ctx context.Context, node string) error
+	Gateways(ctx context.Context, now time.Time) ([]Gateway, error)
 
 	// Fan-out checkpoints.
 	GetTaskProgress(ctx context.Context, jobID, taskID string) (push.TaskProgress, error)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -99,7 +100,12 @@ type serveConfig struct {
 	// them, and the gateway's tuning.
 	GatewayAddr string
 	GatewayURL  string
-	Direct      direct.Config
+	// GatewayAdvertise is this node's own connect URL in a cluster (--log kafka): the routers
+	// send the devices of the partitions it owns there. GatewayAdvertiseTTL is how long its
+	// advertisement lasts without a heartbeat.
+	GatewayAdvertise    string
+	GatewayAdvertiseTTL time.Duration
+	Direct              direct.Config
 }
 
 var (
@@ -164,6 +170,8 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	c.DryRun.RegisterFlags(fs, "dry-run-")
 	fs.StringVar(&c.GatewayAddr, "gateway-addr", ":8090", "listen address of the own channel's device connections, gateway role (PUSHD_GATEWAY_ADDR)")
 	fs.StringVar(&c.GatewayURL, "gateway-url", "", "URL the router (GET /1.1/router) gives devices, e.g. wss://push.example.com/1.1/connect; empty: ws://<the host asked>:<gateway port>/1.1/connect (PUSHD_GATEWAY_URL)")
+	fs.StringVar(&c.GatewayAdvertise, "gateway-advertise", "", "with --log kafka: this gateway node's own connect URL, which the routers give the devices of the partitions it owns, e.g. wss://gw-1.push.example.com/1.1/connect; empty: ws://<hostname>:<gateway port>/1.1/connect (PUSHD_GATEWAY_ADVERTISE)")
+	fs.DurationVar(&c.GatewayAdvertiseTTL, "gateway-advertise-ttl", direct.DefaultAdvertiseTTL, "with --log kafka: how long a gateway node's advertisement lasts without its heartbeat (every third of it); a node that died is routed to until then (PUSHD_GATEWAY_ADVERTISE_TTL)")
 	c.Direct.RegisterFlags(fs, "direct-")
 	fs.StringVar(&c.APNsEndpoint, "apns-endpoint", envOr("PUSHD_APNS_ENDPOINT", ""), "APNs base URL for both environments instead of Apple's (PUSHD_APNS_ENDPOINT)")
 	fs.StringVar(&c.FCMEndpoint, "fcm-endpoint", envOr("PUSHD_FCM_ENDPOINT", ""), "FCM base URL instead of Google's (PUSHD_FCM_ENDPOINT)")
@@ -258,8 +266,17 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	if err := c.Direct.Validate(); err != nil {
 		return nil, err
 	}
-	if _, _, err := net.SplitHostPort(c.GatewayAddr); err != nil {
+	_, gwPort, err := net.SplitHostPort(c.GatewayAddr)
+	if err != nil {
 		return nil, fmt.Errorf("--gateway-addr %q: %w", c.GatewayAddr, err)
+	}
+	if c.GatewayAdvertiseTTL < 300*time.Millisecond {
+		return nil, fmt.Errorf("--gateway-advertise-ttl %s is below 300ms", shortDuration(c.GatewayAdvertiseTTL))
+	}
+	if c.Log == "kafka" && c.has("gateway") {
+		if c.GatewayAdvertise, err = advertiseURL(c.GatewayAdvertise, gwPort); err != nil {
+			return nil, err
+		}
 	}
 	if c.Sim && !c.Dev {
 		return nil, fmt.Errorf("--sim needs --dev: the simulators are wired to the dev app")
@@ -280,6 +297,33 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 		return nil, fmt.Errorf("--oppo-invalid-regid-codes: %w", err)
 	}
 	return c, nil
+}
+
+// advertiseURL checks --gateway-advertise, giving it the path /1.1/connect when it has none;
+// empty, it is ws://<hostname>:<port>/1.1/connect.
+func advertiseURL(v, port string) (string, error) {
+	if v == "" {
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			return "", fmt.Errorf("--log kafka with the gateway role needs --gateway-advertise: the hostname is unknown (%v)", err)
+		}
+		if port == "0" {
+			return "", fmt.Errorf("--log kafka with the gateway role needs --gateway-advertise when --gateway-addr has port 0")
+		}
+		return "ws://" + net.JoinHostPort(host, port) + "/1.1/connect", nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("--gateway-advertise %q: want ws://host[:port][/1.1/connect] or wss://…", v)
+	}
+	switch u.Path {
+	case "", "/":
+		u.Path = "/1.1/connect"
+	case "/1.1/connect":
+	default:
+		return "", fmt.Errorf("--gateway-advertise %q: the path must be /1.1/connect (or none)", v)
+	}
+	return u.String(), nil
 }
 
 // validateDurations refuses durations that cannot mean anything, instead of letting a part

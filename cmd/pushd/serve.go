@@ -14,6 +14,7 @@ import (
 
 	"github.com/pushd/pushd/api"
 	"github.com/pushd/pushd/internal/faultpoint"
+	"github.com/pushd/pushd/internal/lease"
 	"github.com/pushd/pushd/internal/service"
 	"github.com/pushd/pushd/internal/telemetry"
 	"github.com/pushd/pushd/queue"
@@ -175,6 +176,12 @@ func addGateway(p *parts, g *service.Group, hooks *testHooks) error {
 	cfg := p.cfg.Direct
 	cfg.Addr = p.cfg.GatewayAddr
 	core := direct.NewCore(cfg, p.store, p.log, set)
+	cluster := p.cfg.Log == "kafka"
+	if cluster {
+		// Several gateway nodes share push.direct: each serves the devices of the
+		// partitions it owns, and advertises them for the routers (below).
+		core.Cluster(p.queue.Partitions(queue.TopicDirect))
+	}
 	srv := direct.NewServer(cfg, core, p.store, p.store, p.log, set)
 	p.gateway = srv
 	var svc service.Service = srv
@@ -217,6 +224,15 @@ func addGateway(p *parts, g *service.Group, hooks *testHooks) error {
 	}
 	lg := p.queue
 	g.Add("gateway-consumer", service.Func(func(ctx context.Context) error { return core.Consume(ctx, lg) }))
+	if cluster {
+		// Added after the consumer, so stopped before it: the routers stop sending devices
+		// here before the consumer leaves the group and this node's devices are moved.
+		if p.owner == "" {
+			p.owner = lease.Owner()
+		}
+		adv := direct.NewAdvertiser(core, p.store, p.owner, p.cfg.GatewayAdvertise, p.cfg.GatewayAdvertiseTTL, p.log)
+		g.Add("gateway-advertiser", service.Func(adv.Run))
+	}
 	return nil
 }
 
@@ -259,13 +275,17 @@ func addAPI(p *parts, g *service.Group, hooks *testHooks) error {
 	}
 	_, port, _ := net.SplitHostPort(p.cfg.GatewayAddr)
 	gw := p.gateway
-	srv.RegisterRouter(api.RouterConfig{URL: p.cfg.GatewayURL, TTL: p.cfg.Direct.WithDefaults().RouterTTL, Port: func() string {
+	rc := api.RouterConfig{URL: p.cfg.GatewayURL, TTL: p.cfg.Direct.WithDefaults().RouterTTL, Port: func() string {
 		if gw != nil && gw.Addr() != nil { // this node's gateway, once it listens
 			_, bound, _ := net.SplitHostPort(gw.Addr().String())
 			return bound
 		}
 		return port
-	}})
+	}}
+	if p.cfg.Log == "kafka" { // a cluster: the gateway node owning the device, from the registry
+		rc.Gateways, rc.Partitions = p.store, p.queue.Partitions(queue.TopicDirect)
+	}
+	srv.RegisterRouter(rc)
 	if p.cfg.AdminToken == "" {
 		p.log.Info("admin API disabled: set PUSHD_ADMIN_TOKEN to enable /admin/")
 	}

@@ -120,6 +120,7 @@ type Device struct {
 	code      int
 	reason    string
 	pongs     atomic.Int64
+	moved     atomic.Bool
 	wg        sync.WaitGroup
 }
 
@@ -228,6 +229,10 @@ func (d *Device) Send(b []byte) error {
 // Pongs is how many pongs the server answered the device's pings with.
 func (d *Device) Pongs() int64 { return d.pongs.Load() }
 
+// Moved says whether the server sent a moved frame (the installation is another gateway
+// node's: ask the router again).
+func (d *Device) Moved() bool { return d.moved.Load() }
+
 // Ping sends a protocol ping.
 func (d *Device) Ping() error { return d.Send([]byte(`{"op":"ping"}`)) }
 
@@ -293,6 +298,8 @@ func (d *Device) read() {
 			d.hello <- f.Hello
 		case "pong":
 			d.pongs.Add(1)
+		case "moved":
+			d.moved.Store(true)
 		case "push":
 			d.cfg.Ledger.add(f.ID, f.Data)
 			if !d.cfg.NoAck {

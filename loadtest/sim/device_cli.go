@@ -18,7 +18,9 @@ import (
 // RunDeviceCLI runs one simulated own-channel Android device (`pushsim device`): it creates
 // (or refreshes) its installation through the REST API unless -create=false, asks the router
 // where to connect, connects, prints each push it receives as a JSON line and acks it, and
-// reconnects when the connection drops, until ctx ends (or -count pushes arrived).
+// reconnects when the connection drops, until ctx ends (or -count pushes arrived). -protocol
+// lc speaks the original service's protocol (its router /v1/route, protobuf commands)
+// instead of ours.
 func RunDeviceCLI(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("pushsim device", flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -31,8 +33,12 @@ func RunDeviceCLI(ctx context.Context, args []string, out io.Writer) error {
 	count := fs.Int("count", 0, "exit after this many pushes (0: run until interrupted)")
 	noAck := fs.Bool("no-ack", false, "never ack (pushes stay in the server's offline cache)")
 	ackDelay := fs.Duration("ack-delay", 0, "delay before each ack")
+	protocol := fs.String("protocol", "json", "json: ours (GET /1.1/router, /1.1/connect); lc: the original service's (GET /v1/route, lc.protobuf2.1)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *protocol != "json" && *protocol != "lc" {
+		return fmt.Errorf("unknown -protocol %q: want json or lc", *protocol)
 	}
 	if *appID == "" || *appKey == "" {
 		return errors.New("need -app-id and -app-key (or PUSHD_APP_ID and PUSHD_APP_KEY: . ./data/dev-app.env)")
@@ -55,21 +61,27 @@ func RunDeviceCLI(ctx context.Context, args []string, out io.Writer) error {
 			}
 		}}
 	received := 0
+	moved := false // the last connection was moved: ask the router again at once
 	for ctx.Err() == nil {
-		d, hello, err := DialDevice(ctx, cfg)
+		d, err := dialCLI(ctx, *protocol, cfg, *iid, out)
 		if err != nil {
 			var ref *RefusedError
-			if errors.As(err, &ref) && ref.Code != 1001 && ref.Code != 4029 && ref.Code != 1011 {
+			if errors.As(err, &ref) && ref.Code != 1001 && ref.Code != 4029 && ref.Code != 1011 && ref.Code != 4011 {
 				return err // refused for good (unauthorized, not an own-channel installation, ...)
 			}
-			fmt.Fprintf(out, "device %s: %v; retrying in 2s\n", *iid, err)
+			wait := 2 * time.Second
+			if errors.As(err, &ref) && ref.Code == 4011 && !moved {
+				wait = 0 // moved to another gateway node: the router knows which
+			}
+			moved = errors.As(err, &ref) && ref.Code == 4011
+			fmt.Fprintf(out, "device %s: %v; retrying in %s\n", *iid, err, wait)
 			select {
 			case <-ctx.Done():
-			case <-time.After(2 * time.Second):
+			case <-time.After(wait):
 			}
 			continue
 		}
-		fmt.Fprintf(out, "device %s connected (protocol v%d, heartbeat %gs, %d cached pushes follow)\n", *iid, hello.V, hello.Heartbeat, hello.Offline)
+		moved = false
 	loop:
 		for {
 			select {
@@ -91,6 +103,7 @@ func RunDeviceCLI(ctx context.Context, args []string, out io.Writer) error {
 			case <-d.Done():
 				code, reason := d.CloseCode()
 				fmt.Fprintf(out, "device %s disconnected (%d %s); reconnecting\n", *iid, code, reason)
+				moved = code == 4011
 				break loop
 			case <-ctx.Done():
 				d.Close()
@@ -99,6 +112,32 @@ func RunDeviceCLI(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// cliConn is one connection of the CLI's device, in either protocol.
+type cliConn interface {
+	Done() <-chan struct{}
+	CloseCode() (int, string)
+	Close()
+}
+
+// dialCLI connects the CLI's device through the router of protocol, and says so on out.
+func dialCLI(ctx context.Context, protocol string, cfg DeviceConfig, iid string, out io.Writer) (cliConn, error) {
+	if protocol == "lc" {
+		// The original SDK pings every 180s (HeartBeatPolicy.java).
+		d, err := DialLCDevice(ctx, LCDeviceConfig{DeviceConfig: cfg, PingEvery: 180 * time.Second})
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(out, "device %s connected (the original's protocol, lc.protobuf2.1)\n", iid)
+		return d, nil
+	}
+	d, hello, err := DialDevice(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "device %s connected (protocol v%d, heartbeat %gs, %d cached pushes follow)\n", iid, hello.V, hello.Heartbeat, hello.Offline)
+	return d, nil
 }
 
 func createInstallation(ctx context.Context, api, appID, appKey, iid, channels string) error {

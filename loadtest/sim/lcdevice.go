@@ -46,6 +46,7 @@ type LCDevice struct {
 	mu     sync.Mutex
 	errs   []LCError
 	pongs  int
+	goaway bool
 	offIDs map[string]bool
 }
 
@@ -176,6 +177,13 @@ func (d *LCDevice) Offline(id string) bool {
 	return d.offIDs[id]
 }
 
+// Goaway says whether the server sent a goaway command (ask the router again).
+func (d *LCDevice) Goaway() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.goaway
+}
+
 // Pongs is how many WebSocket pongs the server answered the device's pings with.
 func (d *LCDevice) Pongs() int {
 	d.mu.Lock()
@@ -247,6 +255,10 @@ func (d *LCDevice) read() {
 		switch c.GetCmd() {
 		case lcproto.CommandType_loggedin:
 			once.Do(func() { close(d.loggedIn) })
+		case lcproto.CommandType_goaway:
+			d.mu.Lock()
+			d.goaway = true
+			d.mu.Unlock()
 		case lcproto.CommandType_error:
 			d.mu.Lock()
 			d.errs = append(d.errs, LCError{I: c.GetI(), Code: c.GetErrorMessage().GetCode(), Reason: c.GetErrorMessage().GetReason()})

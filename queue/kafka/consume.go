@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/segmentio/kafka-go"
@@ -18,6 +19,14 @@ import (
 // member to h until ctx is cancelled or the Log is closed; it then leaves the group and
 // returns nil once its partition goroutines exited.
 func (l *Log) Consume(ctx context.Context, topic, group string, h queue.Handler) error {
+	return l.ConsumeAssigned(ctx, topic, group, h, nil)
+}
+
+// ConsumeAssigned is Consume that also tells assigned, when not nil, the partitions of topic
+// this member owns (ascending) at the start of each generation, before any of their messages
+// is handed to h. Between generations the member consumes nothing; a partition missing from
+// a generation's list has moved to another member (the gateway role closes its devices).
+func (l *Log) ConsumeAssigned(ctx context.Context, topic, group string, h queue.Handler, assigned func(partitions []int)) error {
 	if l.Partitions(topic) == 0 {
 		return fmt.Errorf("cannot consume unknown topic %s", topic)
 	}
@@ -68,6 +77,14 @@ func (l *Log) Consume(ctx context.Context, topic, group string, h queue.Handler)
 			// Join/sync errors: the group loop already backs off before the next attempt.
 			log.Warn("cannot join consumer group generation", zap.Error(err))
 			continue
+		}
+		if assigned != nil {
+			ids := make([]int, 0, len(gen.Assignments[topic]))
+			for _, a := range gen.Assignments[topic] {
+				ids = append(ids, a.ID)
+			}
+			slices.Sort(ids)
+			assigned(ids)
 		}
 		var commitMu sync.Mutex // one OffsetCommit at a time on the generation's connection
 		for _, a := range gen.Assignments[topic] {

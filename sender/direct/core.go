@@ -3,6 +3,7 @@ package direct
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -29,6 +30,16 @@ type Cache interface {
 type Consumer interface {
 	Consume(ctx context.Context, topic, group string, h queue.Handler) error
 }
+
+// assigningConsumer is a log whose consumer is told the partitions it owns (queue/kafka):
+// what a cluster's gateway consumes with (Core.Cluster).
+type assigningConsumer interface {
+	ConsumeAssigned(ctx context.Context, topic, group string, h queue.Handler, assigned func(partitions []int)) error
+}
+
+// ErrMoved refuses to attach a device whose push.direct partition this node does not own
+// (Core.Cluster): the codec closes it with CloseMoved, and the device asks the router again.
+var ErrMoved = errors.New("the installation's partition belongs to another gateway node")
 
 // Session is one connected device as a codec serves it.
 type Session interface {
@@ -63,6 +74,13 @@ type Core struct {
 
 	mu       sync.Mutex
 	sessions map[devKey]*attached
+	// parts is push.direct's partition count in a cluster (Cluster), 0 on one node; owned
+	// tells the partitions this node consumes (guarded by mu). A device is served only by the
+	// owner of its installation's partition.
+	parts int
+	owned []bool
+	// changed is signalled (capacity 1) when owned changes: the Advertiser advertises again.
+	changed chan struct{}
 
 	// afterAttach, set by tests only, runs in Attach between registering the session and
 	// reading the offline cache.
@@ -80,11 +98,13 @@ type coreMetrics struct {
 	writeFails *metrics.Counter
 	acked      *metrics.Counter
 	bad        *metrics.Counter
+	moved      *metrics.Counter
 }
 
 // NewCore builds the core.
 func NewCore(cfg Config, cache Cache, log *zap.Logger, set *metrics.Set) *Core {
-	c := &Core{cfg: cfg.WithDefaults(), cache: cache, log: log.Named("direct"), now: time.Now, sessions: map[devKey]*attached{}}
+	c := &Core{cfg: cfg.WithDefaults(), cache: cache, log: log.Named("direct"), now: time.Now, sessions: map[devKey]*attached{},
+		changed: make(chan struct{}, 1)}
 	c.m = &coreMetrics{
 		cached:     set.NewCounter(`pushd_direct_messages_total{result="cached"}`),
 		duplicates: set.NewCounter(`pushd_direct_messages_total{result="duplicate"}`),
@@ -95,6 +115,7 @@ func NewCore(cfg Config, cache Cache, log *zap.Logger, set *metrics.Set) *Core {
 		written:    set.NewCounter(`pushd_direct_written_total`),
 		writeFails: set.NewCounter(`pushd_direct_write_failures_total`),
 		acked:      set.NewCounter(`pushd_direct_arrivals_total`),
+		moved:      set.NewCounter(`pushd_direct_moved_total`),
 	}
 	c.m.connected = set.NewGauge(`pushd_direct_connections`, func() float64 {
 		c.mu.Lock()
@@ -104,10 +125,97 @@ func NewCore(cfg Config, cache Cache, log *zap.Logger, set *metrics.Set) *Core {
 	return c
 }
 
-// Consume runs the core's consumer of push.direct until ctx ends.
-func (c *Core) Consume(ctx context.Context, log Consumer) error {
-	return log.Consume(ctx, queue.TopicDirect, queue.GroupGateway, c.Handle)
+// Cluster makes the core one gateway node of several sharing push.direct's parts
+// partitions: it serves only the devices of the partitions its consumer owns, none until the
+// consumer is first told (Consume), and moves a device away (CloseMoved) when its partition
+// goes to another node. Call it before the core serves any device.
+func (c *Core) Cluster(parts int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.parts, c.owned = parts, make([]bool, parts)
 }
+
+// Consume runs the core's consumer of push.direct until ctx ends. In a cluster the log must
+// tell the partitions it owns (queue/kafka); when Consume returns the node owns none, and
+// every device still connected is moved.
+func (c *Core) Consume(ctx context.Context, log Consumer) error {
+	c.mu.Lock()
+	cluster := c.parts > 0
+	c.mu.Unlock()
+	if !cluster {
+		return log.Consume(ctx, queue.TopicDirect, queue.GroupGateway, c.Handle)
+	}
+	al, ok := log.(assigningConsumer)
+	if !ok {
+		return fmt.Errorf("cannot consume %s in a cluster: the log does not tell a member its partitions", queue.TopicDirect)
+	}
+	err := al.ConsumeAssigned(ctx, queue.TopicDirect, queue.GroupGateway, c.Handle, c.setOwned)
+	c.setOwned(nil)
+	return err
+}
+
+// setOwned records the partitions this node owns now, and closes with CloseMoved every
+// session of a partition it no longer owns: those devices ask the router for the new owner,
+// which flushes what is cached for them (the cache is shared).
+func (c *Core) setOwned(partitions []int) {
+	c.mu.Lock()
+	if c.parts == 0 {
+		c.mu.Unlock()
+		return
+	}
+	owned := make([]bool, c.parts)
+	for _, p := range partitions {
+		if p >= 0 && p < c.parts {
+			owned[p] = true
+		}
+	}
+	c.owned = owned
+	var moved []*attached
+	for k, a := range c.sessions {
+		if !c.ownsLocked(k.iid) {
+			moved = append(moved, a)
+			delete(c.sessions, k)
+		}
+	}
+	c.mu.Unlock()
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+	for _, a := range moved {
+		a.s.Close(CloseMoved, "moved to another gateway node: ask the router again")
+	}
+	c.m.moved.Add(len(moved))
+}
+
+// ownsLocked tells whether this node serves installation iid; c.mu is held.
+func (c *Core) ownsLocked(iid string) bool {
+	return c.parts == 0 || c.owned[queue.PartitionForKey([]byte(iid), c.parts)]
+}
+
+// Owns tells whether this node serves installation iid now: always on one node, in a
+// cluster when it owns the installation's push.direct partition.
+func (c *Core) Owns(iid string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ownsLocked(iid)
+}
+
+// Owned lists the push.direct partitions this node owns, ascending (nil on one node).
+func (c *Core) Owned() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []int
+	for p, ok := range c.owned {
+		if ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Changed is signalled when the partitions this node owns change.
+func (c *Core) Changed() <-chan struct{} { return c.changed }
 
 // Handle is the push.direct handler: cache (and count) the message, then write it to its
 // device if connected. Returning nil commits the offset: only after the cache write.
@@ -166,13 +274,19 @@ func (c *Core) writeLive(a *attached, m push.DirectMessage) {
 
 // Attach makes s the installation's live session, replacing (and closing) an older one, and
 // flushes the offline cache to it in order. hello, when set, is called with the number of
-// cached messages before they are delivered. Detach ends it.
+// cached messages before they are delivered. Detach ends it. In a cluster, a device whose
+// partition this node does not own is refused with ErrMoved; the check and the registration
+// are one step against setOwned, so a device is never left on a node that lost it.
 func (c *Core) Attach(ctx context.Context, app, iid string, s Session, hello func(cached int) error) error {
 	a := &attached{s: s}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	k := devKey{app, iid}
 	c.mu.Lock()
+	if !c.ownsLocked(iid) {
+		c.mu.Unlock()
+		return ErrMoved
+	}
 	old := c.sessions[k]
 	c.sessions[k] = a
 	c.mu.Unlock()

@@ -15,6 +15,13 @@
 // flushed, in order, when the device connects again, and stays until acked or expired. An ack
 // removes it and counts an arrival.
 //
+// Cluster (Core.Cluster, Kafka mode): several gateway nodes share push.direct in one consumer
+// group. A node serves only the devices of the partitions its consumer owns (the hash Handoff
+// keys by); it refuses the others with CloseMoved and moves its devices away when a rebalance
+// or its stop takes their partition. Advertiser keeps the node's URL and partitions in the
+// store's registry, where the routers (api) look up a device's node. The offline cache is
+// shared, so the new owner flushes what the old one cached.
+//
 // Concurrency: Core and Server are safe for concurrent use. Each connection has one reading
 // goroutine; writes to a connection are serialised by its session and bounded by a deadline.
 package direct

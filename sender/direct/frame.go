@@ -67,6 +67,10 @@ func DecodeFrame(b []byte) (Frame, error) {
 // framePong answers a device's ping.
 var framePong = []byte(`{"op":"pong"}`)
 
+// frameMoved precedes the close of a device whose partition another node serves: without a
+// server, it asks the router again (docs/own-channel.md, "moved").
+var frameMoved = []byte(`{"op":"moved"}`)
+
 // AppendPush appends the push frame of m to dst.
 func AppendPush(dst []byte, m *push.DirectMessage) []byte {
 	dst = append(dst, `{"op":"push","id":`...)

@@ -110,6 +110,16 @@ var lcLoggedIn = func() []byte {
 	return b
 }()
 
+// lcGoaway tells a device of the original's protocol to ask the router again (a moved
+// installation).
+var lcGoaway = func() []byte {
+	b, err := proto.Marshal(&lcproto.GenericCommand{Cmd: lcproto.CommandType_goaway.Enum()})
+	if err != nil {
+		panic("BUG: " + err.Error())
+	}
+	return b
+}()
+
 // serveLC serves the original's protocol on an upgraded connection: the first command must be
 // a login of an existing Android installation without vendor of the app; then the device
 // is attached to the core like one of ours. It returns the read loop to run (nil: refused).
@@ -156,6 +166,10 @@ func (s *Server) serveLC(ctx context.Context, conn net.Conn) func() {
 		sess.mu.Unlock()
 		return sess.write(lcLoggedIn)
 	})
+	if errors.Is(err, ErrMoved) {
+		sess.Close(CloseMoved, movedReason)
+		return nil
+	}
 	if err != nil {
 		s.log.Warn("cannot attach a device", zap.String("app_id", appID), zap.Error(err))
 		sess.Close(CloseInternal, "cannot flush the offline cache")
@@ -329,10 +343,16 @@ func (w *lcSession) Deliver(msgs []push.DirectMessage) error {
 	})
 }
 
-// Close implements Session: the original's error command (for our 4xxx codes), then a close
-// frame with code and reason (none when code is 0).
+// Close implements Session: the original's goaway command for CloseMoved (its SDKs drop the
+// cached router answer and connect again: docs/own-channel.md, section 9.6), its error
+// command for our other 4xxx codes, then a close frame with code and reason (none when code
+// is 0).
 func (w *lcSession) Close(code int, reason string) {
 	w.close(code, reason, func() {
+		if code == CloseMoved {
+			_ = ws.WriteFrame(w.conn, ws.NewBinaryFrame(lcGoaway))
+			return
+		}
 		if code >= 4000 {
 			_ = ws.WriteFrame(w.conn, ws.NewBinaryFrame(lcError(nil, code, reason)))
 		}

@@ -43,6 +43,9 @@ const (
 	CloseTooMany      = 4029 // too many connects per second for this app: back off
 )
 
+// movedReason closes a device of another node's partition (CloseMoved).
+const movedReason = "installation served by another gateway node: ask the router again"
+
 // Headers of the connect request (the same the REST API authenticates with).
 const (
 	headerID   = "X-SVC-Id"
@@ -90,7 +93,7 @@ func NewServer(cfg Config, core *Core, apps Apps, insts Installations, log *zap.
 	s := &Server{cfg: cfg, core: core, apps: apps, insts: insts, log: log.Named("direct"),
 		lim: newLimiter(cfg.ConnectRate, cfg.ConnectBurst), open: map[net.Conn]struct{}{},
 		connects: map[string]*metrics.Counter{}}
-	for _, r := range []string{"ok", "bad_request", "unauthorized", "not_found", "not_direct", "too_many", "error"} {
+	for _, r := range []string{"ok", "bad_request", "unauthorized", "not_found", "not_direct", "too_many", "moved", "error"} {
 		s.connects[r] = set.NewCounter(`pushd_direct_connects_total{result="` + r + `"}`)
 	}
 	s.badFrame = set.NewCounter(`pushd_direct_bad_frames_total`)
@@ -252,6 +255,10 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) func() {
 	err := s.core.Attach(ctx, hs.appID, hs.iid, sess, func(cached int) error {
 		return sess.write(helloFrame(hb, cached))
 	})
+	if errors.Is(err, ErrMoved) {
+		sess.Close(CloseMoved, movedReason)
+		return nil
+	}
 	if err != nil {
 		s.log.Warn("cannot attach a device", zap.String("app_id", hs.appID), zap.Error(err))
 		sess.Close(CloseInternal, "cannot flush the offline cache")
@@ -298,6 +305,9 @@ func (s *Server) admit(ctx context.Context, hs *handshake) (int, string, string)
 func (s *Server) admitDevice(ctx context.Context, app *push.App, iid string) (int, string, string) {
 	if !s.lim.allow(app.ID, time.Now()) {
 		return CloseTooMany, "too many connects for this app: retry later", "too_many"
+	}
+	if !s.core.Owns(iid) { // before the store reads: a device of another node costs none
+		return CloseMoved, movedReason, "moved"
 	}
 	oid, err := s.insts.LookupDevice(ctx, app.ID, push.KindIID, iid)
 	var inst push.Installation
@@ -426,8 +436,15 @@ func (w *wsSession) Deliver(msgs []push.DirectMessage) error {
 	return w.deliver(msgs, ws.OpText, AppendPush)
 }
 
-// Close implements Session: a close frame with code and reason (none when code is 0).
-func (w *wsSession) Close(code int, reason string) { w.close(code, reason, nil) }
+// Close implements Session: a close frame with code and reason (none when code is 0),
+// after a moved frame for CloseMoved.
+func (w *wsSession) Close(code int, reason string) {
+	var first func()
+	if code == CloseMoved {
+		first = func() { _ = ws.WriteFrame(w.conn, ws.NewTextFrame(frameMoved)) }
+	}
+	w.close(code, reason, first)
+}
 
 // limiter is a token bucket per app.
 type limiter struct {

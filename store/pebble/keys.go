@@ -34,6 +34,7 @@ import (
 //	'e' app objectId                            → sent, expired, arrivals        (notification_counts, own channel)
 //	'l' name                                    → owner, epoch, expires          (leases)
 //	'h' app id                                  → epoch, uint64                  (scheduled_by_id.fired_epoch)
+//	'y' node                                    → url, partitions, expires       (gateways)
 //
 // Times in keys are int64-encoded: updatedHour in unix milliseconds, updatedAt truncated to its
 // hour (updatedSlot: a refresh within the hour leaves the row alone; rows written before that
@@ -62,6 +63,7 @@ const (
 	tDirectCount = 'e'
 	tLease       = 'l'
 	tSchedClaim  = 'h'
+	tGateway     = 'y'
 
 	reservedQueue = 'q' // queue/embedded; never written here
 )
@@ -141,6 +143,8 @@ func schedClaimKey(dst []byte, app string, id int64) []byte {
 }
 
 func leaseKey(dst []byte, name string) []byte { return appendStr(append(dst, tLease), name) }
+
+func gatewayKey(dst []byte, node string) []byte { return appendStr(append(dst, tGateway), node) }
 
 func counterKey(dst []byte, name string) []byte { return appendStr(append(dst, tCounter), name) }
 

@@ -57,6 +57,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"LeaseRelease", testLeaseRelease},
 		{"LeaseConcurrent", testLeaseConcurrent},
 		{"ScheduledClaimFencing", testScheduledClaimFencing},
+		{"Gateways", testGateways},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
