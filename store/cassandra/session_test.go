@@ -103,6 +103,13 @@ func (r *recSession) NewBatch(typ gocql.BatchType) batch {
 
 func (r *recSession) ExecuteBatch(b batch) error {
 	rb := b.(*recBatch)
+	// A logged batch runs with the cluster's retry policy, and Cassandra refuses counters in
+	// a logged batch: no counter update and no LWT belongs in one.
+	for _, st := range rb.stmts {
+		if !retryable(st.stmt) {
+			r.t.Errorf("%q in a logged batch: counters and LWTs run alone", st.stmt)
+		}
+	}
 	c := &call{op: "batch", batch: rb.stmts, cons: clusterConfig(Config{Hosts: []string{"x"}}).Consistency}
 	return r.record(c).err
 }
