@@ -473,6 +473,11 @@ func (s *Server) registerOps() {
 		WriteJSON(ctx, 200, []byte(`{"status":"ok"}`))
 		return nil
 	})
+	// /livez is /healthz under the name Kubernetes probes use (liveness: the process serves).
+	s.Register(Route{Method: "GET", Path: "/livez", Name: "livez"}, func(ctx *fasthttp.RequestCtx, _ *Call) error {
+		WriteJSON(ctx, 200, []byte(`{"status":"ok"}`))
+		return nil
+	})
 	s.Register(Route{Method: "GET", Path: "/readyz", Name: "readyz"}, func(ctx *fasthttp.RequestCtx, _ *Call) error {
 		if !s.ready.Load() {
 			writeErrorStatus(ctx, fasthttp.StatusServiceUnavailable, push.Errorf(push.CodeUnavailable, "not ready"))

@@ -17,8 +17,8 @@ import (
 	"github.com/pushd/pushd/push"
 )
 
-// opsServer serves /metrics, /healthz and /readyz on nodes without the api role (fanout and
-// scheduler nodes of a cluster), so that they can be probed and scraped too. On api nodes the
+// opsServer serves /metrics, /healthz (also /livez) and /readyz on nodes without the api role
+// (fanout, scheduler and gateway nodes of a cluster), so that they can be probed and scraped too. On api nodes the
 // API server answers the same paths; this one answers them the same way (docs/operations.md,
 // "Health and metrics"): the same bodies, readiness false from the stop on for drainDelay, and
 // {code, error} for an unknown path or another method.
@@ -86,7 +86,7 @@ func (o *opsServer) Run(ctx context.Context) error {
 func (o *opsServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	path := strings.Trim(r.URL.Path, "/")
 	switch path {
-	case "healthz", "readyz", "metrics":
+	case "healthz", "livez", "readyz", "metrics":
 	default:
 		writeOpsError(w, http.StatusNotFound, push.Errorf(push.CodeNotFoundRoute, "no route for %s %s", r.Method, r.URL.Path))
 		return
@@ -97,7 +97,7 @@ func (o *opsServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch path {
-	case "healthz":
+	case "healthz", "livez":
 		writeOpsJSON(w, http.StatusOK, `{"status":"ok"}`)
 	case "readyz":
 		if !o.ready.Load() {

@@ -17,13 +17,14 @@ const (
 	cqlAppList   = `SELECT doc FROM apps`
 )
 
-// CreateApp implements store.Store (LWT: two creators, one wins).
+// CreateApp implements store.Store (LWT: two creators, one wins; app documents hold random
+// keys, so a SERIAL read finding ours after a timeout means ours applied).
 func (s *Store) CreateApp(ctx context.Context, app push.App) error {
 	doc, err := json.Marshal(app)
 	if err != nil {
 		return fmt.Errorf("cannot encode app %s: %w", app.ID, err)
 	}
-	applied, err := s.q(ctx, cqlAppInsert, app.ID, doc).MapScanCAS(map[string]any{})
+	applied, err := s.cas(ctx, s.q(ctx, cqlAppInsert, app.ID, doc), map[string]any{}, s.serialDocIs(cqlAppGet, doc, app.ID))
 	if err != nil {
 		return fmt.Errorf("cannot create app %s: %w", app.ID, err)
 	}
@@ -39,7 +40,7 @@ func (s *Store) PutApp(ctx context.Context, app push.App) error {
 	if err != nil {
 		return fmt.Errorf("cannot encode app %s: %w", app.ID, err)
 	}
-	applied, err := s.q(ctx, cqlAppUpdate, doc, app.ID).MapScanCAS(map[string]any{})
+	applied, err := s.cas(ctx, s.q(ctx, cqlAppUpdate, doc, app.ID), map[string]any{}, s.serialDocIs(cqlAppGet, doc, app.ID))
 	if err != nil {
 		return fmt.Errorf("cannot update app %s: %w", app.ID, err)
 	}

@@ -17,6 +17,7 @@ import (
 
 const (
 	cqlOfflineGet    = `SELECT state FROM offline_messages WHERE app_id = ? AND installation_id = ? AND msg_id = ?`
+	cqlOfflineGetSeq = `SELECT state, seq FROM offline_messages WHERE app_id = ? AND installation_id = ? AND msg_id = ?`
 	cqlOfflineList   = `SELECT msg_id, state, seq, doc FROM offline_messages WHERE app_id = ? AND installation_id = ?`
 	cqlOfflineInsert = `INSERT INTO offline_messages (app_id, installation_id, msg_id, state, seq, doc) VALUES (?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
 	cqlOfflineDone   = `INSERT INTO offline_messages (app_id, installation_id, msg_id, state, seq, doc) VALUES (?, ?, ?, 2, 0, null) USING TTL ?`
@@ -133,7 +134,17 @@ func (s *Store) CacheDirect(ctx context.Context, msg push.DirectMessage, now tim
 	if err != nil {
 		return fail(err)
 	}
-	applied, err := s.q(ctx, cqlOfflineInsert, app, iid, msg.ID, offlineCached, msg.Seq, doc, offlineTTL(msg.Expires, now)).MapScanCAS(map[string]any{})
+	// Outcome unknown: applied if the row at SERIAL is cached with this message's sequence.
+	ours := func(ctx context.Context, _ map[string]any) (casState, error) {
+		var (
+			state int
+			seq   int64
+		)
+		found, err := s.serialRow(ctx, cqlOfflineGetSeq, []any{app, iid, msg.ID}, &state, &seq)
+		return stateOf(found, state == offlineCached && seq == msg.Seq), err
+	}
+	applied, err := s.cas(ctx, s.q(ctx, cqlOfflineInsert, app, iid, msg.ID, offlineCached, msg.Seq, doc, offlineTTL(msg.Expires, now)),
+		map[string]any{}, ours)
 	if err != nil {
 		return fail(err)
 	}

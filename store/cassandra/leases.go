@@ -76,11 +76,8 @@ func (s *Store) casLease(ctx context.Context, name string, cur, next leaseRow) (
 	return now.owner == next.owner && now.epoch == next.epoch && now.expires.Equal(next.expires), nil
 }
 
-// casTimedOut says whether err is an LWT's write timeout: it may have applied.
-func casTimedOut(err error) bool {
-	var wt *gocql.RequestErrWriteTimeout
-	return errors.As(err, &wt)
-}
+// casTimedOut says whether err leaves an LWT's outcome unknown: it may have applied.
+func casTimedOut(err error) bool { return casUnknown(err) }
 
 // AcquireLease implements store.Store.
 func (s *Store) AcquireLease(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) (store.Lease, bool, error) {

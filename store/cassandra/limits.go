@@ -19,23 +19,35 @@ const (
 
 	cqlReqInsert = `INSERT INTO req_ids (app_id, req_id, object_id, created_at) VALUES (?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
 	cqlReqCAS    = `UPDATE req_ids USING TTL ? SET object_id = ?, created_at = ? WHERE app_id = ? AND req_id = ? IF created_at = ?`
+	cqlReqGet    = `SELECT object_id, created_at FROM req_ids WHERE app_id = ? AND req_id = ?`
 
 	cqlVolumeAdd = `UPDATE daily_volume SET volume = volume + ? WHERE app_id = ? AND day = ?`
 	cqlVolumeGet = `SELECT volume FROM daily_volume WHERE app_id = ? AND day = ?`
 )
 
-// NextID implements store.Store with a compare-and-set counter: unique across the cluster.
+// NextID implements store.Store with a compare-and-set counter: unique across the cluster. An
+// advance whose outcome is unknown (a timeout) is taken as lost: the counter is read again at
+// SERIAL and the next value tried, so an id may be skipped but never handed out twice.
 func (s *Store) NextID(ctx context.Context, name string) (int64, error) {
 	var cur int64
-	err := s.q(ctx, cqlIDGet, name).SerialConsistency(gocql.LocalSerial).Scan(&cur)
-	if err != nil && !errors.Is(err, gocql.ErrNotFound) {
+	known, err := s.serialRow(ctx, cqlIDGet, []any{name}, &cur)
+	if err != nil {
 		return 0, fmt.Errorf("cannot read id counter %s: %w", name, err)
 	}
-	known := err == nil
+	// An advance whose outcome is unknown counts as another's: the value read is the next
+	// compare-and-set's base.
+	reread := func(ctx context.Context, prev map[string]any) (casState, error) {
+		var v int64
+		found, err := s.serialRow(ctx, cqlIDGet, []any{name}, &v)
+		if found {
+			prev["value"] = v
+		}
+		return stateOf(found, false), err
+	}
 	for range maxCASRetries * 4 {
 		prev := map[string]any{}
 		if !known {
-			applied, err := s.q(ctx, cqlIDInsert, name).MapScanCAS(prev)
+			applied, err := s.cas(ctx, s.q(ctx, cqlIDInsert, name), prev, reread)
 			if err != nil {
 				return 0, fmt.Errorf("cannot create id counter %s: %w", name, err)
 			}
@@ -43,7 +55,7 @@ func (s *Store) NextID(ctx context.Context, name string) (int64, error) {
 				return 1, nil
 			}
 		} else {
-			applied, err := s.q(ctx, cqlIDCAS, cur+1, name, cur).MapScanCAS(prev)
+			applied, err := s.cas(ctx, s.q(ctx, cqlIDCAS, cur+1, name, cur), prev, reread)
 			if err != nil {
 				return 0, fmt.Errorf("cannot advance id counter %s: %w", name, err)
 			}
@@ -73,9 +85,19 @@ func (s *Store) ClaimReqID(ctx context.Context, appID, reqID string, claim store
 	}
 	created := claim.CreatedAt.Truncate(time.Millisecond)
 	secs := ttlSeconds(ttl)
+	// A claim whose outcome is unknown applied if the row at SERIAL is this claim.
+	ours := func(ctx context.Context, prev map[string]any) (casState, error) {
+		var (
+			oid string
+			at  time.Time
+		)
+		found, err := s.serialRow(ctx, cqlReqGet, []any{appID, reqID}, &oid, &at)
+		prev["object_id"], prev["created_at"] = oid, at
+		return stateOf(found, oid == claim.ObjectID && at.Equal(created)), err
+	}
 	for range maxCASRetries {
 		prev := map[string]any{}
-		applied, err := s.q(ctx, cqlReqInsert, appID, reqID, claim.ObjectID, created, secs).MapScanCAS(prev)
+		applied, err := s.cas(ctx, s.q(ctx, cqlReqInsert, appID, reqID, claim.ObjectID, created, secs), prev, ours)
 		if err != nil {
 			return store.ReqClaim{}, false, fmt.Errorf("cannot claim req_id of app %s: %w", appID, err)
 		}
@@ -87,7 +109,7 @@ func (s *Store) ClaimReqID(ctx context.Context, appID, reqID string, claim store
 			return p, false, nil
 		}
 		prev = map[string]any{}
-		applied, err = s.q(ctx, cqlReqCAS, secs, claim.ObjectID, created, appID, reqID, p.CreatedAt).MapScanCAS(prev)
+		applied, err = s.cas(ctx, s.q(ctx, cqlReqCAS, secs, claim.ObjectID, created, appID, reqID, p.CreatedAt), prev, ours)
 		if err != nil {
 			return store.ReqClaim{}, false, fmt.Errorf("cannot claim req_id of app %s: %w", appID, err)
 		}
@@ -130,9 +152,21 @@ func (s *Store) DailyVolume(ctx context.Context, appID, day string) (int64, erro
 const cqlReqRelease = `DELETE FROM req_ids WHERE app_id = ? AND req_id = ? IF object_id = ?`
 
 // ReleaseReqID implements store.Store with a conditional delete: only the claim's own push
-// releases it.
+// releases it. When its outcome is unknown, a SERIAL read that still finds the claim reports
+// the release as failed.
 func (s *Store) ReleaseReqID(ctx context.Context, appID, reqID, objectID string) error {
-	if _, err := s.q(ctx, cqlReqRelease, appID, reqID, objectID).MapScanCAS(map[string]any{}); err != nil {
+	var (
+		oid string
+		at  time.Time
+	)
+	released := func(ctx context.Context, _ map[string]any) (casState, error) {
+		found, err := s.serialRow(ctx, cqlReqGet, []any{appID, reqID}, &oid, &at)
+		if found && oid == objectID {
+			return casNone, err // still held: the release failed
+		}
+		return casMine, err
+	}
+	if _, err := s.cas(ctx, s.q(ctx, cqlReqRelease, appID, reqID, objectID), map[string]any{}, released); err != nil {
 		return fmt.Errorf("cannot release req_id claim of app %s: %w", appID, err)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package cassandra
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -56,12 +57,8 @@ func dayOf(t time.Time) string { return t.UTC().Format("2006-01-02") }
 func (s *Store) CreateNotification(ctx context.Context, n push.Notification) error {
 	day := dayOf(n.CreatedAt)
 	ttl := recordTTL(&n)
-	applied, err := s.q(ctx, cqlNotifClaimID, n.AppID, n.ObjectID, day, n.CreatedAt, ttl).MapScanCAS(map[string]any{})
-	if err != nil {
-		return fmt.Errorf("cannot create push record %s of app %s: %w", n.ObjectID, n.AppID, err)
-	}
-	if !applied {
-		return fmt.Errorf("cannot create push record %s of app %s: %w", n.ObjectID, n.AppID, store.ErrExists)
+	if err := s.claimRecordID(ctx, &n, day, ttl); err != nil {
+		return err
 	}
 	doc, err := json.Marshal(n)
 	if err != nil {
@@ -73,6 +70,29 @@ func (s *Store) CreateNotification(ctx context.Context, n push.Notification) err
 	addPending(b, &n)
 	if err := s.s.ExecuteBatch(b); err != nil {
 		return fmt.Errorf("cannot create push record %s of app %s: %w", n.ObjectID, n.AppID, err)
+	}
+	return nil
+}
+
+// claimRecordID claims the objectId of a new record: its notifications_by_id row, INSERT IF NOT
+// EXISTS. When the outcome is unknown, the row read at SERIAL is ours if it names the same day
+// and creation time.
+func (s *Store) claimRecordID(ctx context.Context, n *push.Notification, day string, ttl int) error {
+	created := n.CreatedAt.Truncate(time.Millisecond)
+	ours := func(ctx context.Context, _ map[string]any) (casState, error) {
+		var (
+			d  string
+			at time.Time
+		)
+		found, err := s.serialRow(ctx, cqlNotifGetID, []any{n.AppID, n.ObjectID}, &d, &at)
+		return stateOf(found, d == day && at.Equal(created)), err
+	}
+	applied, err := s.cas(ctx, s.q(ctx, cqlNotifClaimID, n.AppID, n.ObjectID, day, n.CreatedAt, ttl), map[string]any{}, ours)
+	if err != nil {
+		return fmt.Errorf("cannot create push record %s of app %s: %w", n.ObjectID, n.AppID, err)
+	}
+	if !applied {
+		return fmt.Errorf("cannot create push record %s of app %s: %w", n.ObjectID, n.AppID, store.ErrExists)
 	}
 	return nil
 }
@@ -147,8 +167,21 @@ func (s *Store) UpdateNotification(ctx context.Context, appID, objectID string, 
 			return push.Notification{}, fmt.Errorf("cannot encode push record %s: %w", objectID, err)
 		}
 		ttl := recordTTL(&n)
-		applied, err := s.q(ctx, cqlNotifCAS, ttl, doc, n.Status, version+1, appID, ref.day, ref.created, objectID, version).
-			MapScanCAS(map[string]any{})
+		// Outcome unknown: applied if the row at SERIAL holds this version and document;
+		// another's update if its version moved otherwise (read again and retry).
+		ours := func(ctx context.Context, _ map[string]any) (casState, error) {
+			var (
+				got []byte
+				v   int64
+			)
+			found, err := s.serialRow(ctx, cqlNotifGet, []any{appID, ref.day, ref.created, objectID}, &got, &v)
+			if found && v == version {
+				return casNone, err
+			}
+			return stateOf(found, v == version+1 && bytes.Equal(got, doc)), err
+		}
+		applied, err := s.cas(ctx, s.q(ctx, cqlNotifCAS, ttl, doc, n.Status, version+1, appID, ref.day, ref.created, objectID, version),
+			map[string]any{}, ours)
 		if err != nil {
 			return push.Notification{}, fmt.Errorf("cannot update push record %s of app %s: %w", objectID, appID, err)
 		}
@@ -192,7 +225,8 @@ func (s *Store) DeleteNotification(ctx context.Context, appID, objectID string) 
 		}
 		return fmt.Errorf("cannot delete push record %s of app %s: %w", objectID, appID, err)
 	}
-	applied, err := s.q(ctx, cqlNotifDeleteID, appID, objectID).MapScanCAS(map[string]any{})
+	applied, err := s.cas(ctx, s.q(ctx, cqlNotifDeleteID, appID, objectID), map[string]any{},
+		s.serialGone(cqlNotifGetID, []any{appID, objectID}, new(string), new(time.Time)))
 	if err != nil {
 		return fmt.Errorf("cannot delete push record %s of app %s: %w", objectID, appID, err)
 	}

@@ -28,7 +28,7 @@ func pendingSince(n *push.Notification) time.Time {
 }
 
 // addPending adds the pending_jobs row of n, if it holds a pending job, to b.
-func addPending(b *gocql.Batch, n *push.Notification) {
+func addPending(b batch, n *push.Notification) {
 	if n.PendingJob != nil {
 		b.Query(cqlPendingInsert, n.AppID, pendingSince(n), n.ObjectID)
 	}
@@ -48,12 +48,8 @@ func pendingMoved(old, n *push.Notification) (add, drop bool) {
 func (s *Store) CreateScheduledNotification(ctx context.Context, n push.Notification, sc push.Scheduled) error {
 	day := dayOf(n.CreatedAt)
 	ttl := recordTTL(&n)
-	applied, err := s.q(ctx, cqlNotifClaimID, n.AppID, n.ObjectID, day, n.CreatedAt, ttl).MapScanCAS(map[string]any{})
-	if err != nil {
-		return fmt.Errorf("cannot create push record %s of app %s: %w", n.ObjectID, n.AppID, err)
-	}
-	if !applied {
-		return fmt.Errorf("cannot create push record %s of app %s: %w", n.ObjectID, n.AppID, store.ErrExists)
+	if err := s.claimRecordID(ctx, &n, day, ttl); err != nil {
+		return err
 	}
 	doc, err := json.Marshal(n)
 	if err != nil {

@@ -125,7 +125,8 @@ func (s *Store) DeleteScheduled(ctx context.Context, appID string, id int64) err
 		}
 		return fmt.Errorf("cannot delete scheduled push %d of app %s: %w", id, appID, err)
 	}
-	applied, err := s.q(ctx, cqlSchedIDDelete, appID, id).MapScanCAS(map[string]any{})
+	applied, err := s.cas(ctx, s.q(ctx, cqlSchedIDDelete, appID, id), map[string]any{},
+		s.serialGone(cqlSchedIDGet, []any{appID, id}, new(int), new(time.Time)))
 	if err != nil {
 		return fmt.Errorf("cannot delete scheduled push %d of app %s: %w", id, appID, err)
 	}

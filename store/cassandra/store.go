@@ -9,6 +9,7 @@
 package cassandra
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
 	"errors"
@@ -58,7 +59,7 @@ func (c *Config) Validate() error {
 
 // Store implements store.Store over a gocql session.
 type Store struct {
-	s *gocql.Session
+	s session
 }
 
 var _ store.Store = (*Store)(nil)
@@ -69,6 +70,17 @@ func Open(cfg Config) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cl := clusterConfig(cfg)
+	sess, err := cl.CreateSession()
+	if err != nil {
+		return nil, fmt.Errorf("cannot connect to Cassandra keyspace %s: %w", cl.Keyspace, err)
+	}
+	return &Store{s: gocqlSession{sess}}, nil
+}
+
+// clusterConfig is the driver configuration of cfg: LOCAL_QUORUM, LWTs at LOCAL_SERIAL, and a
+// retry on the next host for the statements that may run twice (q turns it off for the others).
+func clusterConfig(cfg Config) *gocql.ClusterConfig {
 	cl := gocql.NewCluster(cfg.Hosts...)
 	cl.Keyspace = cfg.Keyspace
 	if cl.Keyspace == "" {
@@ -76,6 +88,7 @@ func Open(cfg Config) (*Store, error) {
 	}
 	cl.Consistency = gocql.LocalQuorum
 	cl.SerialConsistency = gocql.LocalSerial
+	cl.RetryPolicy = retryPolicy
 	cl.Timeout = cfg.Timeout
 	if cl.Timeout == 0 {
 		cl.Timeout = 5 * time.Second
@@ -86,11 +99,7 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.Username != "" {
 		cl.Authenticator = gocql.PasswordAuthenticator{Username: cfg.Username, Password: cfg.Password}
 	}
-	sess, err := cl.CreateSession()
-	if err != nil {
-		return nil, fmt.Errorf("cannot connect to Cassandra keyspace %s: %w", cl.Keyspace, err)
-	}
-	return &Store{s: sess}, nil
+	return cl
 }
 
 // Close closes the session.
@@ -129,8 +138,94 @@ func (s *Store) EnsureTables(ctx context.Context) error {
 	return nil
 }
 
-func (s *Store) q(ctx context.Context, stmt string, args ...any) *gocql.Query {
-	return s.s.Query(stmt, args...).WithContext(ctx)
+// q prepares stmt with args. A statement that must not run twice (retryable) gets no retry
+// policy.
+func (s *Store) q(ctx context.Context, stmt string, args ...any) query {
+	q := s.s.Query(stmt, args...).WithContext(ctx)
+	if !retryable(stmt) {
+		q = q.RetryPolicy(nil)
+	}
+	return q
+}
+
+// casState is what a read at SERIAL finds after an LWT whose outcome is unknown.
+type casState int
+
+const (
+	casMine  casState = iota // the LWT's write is there: it applied
+	casOther                 // another write decided the row: the LWT did not apply
+	casNone                  // neither: the LWT did not apply and nothing decided the row
+)
+
+// casCheck reads at SERIAL what an LWT decided; for casOther it may fill prev with the row
+// found, as a not-applied LWT does.
+type casCheck func(ctx context.Context, prev map[string]any) (casState, error)
+
+// cas runs the lightweight transaction q, filling prev with the row it found when it did not
+// apply. An LWT whose outcome is unknown (casUnknown: a timeout may hide an applied write) is
+// not run again: check, a read at SERIAL (CLUSTER.md), says whether its write is there. When
+// nothing decided the row (casNone), the LWT's error is returned: it failed.
+func (s *Store) cas(ctx context.Context, q query, prev map[string]any, check casCheck) (bool, error) {
+	ok, err := q.MapScanCAS(prev)
+	if err == nil || !casUnknown(err) {
+		return ok, err
+	}
+	if ctx.Err() != nil { // no time left for the read: the outcome stays unknown
+		return false, err
+	}
+	st, rerr := check(ctx, prev)
+	switch {
+	case rerr != nil:
+		return false, fmt.Errorf("%w (and the serial read after it: %v)", err, rerr)
+	case st == casMine:
+		return true, nil
+	case st == casOther:
+		return false, nil
+	}
+	return false, err
+}
+
+// serialRow reads the row of stmt at SERIAL into dest, seeing every applied LWT; found is false
+// when there is none.
+func (s *Store) serialRow(ctx context.Context, stmt string, args []any, dest ...any) (found bool, err error) {
+	err = s.q(ctx, stmt, args...).Consistency(serialRead).Scan(dest...)
+	if errors.Is(err, gocql.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// serialDocIs is the check of an LWT writing doc into the row of stmt (which selects doc):
+// mine if the row holds doc, another's if it holds another document.
+func (s *Store) serialDocIs(stmt string, doc []byte, args ...any) casCheck {
+	return func(ctx context.Context, _ map[string]any) (casState, error) {
+		var got []byte
+		found, err := s.serialRow(ctx, stmt, args, &got)
+		return stateOf(found, bytes.Equal(got, doc)), err
+	}
+}
+
+// serialGone is the check of an LWT deleting the row of stmt (read into dest): mine once the
+// row is gone (maybe a concurrent delete's: either way it is).
+func (s *Store) serialGone(stmt string, args []any, dest ...any) casCheck {
+	return func(ctx context.Context, _ map[string]any) (casState, error) {
+		found, err := s.serialRow(ctx, stmt, args, dest...)
+		if found {
+			return casNone, err
+		}
+		return casMine, err
+	}
+}
+
+// stateOf is the state of a row found (or not) that is (or is not) the LWT's write.
+func stateOf(found, mine bool) casState {
+	switch {
+	case !found:
+		return casNone
+	case mine:
+		return casMine
+	}
+	return casOther
 }
 
 // notFound maps gocql's not-found to the store sentinel.

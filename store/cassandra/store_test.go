@@ -4,11 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/gocql/gocql"
 
 	"github.com/pushd/pushd/store"
 	"github.com/pushd/pushd/store/storetest"
@@ -16,28 +15,42 @@ import (
 
 // TestStoreCassandraContract runs the store contract suite against a real cluster named by
 // PUSHD_CASSANDRA_HOSTS (comma separated), in keyspace PUSHD_CASSANDRA_KEYSPACE (default
-// pushd_test, created with replication factor 1 if missing).
+// pushd_test). The keyspace is created as schema.cql creates pushd (replication factor 3, or
+// PUSHD_CASSANDRA_RF for a smaller test cluster), then the tables with EnsureTables, as
+// deploy/README.md tells operators. PUSHD_CASSANDRA_LOCAL_DC, _USERNAME and _PASSWORD are read
+// as pushd reads them.
 func TestStoreCassandraContract(t *testing.T) {
 	hosts := os.Getenv("PUSHD_CASSANDRA_HOSTS")
 	if hosts == "" {
 		t.Skip("PUSHD_CASSANDRA_HOSTS is not set: skipping the Cassandra store contract suite (set it to a cluster's contact points to run it)")
 	}
-	ks := os.Getenv("PUSHD_CASSANDRA_KEYSPACE")
-	if ks == "" {
-		ks = "pushd_test"
+	cfg := Config{
+		Hosts:    strings.Split(hosts, ","),
+		Keyspace: os.Getenv("PUSHD_CASSANDRA_KEYSPACE"),
+		LocalDC:  os.Getenv("PUSHD_CASSANDRA_LOCAL_DC"),
+		Username: os.Getenv("PUSHD_CASSANDRA_USERNAME"),
+		Password: os.Getenv("PUSHD_CASSANDRA_PASSWORD"),
+		Timeout:  30 * time.Second,
 	}
-	cl := gocql.NewCluster(strings.Split(hosts, ",")...)
-	cl.Timeout = 30 * time.Second
+	if cfg.Keyspace == "" {
+		cfg.Keyspace = "pushd_test"
+	}
+	ksStmt, err := keyspaceStatement(cfg.Keyspace, os.Getenv("PUSHD_CASSANDRA_RF"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := clusterConfig(cfg)
+	cl.Keyspace = "" // it may not exist yet
 	sess, err := cl.CreateSession()
 	if err != nil {
 		t.Fatalf("cannot connect to %s: %v", hosts, err)
 	}
-	err = sess.Query(fmt.Sprintf(`CREATE KEYSPACE IF NOT EXISTS %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}`, ks)).Exec()
+	err = sess.Query(ksStmt).Exec()
 	sess.Close()
 	if err != nil {
-		t.Fatalf("cannot create keyspace %s: %v", ks, err)
+		t.Fatalf("cannot create keyspace %s: %v", cfg.Keyspace, err)
 	}
-	s, err := Open(Config{Hosts: strings.Split(hosts, ","), Keyspace: ks, Timeout: 30 * time.Second})
+	s, err := Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +60,38 @@ func TestStoreCassandraContract(t *testing.T) {
 	}
 	// One session serves every subtest: the suite uses ids unique to the run.
 	storetest.Run(t, func(t *testing.T) store.Store { return s })
+}
+
+// keyspaceStatement is schema.cql's CREATE KEYSPACE for keyspace ks, with replication factor
+// rf when it is not "".
+func keyspaceStatement(ks, rf string) (string, error) {
+	st := SchemaStatements()[0]
+	const name, factor = "CREATE KEYSPACE IF NOT EXISTS pushd\n", "'replication_factor': 3"
+	if !strings.HasPrefix(st, name) || !strings.Contains(st, factor) {
+		return "", fmt.Errorf("schema.cql's first statement is not the keyspace pushd of replication factor 3: %.80q", st)
+	}
+	st = "CREATE KEYSPACE IF NOT EXISTS " + ks + "\n" + st[len(name):]
+	if rf != "" {
+		if n, err := strconv.Atoi(rf); err != nil || n < 1 {
+			return "", fmt.Errorf("cannot use PUSHD_CASSANDRA_RF=%q: want a positive number", rf)
+		}
+		st = strings.Replace(st, factor, "'replication_factor': "+rf, 1)
+	}
+	return st, nil
+}
+
+func TestStoreCassandraKeyspaceStatement(t *testing.T) {
+	got, err := keyspaceStatement("pushd_test", "1")
+	want := "CREATE KEYSPACE IF NOT EXISTS pushd_test\n  WITH replication = {'class': 'NetworkTopologyStrategy', 'replication_factor': 1}"
+	if err != nil || got != want {
+		t.Errorf("keyspaceStatement = %q, %v; want %q", got, err, want)
+	}
+	if got, _ := keyspaceStatement("k", ""); !strings.Contains(got, "'replication_factor': 3") {
+		t.Errorf("without PUSHD_CASSANDRA_RF: %q, want schema.cql's factor", got)
+	}
+	if _, err := keyspaceStatement("k", "zero"); err == nil {
+		t.Error("a bad PUSHD_CASSANDRA_RF was accepted")
+	}
 }
 
 func TestStoreCassandraSchemaDeployed(t *testing.T) {
