@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -457,6 +458,38 @@ func TestStoreCassandraStatements(t *testing.T) {
 		}
 		wantCalls(t, calls, one("scan", cqlLeaseGet, "scheduler"), one("cas", cqlLeaseInsert, "scheduler", "n1", t0.Add(10*time.Second)),
 			one("scan", cqlLeaseGet, "scheduler"))
+	})
+
+	t.Run("gateway registry: one partition, rows written with the advertisement's TTL", func(t *testing.T) {
+		exp := time.Now().Add(15 * time.Second).UTC()
+		calls, err := runCase(t, script{
+			cqlGatewayList: fixed(reply{rows: [][]any{
+				{"n2", "ws://b/1.1/connect", []int{1}, t0.Add(-time.Second)}, // expired, not yet gone by TTL
+				{"n1", "ws://a/1.1/connect", []int{0, 2}, t0.Add(time.Minute)},
+			}}),
+		}, func(s *Store) error {
+			if err := s.PutGateway(ctx, store.Gateway{Node: "n1", URL: "ws://a/1.1/connect", Partitions: []int{0, 2}, Expires: exp}); err != nil {
+				return err
+			}
+			gs, err := s.Gateways(ctx, t0)
+			if err != nil {
+				return err
+			}
+			if len(gs) != 1 || gs[0].Node != "n1" || !slices.Equal(gs[0].Partitions, []int{0, 2}) {
+				return fmt.Errorf("gateways %+v, want n1 alone", gs)
+			}
+			return s.DeleteGateway(ctx, "n1")
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantCalls(t, calls,
+			one("exec", cqlGatewayPut, "gateways", "n1", "ws://a/1.1/connect", []int{0, 2}, exp, anyv),
+			one("iter", cqlGatewayList, "gateways"),
+			one("exec", cqlGatewayDelete, "gateways", "n1"))
+		if ttl, ok := calls[0].args[5].(int); !ok || ttl < 14 || ttl > 15 {
+			t.Errorf("advertisement written with TTL %v, want 15 s (its expiry, rounded up)", calls[0].args[5])
+		}
 	})
 
 	t.Run("cancel of a scheduled push whose LWT timed out and applied", func(t *testing.T) {
