@@ -31,12 +31,15 @@ const (
 // MiConfig configures a Xiaomi push simulator (/v3/message/regid and /v2/message/regid).
 type MiConfig struct {
 	Addr string // listen address; default 127.0.0.1:0
-	// DayQuota > 0 caps the accepted targets per app per simulated day; beyond it the answer
-	// is QuotaCode with data.day_quota.
-	DayQuota  int64
-	ParamCode int // code of request validation errors (default MiDefaultParamCode)
-	QuotaCode int // code of an exhausted day quota (default MiDefaultQuotaCode)
-	Record    int
+	// DayQuota > 0 caps the accepted targets per app per simulated China day; beyond it the
+	// answer is QuotaCode with data.day_quota.
+	DayQuota int64
+	// TargetsPerSecond > 0 is each app's token bucket of regIds per second; a request beyond
+	// it answers HTTP 503 with Retry-After 1 (Xiaomi's flow-control answer is unconfirmed).
+	TargetsPerSecond float64
+	ParamCode        int // code of request validation errors (default MiDefaultParamCode)
+	QuotaCode        int // code of an exhausted day quota (default MiDefaultQuotaCode)
+	Record           int
 	// NoTokenStats turns off Stats.PerToken.
 	NoTokenStats bool
 	Now          func() time.Time
@@ -61,11 +64,12 @@ type miApp struct {
 	packages map[string]bool
 	day      string
 	used     int64
+	rate     *tokenBucket
 }
 
 // NewMi starts a Xiaomi simulator serving HTTP/2 and HTTP/1.1 over TLS.
 func NewMi(cfg MiConfig) (*Mi, error) {
-	if cfg.ErrorRate < 0 || cfg.ErrorRate > 1 || cfg.InvalidTokenRate < 0 || cfg.InvalidTokenRate > 1 || cfg.DayQuota < 0 || cfg.Record < 0 {
+	if cfg.ErrorRate < 0 || cfg.ErrorRate > 1 || cfg.InvalidTokenRate < 0 || cfg.InvalidTokenRate > 1 || cfg.DayQuota < 0 || cfg.TargetsPerSecond < 0 || cfg.Record < 0 {
 		return nil, errors.New("invalid Mi simulator config: rates within [0, 1], nothing negative")
 	}
 	if cfg.ParamCode == 0 {
@@ -102,7 +106,7 @@ func (s *Mi) NewApp(packages ...string) (secret string) {
 	var b [18]byte
 	_, _ = rand.Read(b[:])
 	secret = hex.EncodeToString(b[:]) + "=="
-	a := &miApp{packages: map[string]bool{}}
+	a := &miApp{packages: map[string]bool{}, rate: &tokenBucket{rate: s.cfg.TargetsPerSecond}}
 	for _, p := range packages {
 		a.packages[p] = true
 	}
@@ -146,7 +150,9 @@ func (s *Mi) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if f, ok := s.faults.take(); ok {
-		if code, err := strconv.Atoi(f.Reason); err == nil {
+		if code, err := strconv.Atoi(f.Reason); err == nil && code == s.cfg.QuotaCode {
+			s.failData(w, code, "Daily quota exceeded.", map[string]any{"day_quota": strconv.FormatInt(s.cfg.DayQuota, 10)})
+		} else if err == nil {
 			s.fail(w, code, "injected fault")
 		} else {
 			if f.RetryAfter > 0 {
@@ -190,6 +196,12 @@ func (s *Mi) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, s.cfg.ParamCode, msg)
 		return
 	}
+	if s.cfg.TargetsPerSecond > 0 && !app.rate.take(s.now(), len(ids)) {
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		s.rec.answer(http.StatusServiceUnavailable, "503")
+		return
+	}
 	var good []string
 	s.mu.Lock()
 	for _, id := range ids {
@@ -199,7 +211,7 @@ func (s *Mi) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	quotaLeft := int64(-1)
 	if s.cfg.DayQuota > 0 {
-		day := s.now().UTC().Format(time.DateOnly)
+		day := s.now().In(chinaTime).Format(time.DateOnly) // Xiaomi's quota day [unconfirmed]
 		if app.day != day {
 			app.day, app.used = day, 0
 		}
