@@ -199,3 +199,35 @@ func TestSenderVendorRateRetried(t *testing.T) {
 		t.Fatalf("mz 110010 answers %d, accepted %d; want 2, 1", ms.Stats().ByReason[sim.MzTooFast], ms.Stats().Accepted)
 	}
 }
+
+// TestSenderExpiredWhileQuotaParked: a delivery of a push that expired before it reached its
+// pool, while its app+vendor is parked on a spent quota, fails with the quota's reason instead
+// of counting expired (it was held back by the quota, as the parked ones were); HeldReason
+// says so for fan-out, and nothing for an app+vendor that is not parked.
+func TestSenderExpiredWhileQuotaParked(t *testing.T) {
+	e, v := newMiQuota(t, 1000)
+	v.inject()
+	exp := e.clock.now().Add(time.Hour)
+	if r := send(t, e.d, []push.Delivery{v.delivery(0, exp)}); r[0].Outcome != push.OutcomeFailed || !strings.Contains(r[0].Reason, v.reason) {
+		t.Fatalf("parked delivery: %+v", r[0])
+	}
+	late := v.delivery(1, e.clock.now().Add(-time.Second))
+	r := send(t, e.d, []push.Delivery{late})
+	if r[0].Outcome != push.OutcomeFailed || !strings.Contains(r[0].Reason, v.reason) || !strings.Contains(r[0].Reason, "the push expired while the vendor's daily quota was spent") {
+		t.Fatalf("expired delivery while parked: %+v, want failed with the quota's reason", r[0])
+	}
+	if reason, held := e.d.HeldReason(context.Background(), &late); !held || !strings.Contains(reason, v.reason) {
+		t.Fatalf("HeldReason = %q, %v", reason, held)
+	}
+	other := late
+	other.AppID = "app2"
+	if _, held := e.d.HeldReason(context.Background(), &other); held {
+		t.Fatal("an app without a park is held")
+	}
+	if r := send(t, e.d, []push.Delivery{other}); r[0].Outcome == push.OutcomeSent {
+		t.Fatalf("app2's expired delivery: %+v", r[0])
+	}
+	if n := v.stats().Requests; n != 1 {
+		t.Fatalf("%d requests reached the vendor, want the one refused", n)
+	}
+}
