@@ -39,6 +39,8 @@ bench: ## run the benchmarks and print their figures
 	run ./sender/vivo/ 'BenchmarkSenderVivoPool$$'; \
 	run ./sender/oppo/ 'BenchmarkSenderOppoPool$$'; \
 	run ./sender/mz/ 'BenchmarkSenderMzPool$$'; \
+	run ./sender/hms/ 'BenchmarkSenderHMSPool$$'; \
+	run ./sender/mi/ 'BenchmarkSenderMiPool$$'; \
 	run ./sender/honor/ 'BenchmarkSenderHonorPool$$'; \
 	if grep -qs 'func Benchmark' bench/*_test.go; then run ./bench/ 'Benchmark'; fi
 

@@ -335,8 +335,8 @@ func validateDoc(doc map[string]any) *push.Error {
 	} else if dt == push.DeviceAndroid {
 		return push.Errorf(push.CodeMissingRequired, "installationId is required for deviceType android")
 	}
-	if rid, ok := doc[fRegistrationID].(string); ok && (rid == "" || len(rid) > 4096) {
-		return push.Errorf(push.CodeValidation, "invalid registrationId: want 1 to 4096 characters")
+	if rid, ok := doc[fRegistrationID].(string); ok && !validRegistrationID(rid) {
+		return push.Errorf(push.CodeValidation, "invalid registrationId: want 1 to 4096 characters without spaces, control characters, ',' or ';'")
 	}
 	if p, ok := doc[fDeviceProfile].(string); ok && !push.ValidProfile(p) {
 		return push.Errorf(push.CodeValidation, "invalid deviceProfile %q: empty, or a letter followed by letters, digits and '_'", p)
@@ -427,4 +427,20 @@ func newObjectID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
 	return hex.EncodeToString(b[:])
+}
+
+// validRegistrationID accepts a vendor registration id: 1 to 4096 bytes without spaces,
+// control characters, ',' or ';'. No vendor's id holds them, and Xiaomi and Meizu join
+// regIds with ',' (OPPO's broadcast lists with ';') in one request: such an id could address
+// another device (docs/decisions.md, "registrationId characters").
+func validRegistrationID(rid string) bool {
+	if rid == "" || len(rid) > 4096 {
+		return false
+	}
+	for i := 0; i < len(rid); i++ {
+		if c := rid[i]; c <= ' ' || c == 0x7f || c == ',' || c == ';' {
+			return false
+		}
+	}
+	return true
 }

@@ -90,6 +90,15 @@ type Sender interface {
 	Send(ctx context.Context, ds []push.Delivery, res []push.Result) error
 }
 
+// heldReasons is an optional capability of the Sender (sender.Dispatcher, through the own
+// channel's Handoff): for a delivery of a push that expired before it was handed to Send, the
+// reason a gateway held it back (a vendor's spent daily quota). Such a target is counted
+// failed with that reason, not expired (issue 14: quota-parked targets fail with the reason
+// when the push expires).
+type heldReasons interface {
+	HeldReason(ctx context.Context, d *push.Delivery) (string, bool)
+}
+
 // Messages renders a job's payload per delivery channel, each at most once (render.Cache).
 type Messages interface {
 	Get(channel string) (*push.Message, error)

@@ -187,7 +187,7 @@ func (r *run) deliver(ctx context.Context, b *batch) error {
 		return nil
 	}
 	if !r.expires.IsZero() && !w.clock.Now().Before(r.expires) {
-		r.countAll(b.ch, push.OutcomeExpired, "")
+		r.countExpired(ctx, b)
 		return nil
 	}
 	allowed, err := r.reserve(ctx, len(ds))
@@ -258,6 +258,39 @@ func (r *run) deliver(ctx context.Context, b *batch) error {
 	w.m.expired.Add(expired)
 	w.m.invalidTokens.Add(invalid)
 	return nil
+}
+
+// asksHeld says whether the targets of an expired push are counted by asking the Sender
+// (heldReasons): only then may a batch hold deliveries without a message, and only while
+// the push is expired, so they are never handed to Send.
+func (r *run) asksHeld() bool {
+	if r.w == nil || r.expires.IsZero() || r.w.clock.Now().Before(r.expires) {
+		return false
+	}
+	_, ok := r.w.snd.(heldReasons)
+	return ok
+}
+
+// countExpired counts b's deliveries of a push that expired before they were sent: expired,
+// or failed with the reason when the Sender says a gateway's quota held them back.
+func (r *run) countExpired(ctx context.Context, b *batch) {
+	hr, ok := r.w.snd.(heldReasons)
+	if !ok {
+		r.countAll(b.ch, push.OutcomeExpired, "")
+		return
+	}
+	failed := 0
+	for i := range b.ds {
+		if reason, held := hr.HeldReason(ctx, &b.ds[i]); held {
+			r.tl.count(b.ch[i], push.OutcomeFailed)
+			r.addReason(reason)
+			failed++
+		} else {
+			r.tl.count(b.ch[i], push.OutcomeExpired)
+		}
+	}
+	r.w.m.failed.Add(failed)
+	r.w.m.expired.Add(len(b.ds) - failed)
 }
 
 func (r *run) countAll(chs []uint8, o push.Outcome, reason string) {

@@ -120,6 +120,12 @@ func (s *scanner) target(rt *push.Route) {
 	msg := r.js.msgs[ci]
 	if msg == nil {
 		o := r.js.msgOut[ci]
+		if o == push.OutcomeExpired && r.asksHeld() {
+			// The push expired before its message was rendered: deliver (countExpired) asks
+			// the Sender whether a gateway's quota held the target back. It is never sent.
+			s.b.add(&r.tmpl, nil, ci, ch, rt)
+			return
+		}
 		s.b.pre.count(ci, o)
 		s.b.npre++
 		if s.b.preReason == "" && o == push.OutcomeFailed {

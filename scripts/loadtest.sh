@@ -12,6 +12,7 @@
 #   PUSHD_BIN, PUSHSIM_BIN, LOADTEST_BIN  prebuilt binaries (default: go build into the temp dir)
 #   LOADTEST_SIM_INVALID_RATE             pushsim -invalid-token-rate (default 0.1; 0 skips the invalid scenario)
 #   LOADTEST_SIM_SEED                     pushsim -seed (default 1)
+#   LOADTEST_VIVO_QUOTA                   day quota of the vivo profile "quota" (default 20; the quota scenario)
 #   PUSHSIM_FLAGS                         extra pushsim flags (e.g. "--latency 20ms")
 #   PUSHD_SERVE_FLAGS                     extra `pushd serve` flags
 #   PUSHD_LISTEN_FLAG, PUSHD_DATA_FLAG    names of pushd's API listen and data-dir flags
@@ -27,11 +28,17 @@
 # the driver and in pushd; --direct-offline 0.2 connect only after the push), and whose mixed
 # push reaches apns, the own channel and the hms, honor, mi, vivo, oppo and mz simulators pushsim
 # runs (--mixed-per-channel, default 50).
+# Quota scenario (run last by default): pushsim gives the hybrid app a vivo profile "quota"
+# whose simulator app has a day quota of LOADTEST_VIVO_QUOTA targets (default 20); the driver
+# fills it (quota-fill: every target sent once), then pushes to --quota-devices more (default 30)
+# with --quota-expiry (default 3s): pushd parks vivo for that app and fails each target with
+# vivo's 10070 reason when the push expires, none reaching the simulator.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/pushd-loadtest.XXXXXX")
 invalid_rate=${LOADTEST_SIM_INVALID_RATE:-0.1}
+vivo_quota=${LOADTEST_VIVO_QUOTA:-20}
 seed=${LOADTEST_SIM_SEED:-1}
 key_id=SIMKEY0001
 team_id=SIMTEAM001
@@ -169,6 +176,7 @@ done
 "$pushsim_bin" --apns-addr 127.0.0.1:0 --fcm-addr 127.0.0.1:0 --dir "$work/sim" \
 	--hms-addr 127.0.0.1:0 --mi-addr 127.0.0.1:0 --vivo-addr 127.0.0.1:0 --oppo-addr 127.0.0.1:0 --mz-addr 127.0.0.1:0 \
 	--honor-addr 127.0.0.1:0 \
+	--vivo-quota-profile "$vivo_quota" \
 	--key-id "$key_id" --team-id "$team_id" \
 	--invalid-token-rate "$invalid_rate" --seed "$seed" ${PUSHSIM_FLAGS:-} >"$work/pushsim.log" 2>&1 &
 sim_pid=$!

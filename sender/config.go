@@ -87,10 +87,12 @@ const DefaultRetryHorizon = 10 * time.Minute
 
 // DefaultRates are the per-pool rates (deliveries/s) of the vendors that cap each app's
 // messages per second (gateways.md §8a), at the low end of their published ranges: vivo
-// 3,000–5,000, OPPO 5,000–30,000 by cumulative users, Honor 3,000. A pool is one app's
-// profile, i.e. one vendor app. Beyond them the vendors answer flow control (retried); an app with a higher
-// allowance raises its own with Rates["<appId>/<channel>"].
-var DefaultRates = map[string]float64{push.ChannelVivo: 3000, push.ChannelOppo: 5000, push.ChannelHonor: 3000}
+// 3,000–5,000, OPPO 5,000–30,000 by cumulative users, Xiaomi 500–3,000, Meizu 200, Honor
+// 3,000. A pool is one app's profile, i.e. one vendor app. Beyond them the vendors answer flow
+// control (retried); an app with a higher allowance raises its own with
+// Rates["<appId>/<channel>"]. HMS is not paced: its limit is "at least 6,000, scaled by monthly
+// actives", and it answers traffic control with 503 and Retry-After, which the pool honours.
+var DefaultRates = map[string]float64{push.ChannelVivo: 3000, push.ChannelOppo: 5000, push.ChannelMi: 500, push.ChannelMz: 200, push.ChannelHonor: 3000}
 
 // DefaultMaxBackoff is MaxBackoff's default.
 const DefaultMaxBackoff = 30 * time.Second

@@ -315,6 +315,12 @@ func (d *Dispatcher) route(ctx context.Context, dl *push.Delivery, now time.Time
 		return fail("channel " + ch + " not available")
 	}
 	if exp := dl.Message.Expiration; !exp.IsZero() && !now.Before(exp) {
+		if reason, held, err := d.heldReason(ctx, dl, now, memo); err != nil {
+			return push.Result{}, nil, err
+		} else if held {
+			m.outcome(push.OutcomeFailed)
+			return push.Result{Outcome: push.OutcomeFailed, Reason: reason}, nil, nil
+		}
 		m.outcome(push.OutcomeExpired)
 		return push.Result{Outcome: push.OutcomeExpired}, nil, nil
 	}
@@ -354,6 +360,42 @@ func (d *Dispatcher) route(ctx context.Context, dl *push.Delivery, now time.Time
 		return r, nil, nil
 	}
 	return push.Result{}, p, nil
+}
+
+// HeldReason says why dl, of a push that expired before dl could be sent, was held back: when
+// its app+vendor is parked on a spent daily quota, the quota's reason (and true). Its push
+// record then counts it failed with that reason, as the deliveries the quota held in their
+// pool are, and not expired: the quota, not a slow fan-out, is why it was never sent.
+// Fan-out asks it for the deliveries of an expired push it does not hand to Send.
+func (d *Dispatcher) HeldReason(ctx context.Context, dl *push.Delivery) (string, bool) {
+	reason, held, err := d.heldReason(ctx, dl, d.cfg.now(), &appMemo{})
+	return reason, held && err == nil
+}
+
+func (d *Dispatcher) heldReason(ctx context.Context, dl *push.Delivery, now time.Time, memo *appMemo) (string, bool, error) {
+	if !d.quota.has(dl.Target.Channel) {
+		return "", false, nil
+	}
+	if memo.e == nil || memo.id != dl.AppID {
+		e, err := d.app(ctx, dl.AppID, now)
+		if err != nil {
+			return "", false, err
+		}
+		memo.id, memo.e = dl.AppID, e
+	}
+	ce := memo.e.creds[dl.Target.Channel]
+	if !memo.e.found || ce == nil || ce.err != nil {
+		return "", false, nil
+	}
+	route, err := ce.creds.Route(dl)
+	if err != nil {
+		return "", false, nil
+	}
+	qp, ok := d.quota.parked(poolKey{channel: dl.Target.Channel, appID: dl.AppID, fingerprint: ce.fingerprint, route: route}, now)
+	if !ok {
+		return "", false, nil
+	}
+	return qp.reason + quotaExpiredSuffix, true, nil
 }
 
 // acquire returns the pool of key (creating it), counted pending for one delivery.

@@ -40,6 +40,22 @@ func (q *quotas) park(k poolKey, until time.Time, reason string, now time.Time) 
 	return !was
 }
 
+// has reports whether an app of channel is parked (or was, until parked forgets it).
+func (q *quotas) has(channel string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for k := range q.m {
+		if k.channel == channel {
+			return true
+		}
+	}
+	return false
+}
+
+// quotaExpiredSuffix ends the reason of a delivery whose push expired while its app+vendor's
+// daily quota was spent.
+const quotaExpiredSuffix = ": the push expired while the vendor's daily quota was spent"
+
 // parked returns k's park in force at now, forgetting one that ended.
 func (q *quotas) parked(k poolKey, now time.Time) (quotaPark, bool) {
 	q.mu.Lock()
@@ -109,7 +125,7 @@ func (p *pool) waitQuota(ctx context.Context, exp time.Time) (res push.Result, f
 	case err != nil:
 		return push.Result{Outcome: push.OutcomeFailed, Reason: "canceled"}, false, true, true
 	case expiresFirst:
-		return push.Result{Outcome: push.OutcomeFailed, Reason: qp.reason + ": the push expired while the vendor's daily quota was spent"}, true, true, true
+		return push.Result{Outcome: push.OutcomeFailed, Reason: qp.reason + quotaExpiredSuffix}, true, true, true
 	}
 	p.quota.lift(p.key, qp)
 	return push.Result{}, false, false, true

@@ -29,7 +29,10 @@ func TestSenderVendorDefaultRates(t *testing.T) {
 			t.Errorf("%q accepted", bad)
 		}
 	}
-	if got := FormatRates(DefaultRates); got != "honor=3000,oppo=5000,vivo=3000" {
+	if c := (Config{}).WithDefaults(); c.rate("app1", push.ChannelMi) != 500 || c.rate("app1", push.ChannelMz) != 200 || c.rate("app1", push.ChannelHMS) != 0 {
+		t.Errorf("mi, mz, hms default rates %v", c.Rates)
+	}
+	if got := FormatRates(DefaultRates); got != "honor=3000,mi=500,mz=200,oppo=5000,vivo=3000" {
 		t.Errorf("FormatRates %q", got)
 	}
 }

@@ -20,10 +20,12 @@ const (
 	ScenarioKill         = "kill"          // channel push to the whole main population, pushd SIGKILLed and restarted mid-push (-kill-at)
 	ScenarioDirect       = "direct"        // channel push to own-channel devices of both protocols, some offline until it is done
 	ScenarioMixed        = "mixed"         // one channel push reaching apns, the own channel and every vendor with a driver
+	ScenarioQuotaFill    = "quota-fill"    // channel push to as many vivo devices as the simulator's day quota: all sent
+	ScenarioQuota        = "quota"         // then a short-lived push to more: parked on the spent quota, failed at expiry
 )
 
 // AllScenarios lists the scenarios --pushes accepts.
-var AllScenarios = []string{ScenarioChannel, ScenarioWhere, ScenarioDevices, ScenarioInvalid, ScenarioKill, ScenarioDirect, ScenarioMixed}
+var AllScenarios = []string{ScenarioChannel, ScenarioWhere, ScenarioDevices, ScenarioInvalid, ScenarioKill, ScenarioDirect, ScenarioMixed, ScenarioQuota}
 
 // Sim is one simulator whose GET /_stats the driver reads. Name is the delivery channel it
 // plays ("apns" or "fcm"); "" means unknown (its counts are only checked merged with the others).
@@ -68,6 +70,11 @@ type Config struct {
 	DirectDevices   int
 	DirectOffline   float64
 	MixedPerChannel int
+	// The quota scenario: devices of its short-lived push beyond the simulator's day quota
+	// (default 30; the quota itself is pushsim's --vivo-quota-profile, read from its -dir),
+	// and that push's expiration_interval (default 3 s).
+	QuotaDevices int
+	QuotaExpiry  time.Duration
 }
 
 // RegisterFlags registers the driver flags on fs, writing into c. pushes receives --pushes
@@ -96,6 +103,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, pushes, sims *string) {
 	fs.IntVar(&c.DirectDevices, "direct-devices", 200, "own-channel devices of the direct scenario, half on each protocol (each is an open connection: mind the open-file limit)")
 	fs.Float64Var(&c.DirectOffline, "direct-offline", 0.2, "share of own-channel devices that connect only once the push is done (its offline cache delivers to them)")
 	fs.IntVar(&c.MixedPerChannel, "mixed-per-channel", 50, "devices per delivery channel of the mixed scenario ("+strings.Join(MixedChannels, ", ")+")")
+	fs.IntVar(&c.QuotaDevices, "quota-devices", 30, "quota scenario: devices of the push sent once the vivo simulator's day quota (pushsim --vivo-quota-profile) is spent")
+	fs.DurationVar(&c.QuotaExpiry, "quota-expiry", 3*time.Second, "quota scenario: expiration_interval of the push sent on the spent quota (its targets fail when it expires)")
 	fs.StringVar(&c.PushdPIDFile, "pushd-pid-file", "", "file holding the pid of the running pushd (rewritten by its supervisor after a restart)")
 }
 
@@ -133,7 +142,7 @@ func ParsePushes(s string, invalidRate, killAt float64) ([]string, error) {
 		if invalidRate > 0 {
 			out = append(out, ScenarioInvalid)
 		}
-		return append(out, ScenarioDirect, ScenarioMixed), nil
+		return append(out, ScenarioDirect, ScenarioMixed, ScenarioQuota), nil
 	}
 	var out []string
 	for _, p := range strings.Split(s, ",") {
@@ -195,6 +204,12 @@ func (c *Config) withDefaults() Config {
 	if out.MixedPerChannel <= 0 {
 		out.MixedPerChannel = 50
 	}
+	if out.QuotaDevices <= 0 {
+		out.QuotaDevices = 30
+	}
+	if out.QuotaExpiry <= 0 {
+		out.QuotaExpiry = 3 * time.Second
+	}
 	if out.RequestDeadline <= 0 {
 		out.RequestDeadline = 30 * time.Second
 	}
@@ -236,6 +251,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DirectOffline < 0 || c.DirectOffline >= 1 {
 		errs = append(errs, errors.New("-direct-offline must be within [0, 1)"))
+	}
+	if c.QuotaExpiry%time.Second != 0 {
+		errs = append(errs, errors.New("-quota-expiry must be whole seconds (expiration_interval)"))
 	}
 	if c.KillAt < 0 || c.KillAt >= 1 {
 		errs = append(errs, errors.New("-kill-at must be within [0, 1)"))

@@ -28,8 +28,8 @@ func TestDriverParsePushes(t *testing.T) {
 			t.Fatalf("ParsePushes(%q, %v) = %v, %v; want %v (error %v)", in, rate, got, err, want, wantErr)
 		}
 	}
-	f("", 0, []string{"channel", "where", "devices", "direct", "mixed"}, false)
-	f("", 0.1, []string{"channel", "where", "devices", "invalid", "direct", "mixed"}, false)
+	f("", 0, []string{"channel", "where", "devices", "direct", "mixed", "quota"}, false)
+	f("", 0.1, []string{"channel", "where", "devices", "invalid", "direct", "mixed", "quota"}, false)
 	f("mixed,direct", 0, []string{"mixed", "direct"}, false)
 	f("where, channel,where", 0, []string{"where", "channel"}, false)
 	f("channel,bogus", 0, nil, true)

@@ -149,11 +149,17 @@ func (r *run) run(ctx context.Context) error {
 	if i := slices.Index(names, ScenarioInvalid); i >= 0 {
 		names = slices.Insert(names, i+1, ScenarioInvalidAgain)
 	}
+	if i := slices.Index(names, ScenarioQuota); i >= 0 {
+		names = slices.Insert(names, i, ScenarioQuotaFill)
+	}
 	for i, name := range names {
 		var sc Scenario
-		if IsHybrid(name) {
+		switch {
+		case name == ScenarioQuotaFill || name == ScenarioQuota:
+			sc, err = buildQuotaScenario(name, r.hybridPop, r.cfg.QuotaExpiry)
+		case IsHybrid(name):
 			sc, err = BuildHybridScenario(name, r.hybridPop)
-		} else {
+		default:
 			sc, err = BuildScenario(name, r.pop, r.cfg.DevicesPerType)
 		}
 		if err != nil {
@@ -411,6 +417,9 @@ func (r *run) scenario(ctx context.Context, idx int, s *Scenario) (*ScenarioRepo
 	}
 	if !first.IsZero() && last.After(first) {
 		sr.ServerSeconds = last.Sub(first).Seconds()
+	}
+	if e := s.Expect.EndsAfter; e > 0 && len(recs) > 0 && sr.ServerSeconds < e.Seconds() {
+		sr.Problems = append(sr.Problems, fmt.Sprintf("the push records were done %.2fs after they were created, before the push expired (%v): its targets must fail only then", sr.ServerSeconds, e))
 	}
 	sr.Targets, sr.Sent, sr.Failed = rc.Total.Targets, rc.Total.Sent, rc.Total.Failed
 	sr.Expired, sr.Invalid = rc.Total.Expired, rc.Total.InvalidTokens

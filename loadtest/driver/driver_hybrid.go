@@ -24,7 +24,19 @@ import (
 // it the APNs key and the vendor simulators' credentials pushsim wrote (sim.VendorsFile), and
 // seeds its population.
 func (r *run) setupHybrid(ctx context.Context, f simFiles) error {
-	needVendors := slices.Contains(r.cfg.Pushes, ScenarioMixed)
+	needQuota := slices.Contains(r.cfg.Pushes, ScenarioQuota)
+	needVendors := slices.Contains(r.cfg.Pushes, ScenarioMixed) || needQuota
+	var quota *sim.QuotaProfile
+	if needQuota {
+		b, err := os.ReadFile(filepath.Join(r.cfg.SimDir, sim.QuotaFile))
+		if err != nil {
+			return fmt.Errorf("cannot read the quota profile of the simulators (run pushsim with --vivo-quota-profile): %w", err)
+		}
+		quota = new(sim.QuotaProfile)
+		if err := json.Unmarshal(b, quota); err != nil {
+			return fmt.Errorf("cannot decode %s: %w", sim.QuotaFile, err)
+		}
+	}
 	var vendors map[string]json.RawMessage
 	if needVendors {
 		b, err := os.ReadFile(filepath.Join(r.cfg.SimDir, sim.VendorsFile))
@@ -35,6 +47,9 @@ func (r *run) setupHybrid(ctx context.Context, f simFiles) error {
 			return fmt.Errorf("cannot decode %s: %w", sim.VendorsFile, err)
 		}
 		for _, ch := range MixedChannels {
+			if !slices.Contains(r.cfg.Pushes, ScenarioMixed) {
+				break
+			}
 			if _, ok := vendors[ch]; !ok && ch != push.ChannelAPNs && ch != push.ChannelDirect {
 				return fmt.Errorf("cannot run the mixed scenario: %s lacks the %s simulator's credentials", sim.VendorsFile, ch)
 			}
@@ -80,8 +95,11 @@ func (r *run) setupHybrid(ctx context.Context, f simFiles) error {
 	if slices.Contains(r.cfg.Pushes, ScenarioDirect) {
 		spec.Direct = r.cfg.DirectDevices
 	}
-	if needVendors {
+	if slices.Contains(r.cfg.Pushes, ScenarioMixed) {
 		spec.PerChannel, spec.Channels = r.cfg.MixedPerChannel, MixedChannels
+	}
+	if quota != nil {
+		spec.Quota, spec.QuotaDevices = quota, r.cfg.QuotaDevices
 	}
 	var err error
 	if r.hybridPop, err = NewHybrid(spec); err != nil {
@@ -89,7 +107,9 @@ func (r *run) setupHybrid(ctx context.Context, f simFiles) error {
 	}
 	devs := r.hybridPop.Devices()
 	r.rep.OwnChannel, r.rep.Mixed = len(r.hybridPop.Direct), len(r.hybridPop.Mixed)
-	r.logf("seeding %d hybrid-app installations (own-channel scenario %d, mixed scenario %d)", len(devs), r.rep.OwnChannel, r.rep.Mixed)
+	r.rep.QuotaFill, r.rep.Quota = len(r.hybridPop.QuotaFill), len(r.hybridPop.Quota)
+	r.logf("seeding %d hybrid-app installations (own-channel scenario %d, mixed scenario %d, quota scenarios %d + %d)",
+		len(devs), r.rep.OwnChannel, r.rep.Mixed, r.rep.QuotaFill, r.rep.Quota)
 	n, secs, err := r.seedDevices(ctx, r.hybrid, devs)
 	r.rep.Upserts += n
 	if err != nil {

@@ -70,22 +70,29 @@ func TestDriverEndToEnd(t *testing.T) {
 	names := make([]string, 0, len(r.Scenarios))
 	for _, s := range r.Scenarios {
 		names = append(names, s.Name)
-		if s.Verification != VerdictOK || s.Sent == 0 {
+		if s.Verification != VerdictOK || (s.Sent == 0) != (s.Name == ScenarioQuota) {
 			t.Errorf("scenario %s: %s, sent %d: %v", s.Name, s.Verification, s.Sent, s.Problems)
 		}
 	}
-	if !r.OK || r.Installations != 500 || strings.Join(names, ",") != "channel,where,devices,invalid,invalid-again,direct,mixed" {
+	if !r.OK || r.Installations != 500 || strings.Join(names, ",") != "channel,where,devices,invalid,invalid-again,direct,mixed,quota-fill,quota" {
 		t.Fatalf("report: ok=%v, %d installations, scenarios %v\n%s", r.OK, r.Installations, names, out)
 	}
 	// The own channel: both protocols, some devices offline during the push, every one acked.
-	for _, s := range r.Scenarios[len(r.Scenarios)-2:] {
+	for _, s := range r.Scenarios[len(r.Scenarios)-4 : len(r.Scenarios)-2] {
 		if s.OwnDevices == 0 || s.OwnLC == 0 || s.OwnLC == s.OwnDevices || s.OwnOffline == 0 ||
 			s.Arrivals != int64(s.OwnDevices) || s.LCSuccesses != int64(s.OwnDevices) {
 			t.Errorf("scenario %s: %d own-channel devices (%d lc, %d offline), %d arrivals, %d lcSuccesses",
 				s.Name, s.OwnDevices, s.OwnLC, s.OwnOffline, s.Arrivals, s.LCSuccesses)
 		}
 	}
-	if mixed := r.Scenarios[len(r.Scenarios)-1]; len(mixed.ByChannel) != len(MixedChannels) {
+	if mixed := r.Scenarios[len(r.Scenarios)-3]; len(mixed.ByChannel) != len(MixedChannels) {
 		t.Errorf("mixed scenario reached channels %v, want %v", mixed.ByChannel, MixedChannels)
+	}
+	// The quota scenarios: exactly the vivo simulator's day quota sent, the rest failed with
+	// the quota's reason when their push expired, none expired.
+	fill, quota := r.Scenarios[len(r.Scenarios)-2], r.Scenarios[len(r.Scenarios)-1]
+	if fill.Sent != int64(r.QuotaFill) || quota.Failed != int64(r.Quota) || quota.Sent != 0 || quota.Expired != 0 || r.QuotaFill == 0 || r.Quota == 0 {
+		t.Errorf("quota scenarios: fill sent %d of %d, quota failed %d, sent %d, expired %d of %d",
+			fill.Sent, r.QuotaFill, quota.Failed, quota.Sent, quota.Expired, r.Quota)
 	}
 }

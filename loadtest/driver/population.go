@@ -41,6 +41,8 @@ type Device struct {
 	// connects only after its scenario's push is done.
 	Proto   string
 	Offline bool
+	// Profile is a hybrid device's deviceProfile ("": _default).
+	Profile string
 }
 
 // Gateway is the delivery channel (and simulator) the device's pushes go to.
@@ -75,6 +77,9 @@ func (d *Device) Body(topic string) map[string]any {
 		b["installationId"] = d.IID
 		b["vendor"] = push.ChannelFCM
 		b["registrationId"] = d.Token
+	}
+	if d.Profile != "" {
+		b["deviceProfile"] = d.Profile
 	}
 	if d.Group >= 0 {
 		b["ltGroup"] = d.Group

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/pushd/pushd/loadtest/sim"
 	"github.com/pushd/pushd/push"
 )
 
@@ -13,6 +14,8 @@ import (
 const (
 	ChannelDirectSet = "lt-direct" // the own-channel scenario's devices
 	ChannelMixed     = "lt-mixed"  // the mixed scenario's devices
+	ChannelQuotaFill = "lt-qfill"  // the quota-fill scenario's devices
+	ChannelQuota     = "lt-quota"  // the quota scenario's devices
 )
 
 // Own-channel device protocols: ours (docs/own-channel.md) and the original service's.
@@ -35,12 +38,19 @@ type HybridSpec struct {
 	Channels    []string
 	InvalidRate float64 // as PopulationSpec: tokens are picked alive for the simulators
 	Seed        uint64
+	// Quota is the vendor profile whose simulator app has a day quota (nil: no quota
+	// scenarios): Quota.DayQuota devices for the quota-fill scenario, QuotaDevices more for
+	// the quota scenario, all of Quota.Channel with deviceProfile Quota.Profile.
+	Quota        *sim.QuotaProfile
+	QuotaDevices int
 }
 
 // Hybrid is the hybrid app's population.
 type Hybrid struct {
-	Direct []Device // own channel, subscribed to ChannelDirectSet
-	Mixed  []Device // PerChannel devices of each of Channels, subscribed to ChannelMixed
+	Direct    []Device // own channel, subscribed to ChannelDirectSet
+	Mixed     []Device // PerChannel devices of each of Channels, subscribed to ChannelMixed
+	QuotaFill []Device // as many as the quota, subscribed to ChannelQuotaFill
+	Quota     []Device // beyond the quota, subscribed to ChannelQuota
 }
 
 // NewHybrid generates the hybrid app's devices. Own-channel devices alternate between the two
@@ -71,6 +81,29 @@ func NewHybrid(spec HybridSpec) (*Hybrid, error) {
 				d.IID = fmt.Sprintf("%s-x-%08d", spec.RunID, i)
 			}
 			h.Mixed = append(h.Mixed, d)
+		}
+	}
+	if q := spec.Quota; q != nil {
+		if q.DayQuota <= 0 || spec.QuotaDevices <= 0 || q.Channel == "" || q.Channel == push.ChannelDirect || q.Channel == push.ChannelAPNs {
+			return nil, fmt.Errorf("cannot generate the quota scenarios' devices: quota %+v, %d devices", *q, spec.QuotaDevices)
+		}
+		mk := func(n int, cohort, ch string) ([]Device, error) {
+			devs := make([]Device, n)
+			for i := range devs {
+				d := &devs[i]
+				*d = Device{Index: i, Channel: q.Channel, Channels: []string{ch}, Group: -1, Profile: q.Profile}
+				if err := d.pickToken(ps, cohort, false); err != nil {
+					return nil, err
+				}
+			}
+			return devs, nil
+		}
+		var err error
+		if h.QuotaFill, err = mk(int(q.DayQuota), "qf", ChannelQuotaFill); err != nil {
+			return nil, err
+		}
+		if h.Quota, err = mk(spec.QuotaDevices, "qo", ChannelQuota); err != nil {
+			return nil, err
 		}
 	}
 	if len(direct) > 0 {
@@ -109,12 +142,11 @@ func ownChannel(devs []Device, ps PopulationSpec, cohort string, offline float64
 
 // Devices returns pointers to every device of the hybrid population.
 func (h *Hybrid) Devices() []*Device {
-	out := make([]*Device, 0, len(h.Direct)+len(h.Mixed))
-	for i := range h.Direct {
-		out = append(out, &h.Direct[i])
-	}
-	for i := range h.Mixed {
-		out = append(out, &h.Mixed[i])
+	out := make([]*Device, 0, len(h.Direct)+len(h.Mixed)+len(h.QuotaFill)+len(h.Quota))
+	for _, set := range [][]Device{h.Direct, h.Mixed, h.QuotaFill, h.Quota} {
+		for i := range set {
+			out = append(out, &set[i])
+		}
 	}
 	return out
 }

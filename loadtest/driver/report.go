@@ -27,6 +27,8 @@ type Report struct {
 	DeadTokens       int              `json:"deadTokens,omitempty"`
 	OwnChannel       int              `json:"ownChannel,omitempty"` // hybrid app: own-channel devices of the direct scenario
 	Mixed            int              `json:"mixed,omitempty"`      // hybrid app: devices of the mixed scenario
+	QuotaFill        int              `json:"quotaFill,omitempty"`  // hybrid app: devices of the quota-fill scenario (the simulator's day quota)
+	Quota            int              `json:"quota,omitempty"`      // hybrid app: devices of the quota scenario (beyond the quota)
 	Concurrency      int              `json:"concurrency"`
 	Upserts          int              `json:"upserts"` // installations created (main + cohort)
 	UpsertSeconds    float64          `json:"upsertSeconds"`

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"time"
 
 	"github.com/pushd/pushd/push"
 )
@@ -19,13 +20,19 @@ type Request struct {
 type Expect struct {
 	Alive map[string]string // accepted exactly once each (at least once with AtLeastOnce)
 	Dead  map[string]string // answered dead: counted as invalid tokens, never accepted
+	// Failed tokens are counted failed, never accepted, and each record error names
+	// FailReason (the quota scenario's); EndsAfter > 0: the records may not be done sooner
+	// than that after they were created (the targets fail when the push expires, not before).
+	Failed     map[string]string
+	FailReason string
+	EndsAfter  time.Duration
 	// AtLeastOnce allows an alive token to be accepted more than once: the kill scenario's
 	// duplicates are measured (Duplicates), not refused. The records still count each target once.
 	AtLeastOnce bool
 }
 
 // Targets is how many targets the push records must count.
-func (e *Expect) Targets() int { return len(e.Alive) + len(e.Dead) }
+func (e *Expect) Targets() int { return len(e.Alive) + len(e.Dead) + len(e.Failed) }
 
 // byGateway counts expected targets, sent and invalid per gateway, and the own channel's
 // arrivals: every own-channel target acks.
@@ -46,6 +53,12 @@ func (e *Expect) byGateway() map[string]push.Tally {
 		t.InvalidTokens++
 		out[gw] = t
 	}
+	for _, gw := range e.Failed {
+		t := out[gw]
+		t.Targets++
+		t.Failed++
+		out[gw] = t
+	}
 	return out
 }
 
@@ -63,7 +76,7 @@ type Scenario struct {
 }
 
 func newExpect() Expect {
-	return Expect{Alive: map[string]string{}, Dead: map[string]string{}}
+	return Expect{Alive: map[string]string{}, Dead: map[string]string{}, Failed: map[string]string{}}
 }
 
 func data(name string) map[string]any {

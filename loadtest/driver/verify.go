@@ -54,8 +54,16 @@ func Verify(e *Expect, rec RecordCounts, sims []SimDelta) []string {
 	if rec.Status != push.StatusDone {
 		p.addf("push record status is %q, not done", rec.Status)
 	}
+	named := false
 	for _, err := range rec.Errors {
+		if e.FailReason != "" && strings.Contains(err, e.FailReason) {
+			named = true
+			continue
+		}
 		p.addf("push record reports: %s", err)
+	}
+	if len(e.Failed) > 0 && e.FailReason != "" && !named {
+		p.addf("no push record error names %q, the reason the failed targets must give", e.FailReason)
 	}
 
 	// Per token, from the simulators.
@@ -74,12 +82,15 @@ func Verify(e *Expect, rec RecordCounts, sims []SimDelta) []string {
 			if !ok {
 				gw, ok = e.Dead[tok]
 			}
+			if !ok {
+				gw, ok = e.Failed[tok]
+			}
 			if ok && s.Name != "" && gw != s.Name {
 				wrongSim = append(wrongSim, tok)
 			}
 		}
 	}
-	var missing, dup, extra, deadAccepted []string
+	var missing, dup, extra, deadAccepted, failedAccepted []string
 	for tok := range e.Alive {
 		switch n := got[tok]; {
 		case n == 0:
@@ -94,6 +105,8 @@ func Verify(e *Expect, rec RecordCounts, sims []SimDelta) []string {
 		}
 		if _, ok := e.Dead[tok]; ok {
 			deadAccepted = append(deadAccepted, tok)
+		} else if _, ok := e.Failed[tok]; ok {
+			failedAccepted = append(failedAccepted, tok)
 		} else {
 			extra = append(extra, tok)
 		}
@@ -102,6 +115,7 @@ func Verify(e *Expect, rec RecordCounts, sims []SimDelta) []string {
 	p.tokens("tokens accepted more than once", dup)
 	p.tokens("tokens accepted that the scenario does not target", extra)
 	p.tokens("dead tokens accepted", deadAccepted)
+	p.tokens("tokens accepted that must fail", failedAccepted)
 	p.tokens("tokens accepted by the wrong simulator", wrongSim)
 
 	// The records against the expectation.

@@ -111,6 +111,16 @@ func RunCLI(ctx context.Context, args []string, out io.Writer) error {
 			b    []byte
 		}{filepath.Join(*dir, VendorsFile), b})
 	}
+	if vendors.quota != nil {
+		b, err := json.Marshal(vendors.quota)
+		if err != nil {
+			return fmt.Errorf("BUG: cannot encode the quota profile: %w", err)
+		}
+		files = append(files, struct {
+			path string
+			b    []byte
+		}{filepath.Join(*dir, QuotaFile), b})
+	}
 	for _, f := range files {
 		if err := os.WriteFile(f.path, f.b, 0o600); err != nil {
 			return fmt.Errorf("cannot write %s: %w", f.path, err)

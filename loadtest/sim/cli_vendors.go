@@ -13,11 +13,24 @@ import (
 // ready for PUT /admin/apps/<id>/credentials/<channel>.
 const VendorsFile = "vendors.json"
 
+// QuotaFile is the file pushsim writes into -dir when --vivo-quota-profile is set: which
+// vendor profile of the app has a small day quota in its simulator (QuotaProfile).
+const QuotaFile = "quota.json"
+
+// QuotaProfile says which profile of a vendor's credentials (in VendorsFile) is an app of the
+// simulator with its own day quota: the load test's quota scenario pushes to it.
+type QuotaProfile struct {
+	Channel  string `json:"channel"`
+	Profile  string `json:"profile"`
+	DayQuota int64  `json:"dayQuota"`
+}
+
 // vendorFlags are pushsim's flags of the vendor simulators; an empty address starts none.
 type vendorFlags struct {
 	hms, mi, vivo, oppo, mz string
 	honor                   string
 	pkg                     string
+	vivoQuota               int64
 }
 
 func (v *vendorFlags) register(fs *flag.FlagSet) {
@@ -28,14 +41,19 @@ func (v *vendorFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&v.mz, "mz-addr", "", "Meizu push simulator listen address (empty: not started)")
 	fs.StringVar(&v.honor, "honor-addr", "", "Honor push simulator listen address (empty: not started)")
 	fs.StringVar(&v.pkg, "vendor-package", "com.pushd.loadtest", "Android package name the vendor simulators register the app for")
+	fs.Int64Var(&v.vivoQuota, "vivo-quota-profile", 0, "> 0: a second vivo app with this day quota of targets, offered as the vivo profile \"quota\" (and in "+QuotaFile+")")
 }
+
+// quotaProfile is the vivo profile with its own day quota.
+const quotaProfile = "quota"
 
 // vendorSims are the running vendor simulators of one pushsim.
 type vendorSims struct {
 	closers []func() error
 	certs   [][]byte
-	creds   map[string]map[string]any // channel → {"_default": profile}
+	creds   map[string]map[string]any // channel → {"_default": profile, ...}
 	lines   []string
+	quota   *QuotaProfile // the profile with its own day quota, if any
 }
 
 func (v *vendorSims) Close() error {
@@ -85,6 +103,13 @@ func startVendors(f vendorFlags, k Knobs, noTokens bool, record int) (_ *vendorS
 		const app = "10001"
 		key, secret := s.NewApp(app)
 		v.add("vivo", s.URL(), s.CertPEM(), s.Close, map[string]any{"appId": json.Number(app), "appKey": key, "appSecret": secret, "endpoint": s.URL()})
+		if f.vivoQuota > 0 {
+			const quotaApp = "10002"
+			key, secret := s.NewApp(quotaApp)
+			s.SetDayQuota(quotaApp, f.vivoQuota)
+			v.creds["vivo"][quotaProfile] = map[string]any{"appId": json.Number(quotaApp), "appKey": key, "appSecret": secret, "endpoint": s.URL()}
+			v.quota = &QuotaProfile{Channel: "vivo", Profile: quotaProfile, DayQuota: f.vivoQuota}
+		}
 	}
 	if f.oppo != "" {
 		s, err := NewOppo(OppoConfig{Addr: f.oppo, Region: "any", NoTokenStats: noTokens, Record: record, Knobs: k})

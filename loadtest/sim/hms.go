@@ -202,6 +202,10 @@ func (s *HMS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.reply(w, http.StatusNotFound, "404", "wrong URL or method", 0)
 		return
 	}
+	// In status mode a phase's Reason is an HMS code (e.g. 81000001); a bare status otherwise.
+	if s.answerOutage(w, r, Fault{Status: http.StatusServiceUnavailable}, func(f Fault) { s.fault(w, f) }) {
+		return
+	}
 	if !s.faults.wait(r.Context(), s.now()) {
 		return
 	}
@@ -409,6 +413,13 @@ func (s *HMS) reply(w http.ResponseWriter, status int, code, msg string, _ int) 
 	}
 	s.rec.answer(status, reason)
 }
+
+// StartOutage makes every send request get the answer of each phase in turn; see Outage.
+// The token endpoint keeps working.
+func (s *HMS) StartOutage(phases ...Outage) error { return s.rec.outage.begin(phases) }
+
+// EndOutage ends the outage in force, if any.
+func (s *HMS) EndOutage() { s.rec.outage.end() }
 
 func (s *HMS) fault(w http.ResponseWriter, f Fault) {
 	if f.RetryAfter > 0 {

@@ -31,12 +31,18 @@ const (
 // MiConfig configures a Xiaomi push simulator (/v3/message/regid and /v2/message/regid).
 type MiConfig struct {
 	Addr string // listen address; default 127.0.0.1:0
-	// DayQuota > 0 caps the accepted targets per app per simulated day; beyond it the answer
-	// is QuotaCode with data.day_quota.
-	DayQuota  int64
-	ParamCode int // code of request validation errors (default MiDefaultParamCode)
-	QuotaCode int // code of an exhausted day quota (default MiDefaultQuotaCode)
-	Record    int
+	// DayQuota > 0 caps the accepted targets per app per simulated China day; beyond it the
+	// answer is QuotaCode with data.day_quota.
+	DayQuota int64
+	// TargetsPerSecond > 0 is each app's token bucket of regIds per second; a request beyond
+	// it answers HTTP 503 with Retry-After 1 (Xiaomi's flow-control answer is unconfirmed).
+	TargetsPerSecond float64
+	ParamCode        int // code of request validation errors (default MiDefaultParamCode)
+	QuotaCode        int // code of an exhausted day quota (default MiDefaultQuotaCode)
+	Record           int
+	// ReceiptBody encodes the receipts posted to a request's extra.callback (delivered
+	// regIds, and with callback.type 16 the invalid ones); nil: DefaultMiReceiptBody.
+	ReceiptBody MiReceiptBody
 	// NoTokenStats turns off Stats.PerToken.
 	NoTokenStats bool
 	Now          func() time.Time
@@ -51,6 +57,7 @@ type Mi struct {
 	endpoint // srv and rec: URL, ClientTLS, CertPEM, Close, Stats, Sent
 	faults   *faults
 	seq      atomic.Uint64
+	receipts *miReceipts
 
 	mu      sync.Mutex
 	apps    map[string]*miApp // secret → app
@@ -61,11 +68,12 @@ type miApp struct {
 	packages map[string]bool
 	day      string
 	used     int64
+	rate     *tokenBucket
 }
 
 // NewMi starts a Xiaomi simulator serving HTTP/2 and HTTP/1.1 over TLS.
 func NewMi(cfg MiConfig) (*Mi, error) {
-	if cfg.ErrorRate < 0 || cfg.ErrorRate > 1 || cfg.InvalidTokenRate < 0 || cfg.InvalidTokenRate > 1 || cfg.DayQuota < 0 || cfg.Record < 0 {
+	if cfg.ErrorRate < 0 || cfg.ErrorRate > 1 || cfg.InvalidTokenRate < 0 || cfg.InvalidTokenRate > 1 || cfg.DayQuota < 0 || cfg.TargetsPerSecond < 0 || cfg.Record < 0 {
 		return nil, errors.New("invalid Mi simulator config: rates within [0, 1], nothing negative")
 	}
 	if cfg.ParamCode == 0 {
@@ -84,7 +92,15 @@ func NewMi(cfg MiConfig) (*Mi, error) {
 		return nil, fmt.Errorf("cannot start Mi simulator: %w", err)
 	}
 	s.srv = srv
+	s.receipts = newMiReceipts(cfg.ReceiptBody, s.rec)
 	return s, nil
+}
+
+// Close stops serving, drops open connections and stops posting receipts.
+func (s *Mi) Close() error {
+	err := s.endpoint.Close()
+	s.receipts.close()
+	return err
 }
 
 // Reset zeroes counters, recorded requests and day quotas.
@@ -102,7 +118,7 @@ func (s *Mi) NewApp(packages ...string) (secret string) {
 	var b [18]byte
 	_, _ = rand.Read(b[:])
 	secret = hex.EncodeToString(b[:]) + "=="
-	a := &miApp{packages: map[string]bool{}}
+	a := &miApp{packages: map[string]bool{}, rate: &tokenBucket{rate: s.cfg.TargetsPerSecond}}
 	for _, p := range packages {
 		a.packages[p] = true
 	}
@@ -142,19 +158,15 @@ func (s *Mi) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.rec.answer(http.StatusNotFound, "404")
 		return
 	}
+	// In status mode a phase's Reason is a Xiaomi code (HTTP 200); a bare status otherwise.
+	if s.answerOutage(w, r, Fault{Status: http.StatusServiceUnavailable}, func(f Fault) { s.fault(w, f) }) {
+		return
+	}
 	if !s.faults.wait(r.Context(), s.now()) {
 		return
 	}
 	if f, ok := s.faults.take(); ok {
-		if code, err := strconv.Atoi(f.Reason); err == nil {
-			s.fail(w, code, "injected fault")
-		} else {
-			if f.RetryAfter > 0 {
-				w.Header().Set("Retry-After", strconv.Itoa(int((f.RetryAfter+time.Second-1)/time.Second)))
-			}
-			w.WriteHeader(f.Status)
-			s.rec.answer(f.Status, strconv.Itoa(f.Status))
-		}
+		s.fault(w, f)
 		return
 	}
 	secret, ok := strings.CutPrefix(headerValue(r.Header, "Authorization"), "key=")
@@ -190,16 +202,24 @@ func (s *Mi) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, s.cfg.ParamCode, msg)
 		return
 	}
-	var good []string
+	if s.cfg.TargetsPerSecond > 0 && !app.rate.take(s.now(), len(ids)) {
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		s.rec.answer(http.StatusServiceUnavailable, "503")
+		return
+	}
+	var good, bad []string
 	s.mu.Lock()
 	for _, id := range ids {
 		if validVendorToken(id) && !s.invalid[id] && !IsDeadToken(id, s.cfg.InvalidTokenRate, s.cfg.Seed) {
 			good = append(good, id)
+		} else {
+			bad = append(bad, id)
 		}
 	}
 	quotaLeft := int64(-1)
 	if s.cfg.DayQuota > 0 {
-		day := s.now().UTC().Format(time.DateOnly)
+		day := s.now().In(chinaTime).Format(time.DateOnly) // Xiaomi's quota day [unconfirmed]
 		if app.day != day {
 			app.day, app.used = day, 0
 		}
@@ -223,6 +243,7 @@ func (s *Mi) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.rec.acceptedMany(good, "0", func() Sent {
 		return Sent{Target: strings.Join(good, ","), Project: pkgs, Body: append(json.RawMessage(nil), body...)}
 	})
+	s.receipts.add(form, id, good, bad, s.now())
 }
 
 // validate checks the message fields (gateways.md §4.2); "" when they are fine.
@@ -268,12 +289,50 @@ func (s *Mi) validate(f url.Values) string {
 			if len(f.Get(k)) > 1024 {
 				return "extra values must be at most 1024 characters."
 			}
+			switch v := f.Get(k); {
+			case name == "callback" && (len(v) > 128 || !strings.HasPrefix(v, "http://") && !strings.HasPrefix(v, "https://")):
+				return "extra.callback must be an http(s) URL of at most 128 bytes."
+			case name == "callback.param" && len(v) > 64:
+				return "extra.callback.param must be at most 64 bytes."
+			case name == "callback.type" && !miCallbackType(v):
+				return "extra.callback.type must be 1, 2, 3 or 16 (or their sum)."
+			}
 		}
 	}
 	if custom > 10 {
 		return "at most 10 custom extra pairs."
 	}
 	return ""
+}
+
+// StartOutage makes every send request get the answer of each phase in turn; see Outage.
+func (s *Mi) StartOutage(phases ...Outage) error { return s.rec.outage.begin(phases) }
+
+// EndOutage ends the outage in force, if any.
+func (s *Mi) EndOutage() { s.rec.outage.end() }
+
+// fault answers a scripted or outage fault: a Xiaomi code (HTTP 200; the quota code with
+// data.day_quota, as a spent quota answers), or a bare status with its Retry-After.
+func (s *Mi) fault(w http.ResponseWriter, f Fault) {
+	code, err := strconv.Atoi(f.Reason)
+	switch {
+	case err == nil && code == s.cfg.QuotaCode:
+		s.failData(w, code, "Daily quota exceeded.", map[string]any{"day_quota": strconv.FormatInt(s.cfg.DayQuota, 10)})
+	case err == nil:
+		s.fail(w, code, "injected fault")
+	default:
+		if f.RetryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(int((f.RetryAfter+time.Second-1)/time.Second)))
+		}
+		w.WriteHeader(f.Status)
+		s.rec.answer(f.Status, strconv.Itoa(f.Status))
+	}
+}
+
+// miCallbackType accepts 1, 2, 3, 16 and their combinations.
+func miCallbackType(v string) bool {
+	n, err := strconv.Atoi(v)
+	return err == nil && n > 0 && n&^(1|2|16) == 0
 }
 
 func (s *Mi) trace() string { return fmt.Sprintf("Xcm%013d", s.seq.Add(1)) }

@@ -66,7 +66,7 @@ type MzConfig struct {
 	// TargetsPerSecond > 0 is each app's token bucket of pushIds per second; a request
 	// beyond it gets the top-level 110010 ("app request rate too high").
 	TargetsPerSecond float64
-	// DayQuota > 0 caps the pushIds per app per simulated day; beyond it the top-level
+	// DayQuota > 0 caps the pushIds per app per simulated China day; beyond it the top-level
 	// 110019 ("daily push count exceeded").
 	DayQuota int64
 	// PassThrough allows the unvarnished (pass-through) path; without it that path answers
@@ -263,7 +263,7 @@ func (s *Mz) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var good []string
 	s.mu.Lock()
 	if s.cfg.DayQuota > 0 {
-		day := s.now().UTC().Format(time.DateOnly)
+		day := s.now().In(chinaTime).Format(time.DateOnly) // Meizu's quota day [unconfirmed]
 		if app.day != day {
 			app.day, app.used = day, 0
 		}

@@ -114,6 +114,7 @@ type vivoApp struct {
 	day         string
 	used        int64
 	payloads    int64
+	quota       int64 // > 0: this app's day quota instead of VivoConfig.DayQuota (SetDayQuota)
 }
 
 type vivoGrant struct {
@@ -167,6 +168,16 @@ func (s *Vivo) NewApp(appID string) (appKey, appSecret string) {
 		rate: &tokenBucket{rate: s.cfg.TokensPerSecond}, requestIDs: map[string]bool{}}
 	s.mu.Unlock()
 	return appKey, appSecret
+}
+
+// SetDayQuota gives the app its own day quota of targets (10070 beyond it), instead of
+// VivoConfig.DayQuota: a load test parks one app of the simulator and not the others.
+func (s *Vivo) SetDayQuota(appID string, n int64) {
+	s.mu.Lock()
+	if a := s.apps[appID]; a != nil {
+		a.quota = n
+	}
+	s.mu.Unlock()
 }
 
 // ExpireTokens makes every issued authToken expired (a sender must authenticate again).
@@ -478,9 +489,13 @@ func (s *Vivo) admit(w http.ResponseWriter, app string, n int, test bool) bool {
 		s.status(w, http.StatusServiceUnavailable, time.Second)
 		return false
 	}
-	if s.cfg.DayQuota > 0 && !test {
+	quota := s.cfg.DayQuota
+	if a.quota > 0 {
+		quota = a.quota
+	}
+	if quota > 0 && !test {
 		s.rollDay(a)
-		if a.used+int64(n) > s.cfg.DayQuota {
+		if a.used+int64(n) > quota {
 			s.mu.Unlock()
 			s.reply(w, VivoReply{Result: VivoDayQuota, Desc: "daily total quota exceeded"})
 			return false

@@ -37,6 +37,19 @@ func NewHandoff(next Sender, log Appender) *Handoff {
 	return &Handoff{next: next, log: log, now: time.Now}
 }
 
+// HeldReason passes fan-out's question (why was a delivery of an expired push held back?) to
+// next when it can answer it (sender.Dispatcher: a vendor's spent daily quota). The own
+// channel holds nothing back.
+func (h *Handoff) HeldReason(ctx context.Context, d *push.Delivery) (string, bool) {
+	hr, ok := h.next.(interface {
+		HeldReason(ctx context.Context, d *push.Delivery) (string, bool)
+	})
+	if !ok || d.Target.Channel == push.ChannelDirect {
+		return "", false
+	}
+	return hr.HeldReason(ctx, d)
+}
+
 // Send implements fan-out's Sender.
 func (h *Handoff) Send(ctx context.Context, ds []push.Delivery, res []push.Result) error {
 	nDirect := 0

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -67,10 +68,39 @@ func (cl *Client) sendBatch(ctx context.Context, msg *push.Message, ds []*push.D
 		fill(out, gateway.Reply{Kind: gateway.KindFailed, Reason: err.Error()})
 		return
 	}
-	ids := make([]string, len(ds))
+	// regIds travel comma-joined: one holding a comma (or empty) would address other
+	// devices, so it fails alone and the request carries the others (api refuses such a
+	// registrationId at intake; this guards rows stored before or imported).
+	ids := make([]string, 0, len(ds))
+	at := make([]int, 0, len(ds))
 	for i, d := range ds {
-		ids[i] = d.Target.DeviceID
+		if id := d.Target.DeviceID; !ValidRegID(id) {
+			out[i] = replyBadRegID
+		} else {
+			ids, at = append(ids, id), append(at, i)
+		}
 	}
+	if len(ids) == 0 {
+		return
+	}
+	if len(ids) < len(ds) {
+		sub := make([]gateway.Reply, len(ids))
+		cl.post(ctx, f, ids, sub)
+		for j, i := range at {
+			out[i] = sub[j]
+		}
+		return
+	}
+	cl.post(ctx, f, ids, out)
+}
+
+var replyBadRegID = gateway.Reply{Kind: gateway.KindFailed, Reason: "mi regId is empty or holds a comma"}
+
+// ValidRegID reports whether id can travel in Xiaomi's comma-joined registration_id.
+func ValidRegID(id string) bool { return id != "" && !strings.Contains(id, ",") }
+
+// post sends one request for ids (all valid) and fills out[i] for ids[i].
+func (cl *Client) post(ctx context.Context, f url.Values, ids []string, out []gateway.Reply) {
 	f.Set("registration_id", strings.Join(ids, ","))
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cl.url, strings.NewReader(f.Encode()))
 	if err != nil {

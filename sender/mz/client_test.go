@@ -107,9 +107,9 @@ func TestMzClientOutcomes(t *testing.T) {
 		{"param error", pushID(0), notif, &sim.Fault{Reason: sim.MzParamError}, gateway.KindFailed, "1005"},
 		{"empty param", pushID(0), notif, &sim.Fault{Reason: sim.MzEmptyParam}, gateway.KindFailed, "110004"},
 		{"bad package", pushID(0), notif, &sim.Fault{Reason: sim.MzBadPackage}, gateway.KindFailed, "110031"},
-		{"day limit", pushID(0), notif, &sim.Fault{Reason: sim.MzDayLimit}, gateway.KindFailed, "110019"},
-		{"app count", pushID(0), notif, &sim.Fault{Reason: sim.MzAppCountLimit}, gateway.KindFailed, "110051"},
-		{"pass-through limit", pushID(0), notif, &sim.Fault{Reason: sim.MzPassThrough}, gateway.KindFailed, "110053"},
+		{"day limit", pushID(0), notif, &sim.Fault{Reason: sim.MzDayLimit}, gateway.KindQuota, "110019"},
+		{"app count", pushID(0), notif, &sim.Fault{Reason: sim.MzAppCountLimit}, gateway.KindQuota, "110051"},
+		{"pass-through limit", pushID(0), notif, &sim.Fault{Reason: sim.MzPassThrough}, gateway.KindQuota, "110053"},
 		{"blacklisted", pushID(0), notif, &sim.Fault{Reason: sim.MzBlacklisted}, gateway.KindCredentials, "110009"},
 		{"bad app key", pushID(0), notif, &sim.Fault{Reason: sim.MzBadAppKey}, gateway.KindCredentials, "110001"},
 		{"bad app secret", pushID(0), notif, &sim.Fault{Reason: sim.MzBadAppSecret}, gateway.KindCredentials, "110033"},
@@ -223,7 +223,7 @@ func TestMzClientBatches(t *testing.T) {
 }
 
 // TestMzClientRateAndQuota: the app's rate limit (top-level 110010) is RETRY, and passes once
-// the bucket refills on the simulator's clock; the daily limit (110019) fails the deliveries.
+// the bucket refills on the simulator's clock; the daily limit (110019) is QUOTA.
 func TestMzClientRateAndQuota(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
@@ -250,8 +250,8 @@ func TestMzClientRateAndQuota(t *testing.T) {
 	mu.Lock()
 	now = now.Add(time.Second)
 	mu.Unlock()
-	if r := cl.Send(context.Background(), delivery(notif, pushID(4))); r.Kind != gateway.KindFailed || !strings.Contains(r.Reason, "110019") {
-		t.Fatalf("over the day quota: %+v, want failed 110019", r)
+	if r := cl.Send(context.Background(), delivery(notif, pushID(4))); r.Kind != gateway.KindQuota || !strings.Contains(r.Reason, "110019") {
+		t.Fatalf("over the day quota: %+v, want quota 110019", r)
 	}
 	mu.Lock()
 	now = now.Add(24 * time.Hour)

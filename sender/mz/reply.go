@@ -20,8 +20,9 @@ const (
 // codes is the table of top-level codes other than 200: the whole request's outcome. Bad
 // appId, appKey or appSecret, a signature refused and a blacklisted app are app-wide: they
 // stop the pool (FIX credentials). Parameter errors fail the request's deliveries (FIX), none
-// is deleted. The daily limits are QUOTA: until pushd parks an app+vendor on quota (issue 14
-// item 4) they fail the deliveries with the reason, like Xiaomi's quota answer.
+// is deleted. The daily limits (110019 daily push count, 110051 app count, 110053 pass-through)
+// are QUOTA: the pool parks the app+vendor until China midnight (sender/quota.go). 110010 (app
+// request rate too high) is RETRY with backoff.
 var codes = map[string]gateway.Reply{
 	"500":         {Kind: gateway.KindRetry, Reason: "mz 500 other error"},
 	"1001":        {Kind: gateway.KindRetry, Reason: "mz 1001 system error"},
@@ -36,16 +37,18 @@ var codes = map[string]gateway.Reply{
 	"110001":      {Kind: gateway.KindCredentials, Reason: "mz 110001 bad appKey"},
 	"110033":      {Kind: gateway.KindCredentials, Reason: "mz 110033 bad appSecret"},
 	"110009":      {Kind: gateway.KindCredentials, Reason: "mz 110009 app blacklisted"},
-	"110019":      {Kind: gateway.KindFailed, Reason: "mz 110019 daily push limit exceeded (quota)"},
-	"110051":      {Kind: gateway.KindFailed, Reason: "mz 110051 app count limit exceeded (quota)"},
-	"110053":      {Kind: gateway.KindFailed, Reason: "mz 110053 pass-through over limit (quota)"},
+	"110019":      {Kind: gateway.KindQuota, Reason: "mz 110019 daily push limit exceeded (quota)"},
+	"110051":      {Kind: gateway.KindQuota, Reason: "mz 110051 app count limit exceeded (quota)"},
+	"110053":      {Kind: gateway.KindQuota, Reason: "mz 110053 pass-through over limit (quota)"},
 }
 
 // targetCodes is the table of per-pushId codes of a 200's value map. A pushId not listed was
 // accepted. 110002 and 110003 are dead pushIds (DROP: the installation is deleted under the
 // ratio guard); 110010 (the user switched messages off) and 520 (folded: five messages of the
 // app within a minute) must not be retried and keep the installation; 110011 is the daily
-// public-message cap (QUOTA, failed until item 4 parks it); 501, 513 and 519 are RETRY.
+// public-message cap of that one pushId's user: it fails that pushId with the reason and
+// does not park the app (every other user of the app can still be reached today; a retry
+// today would be refused again); 501, 513 and 519 are RETRY.
 var targetCodes = map[string]gateway.Reply{
 	CodeUnsubscribed: {Kind: gateway.KindInvalidToken, Reason: "mz 110002 pushId not subscribed"},
 	CodeIllegal:      {Kind: gateway.KindInvalidToken, Reason: "mz 110003 pushId illegal"},

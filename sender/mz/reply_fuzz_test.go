@@ -26,7 +26,7 @@ func FuzzMzReply(f *testing.F) {
 		}
 		_ = json.Unmarshal(body, &r)
 		for i, rep := range out {
-			if rep.Kind < gateway.KindSent || rep.Kind > gateway.KindCredentials {
+			if rep.Kind < gateway.KindSent || rep.Kind > gateway.KindQuota {
 				t.Fatalf("kind %v", rep.Kind)
 			}
 			if rep.Kind != gateway.KindSent && rep.Reason == "" {
@@ -62,6 +62,11 @@ func TestMzReplyTable(t *testing.T) {
 		{200, `{"code":1003}`, []gateway.Kind{gateway.KindRetry, gateway.KindRetry, gateway.KindRetry, gateway.KindRetry}},
 		{200, `{"code":"110000"}`, []gateway.Kind{gateway.KindCredentials, gateway.KindCredentials, gateway.KindCredentials, gateway.KindCredentials}},
 		{200, `garbage`, []gateway.Kind{gateway.KindRetry, gateway.KindRetry, gateway.KindRetry, gateway.KindRetry}},
+		{200, `{"code":"110019"}`, []gateway.Kind{gateway.KindQuota, gateway.KindQuota, gateway.KindQuota, gateway.KindQuota}},
+		{200, `{"code":"110051"}`, []gateway.Kind{gateway.KindQuota, gateway.KindQuota, gateway.KindQuota, gateway.KindQuota}},
+		{200, `{"code":110053}`, []gateway.Kind{gateway.KindQuota, gateway.KindQuota, gateway.KindQuota, gateway.KindQuota}},
+		{200, `{"code":"110010"}`, []gateway.Kind{gateway.KindRetry, gateway.KindRetry, gateway.KindRetry, gateway.KindRetry}},
+		{200, `{"code":"200","value":{"110011":["b"]}}`, []gateway.Kind{gateway.KindSent, gateway.KindFailed, gateway.KindSent, gateway.KindSent}},
 		{502, `{"code":"200"}`, []gateway.Kind{gateway.KindRetry, gateway.KindRetry, gateway.KindRetry, gateway.KindRetry}},
 	}
 	for _, c := range cases {

@@ -107,6 +107,38 @@ type tokenReply struct {
 	Description string `json:"error_description"`
 }
 
+// parseTokenReply reads a token endpoint's answer: the access token and its lifetime (1 h
+// when the reply gives none or a nonsensical one), or an error: a *CredError when our client
+// id or secret is refused (4xx other than 429), a plain error for what may pass (429, 5xx, a
+// 200 without a token; an unreadable body is judged by its status).
+func parseTokenReply(status int, body []byte) (string, time.Duration, error) {
+	var r tokenReply
+	_ = json.Unmarshal(body, &r)
+	switch {
+	case status == http.StatusOK && r.AccessToken != "":
+	case status == http.StatusTooManyRequests || status >= 500 || status == http.StatusOK:
+		return "", 0, fmt.Errorf("oauth2 token endpoint answered status %d", status)
+	default: // 400 invalid_client, 401, ...: our client id or secret is refused
+		reason := fmt.Sprintf("status %d", status)
+		if r.Error != nil {
+			reason = clip(fmt.Sprint(r.Error))
+		}
+		if r.Description != "" {
+			reason += ": " + clip(r.Description)
+		}
+		return "", 0, &CredError{Reason: "oauth2 token refused: " + reason}
+	}
+	life := time.Duration(r.ExpiresIn) * time.Second
+	if r.ExpiresIn <= 0 || r.ExpiresIn > maxTokenLife || life <= 0 {
+		life = time.Hour
+	}
+	return r.AccessToken, life, nil
+}
+
+// maxTokenLife bounds the expires_in taken from a token reply (seconds): a larger one (or one
+// that overflows a Duration) is not believed, and the token is renewed as a 1-hour one.
+const maxTokenLife = 30 * 24 * 3600
+
 // maxReply bounds the token and send replies read.
 const maxReply = 64 << 10
 
@@ -131,27 +163,11 @@ func (s *TokenSource) mint(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("cannot read the oauth2 token reply: %w", err)
 	}
-	var r tokenReply
-	_ = json.Unmarshal(body, &r) // an unreadable body is judged by its status below
-	switch {
-	case res.StatusCode == http.StatusOK && r.AccessToken != "":
-	case res.StatusCode == http.StatusTooManyRequests || res.StatusCode >= 500 || res.StatusCode == http.StatusOK:
-		return "", fmt.Errorf("oauth2 token endpoint answered status %d", res.StatusCode)
-	default: // 400 invalid_client, 401, ...: our client id or secret is refused
-		reason := fmt.Sprintf("status %d", res.StatusCode)
-		if r.Error != nil {
-			reason = clip(fmt.Sprint(r.Error))
-		}
-		if r.Description != "" {
-			reason += ": " + clip(r.Description)
-		}
-		return "", &CredError{Reason: "oauth2 token refused: " + reason}
+	token, life, err := parseTokenReply(res.StatusCode, body)
+	if err != nil {
+		return "", err
 	}
-	life := time.Duration(r.ExpiresIn) * time.Second
-	if life <= 0 {
-		life = time.Hour
-	}
-	b := "Bearer " + r.AccessToken
+	b := "Bearer " + token
 	s.mu.Lock()
 	s.bearer, s.renew = b, now.Add(life-RenewBefore(life))
 	s.mu.Unlock()
