@@ -57,6 +57,11 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"LeaseRelease", testLeaseRelease},
 		{"LeaseConcurrent", testLeaseConcurrent},
 		{"ScheduledClaimFencing", testScheduledClaimFencing},
+		{"ReserveCalls", testReserveCalls},
+		{"ReserveCallsConcurrent", testReserveCallsConcurrent},
+		{"AppBlocks", testAppBlocks},
+		{"InstallationConcurrentSameDevice", testInstallationConcurrentSameDevice},
+		{"Members", testMembers},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
