@@ -31,7 +31,11 @@ func (s *Service) admit(ctx *fasthttp.RequestCtx, c *api.Call) error {
 	if !c.Master && !app.Settings.ClientPush {
 		return push.Errorf(push.CodeForbiddenClient, "pushing from clients is forbidden for this app: use the master key, or allow client push in the app settings")
 	}
-	if ok, wait := s.lim.Allow(app.ID, app.Settings.CallsPerMinute); !ok {
+	ok, wait, err := s.lim.Allow(ctx, app.ID, app.Settings.CallsPerMinute)
+	if err != nil {
+		return err
+	}
+	if !ok {
 		secs := int((wait + time.Second - 1) / time.Second)
 		ctx.Response.Header.Set("Retry-After", strconv.Itoa(secs))
 		return push.Errorf(push.CodeTooManyRequests, "push calls of this app are over %d per minute: refused for the next %d seconds", app.Settings.CallsPerMinute, secs)

@@ -122,7 +122,10 @@ func New(d Deps) *Service {
 		d.Metrics = metrics.NewSet()
 	}
 	if d.Limiter == nil {
-		d.Limiter = limit.New(nil, d.Metrics)
+		// The store's shared counts when it keeps them (every store.Store does), so that
+		// every node over it enforces one limit.
+		ls, _ := d.Store.(limit.Store)
+		d.Limiter = limit.New(ls, nil, d.Metrics)
 	}
 	noSync, _ := d.Store.(RecordNoSyncer)
 	if d.DryRun == (DryRunConfig{}) {

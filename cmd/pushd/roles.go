@@ -307,7 +307,7 @@ func registerPush(p *parts, srv *api.Server, set *metrics.Set) error {
 	pushapi.New(pushapi.Deps{
 		Store:   p.store,
 		Log:     p.queue,
-		Limiter: limit.New(nil, set),
+		Limiter: limit.New(p.store, nil, set), // counts shared by every API node over the store
 		Logger:  p.log,
 		Metrics: set,
 		// The embedded log lives in the store's own Pebble: its synced append makes the push
