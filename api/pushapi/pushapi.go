@@ -111,6 +111,11 @@ type Service struct {
 	dryRuns         chan struct{}
 	dryRunsTotal    *metrics.Counter
 	dryRunsTimedOut *metrics.Counter
+
+	// maxScheduled is MaxPendingScheduled; tests lower it. afterScheduledCount, set only by
+	// tests, runs after a scheduled push's first count, before its write.
+	maxScheduled        int
+	afterScheduledCount func()
 }
 
 // New builds the service.
@@ -148,6 +153,7 @@ func New(d Deps) *Service {
 
 		dryRunsTotal:    d.Metrics.GetOrCreateCounter(`pushd_api_dry_runs_total`),
 		dryRunsTimedOut: d.Metrics.GetOrCreateCounter(`pushd_api_dry_runs_timed_out_total`),
+		maxScheduled:    MaxPendingScheduled,
 	}
 }
 
