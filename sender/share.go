@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"go.uber.org/zap"
 )
 
@@ -34,11 +35,14 @@ type Membership struct {
 	sleep func(ctx context.Context, d time.Duration) error
 	log   *zap.Logger
 	live  atomic.Int64
+
+	beatErrors *metrics.Counter
 }
 
 // NewMembership returns the membership of node id (unique per process) with ttl (0: the
-// default). now and sleep may be nil (the wall clock).
-func NewMembership(st MemberStore, id string, ttl time.Duration, now func() time.Time, sleep func(context.Context, time.Duration) error, log *zap.Logger) *Membership {
+// default). now and sleep may be nil (the wall clock); set is where its metrics live
+// (pushd_sender_live_nodes, pushd_sender_heartbeat_errors_total).
+func NewMembership(st MemberStore, id string, ttl time.Duration, now func() time.Time, sleep func(context.Context, time.Duration) error, log *zap.Logger, set *metrics.Set) *Membership {
 	if ttl <= 0 {
 		ttl = DefaultMemberTTL
 	}
@@ -51,8 +55,13 @@ func NewMembership(st MemberStore, id string, ttl time.Duration, now func() time
 	if log == nil {
 		log = zap.NewNop()
 	}
-	m := &Membership{st: st, id: id, ttl: ttl, now: now, sleep: sleep, log: log.Named("membership")}
+	if set == nil {
+		set = metrics.NewSet()
+	}
+	m := &Membership{st: st, id: id, ttl: ttl, now: now, sleep: sleep, log: log.Named("membership"),
+		beatErrors: set.GetOrCreateCounter(`pushd_sender_heartbeat_errors_total`)}
 	m.live.Store(1)
+	set.GetOrCreateGauge(`pushd_sender_live_nodes`, func() float64 { return float64(m.live.Load()) })
 	return m
 }
 
@@ -79,6 +88,7 @@ func (m *Membership) Beat(ctx context.Context) error {
 func (m *Membership) Run(ctx context.Context) error {
 	for {
 		if err := m.Beat(ctx); err != nil && ctx.Err() == nil {
+			m.beatErrors.Inc()
 			m.log.Warn("heartbeat failed; keeping the last rate share", zap.Error(err))
 		}
 		if m.sleep(ctx, m.ttl/3) != nil {

@@ -2,9 +2,13 @@ package sender
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/pushd/pushd/loadtest/sim"
 	"github.com/pushd/pushd/push"
@@ -41,7 +45,7 @@ func rateNodes(t *testing.T, n int, shared bool, tune func(*Config)) []*env {
 		ms    []*Membership
 	)
 	for i := range n {
-		m := NewMembership(st, fmt.Sprintf("node-%d", i), 0, func() time.Time { return start }, nil, nil)
+		m := NewMembership(st, fmt.Sprintf("node-%d", i), 0, func() time.Time { return start }, nil, nil, nil)
 		e := newEnv(t, func(c *Config) {
 			c.Burst = 1
 			if shared {
@@ -116,5 +120,53 @@ func TestSenderRateOfTheApp(t *testing.T) {
 	got := sendTotalWithin(t, nodes, 100)
 	if got > rate+len(nodes) || got < rate-len(nodes) {
 		t.Fatalf("two nodes sent %d deliveries in the first second, want about %d (the app's rate, shared)", got, rate)
+	}
+}
+
+type memberFunc func(ctx context.Context, group, member string, now time.Time, ttl time.Duration) (int, error)
+
+func (f memberFunc) RegisterMember(ctx context.Context, group, member string, now time.Time, ttl time.Duration) (int, error) {
+	return f(ctx, group, member, now, ttl)
+}
+
+// TestSenderMembershipRun: Run heartbeats every ttl/3 on its sleep hook; a failed heartbeat
+// is counted and keeps the last share.
+func TestSenderMembershipRun(t *testing.T) {
+	answers := []error{nil, errors.New("store down"), nil}
+	lives := []int{3, 0, 2}
+	beat := 0
+	st := memberFunc(func(_ context.Context, group, member string, _ time.Time, ttl time.Duration) (int, error) {
+		if group != MemberGroup || member != "n1" || ttl != 30*time.Second {
+			t.Errorf("RegisterMember(%s, %s, ttl %s)", group, member, ttl)
+		}
+		i := beat
+		beat++
+		return lives[i], answers[i]
+	})
+	set := metrics.NewSet()
+	ctx, cancel := context.WithCancel(context.Background())
+	var shares []float64
+	var waits []time.Duration
+	var m *Membership
+	m = NewMembership(st, "n1", 30*time.Second, nil, func(ctx context.Context, d time.Duration) error {
+		shares, waits = append(shares, m.Share()), append(waits, d)
+		if len(waits) == len(answers) {
+			cancel()
+		}
+		return ctx.Err()
+	}, nil, set)
+	if err := m.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if want := []float64{1.0 / 3, 1.0 / 3, 0.5}; !slices.Equal(shares, want) {
+		t.Fatalf("shares after each heartbeat %v, want %v (a failed one keeps the last)", shares, want)
+	}
+	for _, w := range waits {
+		if w != 10*time.Second {
+			t.Fatalf("heartbeat waits %v, want ttl/3", waits)
+		}
+	}
+	if got := set.GetOrCreateCounter(`pushd_sender_heartbeat_errors_total`).Get(); got != 1 {
+		t.Fatalf("heartbeat errors %d, want 1", got)
 	}
 }

@@ -188,9 +188,9 @@ func dispatcher(p *parts) (*sender.Dispatcher, *sender.Membership, error) {
 	if p.owner == "" {
 		p.owner = lease.Owner()
 	}
-	m := sender.NewMembership(p.store, p.owner, cfg.MemberTTL, nil, nil, p.log)
-	cfg.Share = m.Share
 	set := p.reg.Add(metrics.NewSet())
+	m := sender.NewMembership(p.store, p.owner, cfg.MemberTTL, nil, nil, p.log, set)
+	cfg.Share = m.Share
 	return sender.New(cfg, p.store, invalidator{p.store}, p.log, set), m, nil
 }
 
