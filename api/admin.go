@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"reflect"
 	"slices"
@@ -53,6 +54,9 @@ type SettingsRequest struct {
 	DailyVolume    *int64        `json:"dailyVolume"`
 	Edition        *push.Edition `json:"edition"`
 	Buckets        *int          `json:"buckets"`
+	// SenderRates replaces the app's per-channel delivery rates (deliveries/s, cluster-wide):
+	// a channel left out is 0 (the nodes' --sender-rates); {} clears them all.
+	SenderRates *push.ChannelRates `json:"senderRates"`
 }
 
 // AppView is an app as the admin API shows it: no secrets, credential kinds only.
@@ -156,6 +160,9 @@ func ApplySettings(cur push.AppSettings, req *SettingsRequest, creating bool) (p
 	if req.Edition != nil {
 		out.Edition = *req.Edition
 	}
+	if req.SenderRates != nil {
+		out.SenderRates = *req.SenderRates
+	}
 	if req.Buckets != nil {
 		if !creating && *req.Buckets != cur.Buckets {
 			return cur, push.Errorf(push.CodeReadOnlyKey, "buckets is fixed when the app is created")
@@ -171,6 +178,9 @@ func ApplySettings(cur push.AppSettings, req *SettingsRequest, creating bool) (p
 		return cur, push.Errorf(push.CodeValidation, "edition must be china or international")
 	case out.Buckets < 1 || out.Buckets > 65536 || out.Buckets&(out.Buckets-1) != 0:
 		return cur, push.Errorf(push.CodeValidation, "buckets must be a power of two from 1 to 65536")
+	}
+	if perr := checkSenderRates(out.SenderRates); perr != nil {
+		return cur, perr
 	}
 	return out, nil
 }
@@ -385,4 +395,19 @@ func (s *Server) adminPutCredential(ctx *fasthttp.RequestCtx, c *Call) error {
 	}{kind, push.FormatTime(app.UpdatedAt)})
 	WriteJSON(ctx, fasthttp.StatusOK, b)
 	return nil
+}
+
+// maxSenderRate bounds a configured rate: far above any gateway's published per-app limit, so
+// a typo of extra digits is refused rather than read as "unlimited in practice".
+const maxSenderRate = 1_000_000
+
+// checkSenderRates refuses a rate that is negative, not finite or above maxSenderRate.
+func checkSenderRates(rates push.ChannelRates) *push.Error {
+	var perr *push.Error
+	rates.Each(func(ch string, r float64) {
+		if perr == nil && (math.IsNaN(r) || r < 0 || r > maxSenderRate) {
+			perr = push.Errorf(push.CodeValidation, "senderRates.%s must be 0 (the nodes' default) to %d deliveries per second", ch, maxSenderRate)
+		}
+	})
+	return perr
 }

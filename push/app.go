@@ -43,6 +43,57 @@ type AppSettings struct {
 	DailyVolume    int64   `json:"dailyVolume"`    // person-times per day, default 1,000,000
 	Edition        Edition `json:"edition"`        // china | international
 	Buckets        int     `json:"buckets"`        // power of two, fixed at creation
+	// SenderRates caps the app's deliveries per second per channel across the cluster; a
+	// channel left 0 takes the nodes' --sender-rates. Each sending node takes its share.
+	SenderRates ChannelRates `json:"senderRates"`
+}
+
+// ChannelRates are deliveries per second per gateway channel, cluster-wide; 0 is "not set".
+// A struct, not a map, so that AppSettings stays comparable.
+type ChannelRates struct {
+	APNs  float64 `json:"apns,omitempty"`
+	FCM   float64 `json:"fcm,omitempty"`
+	HMS   float64 `json:"hms,omitempty"`
+	Honor float64 `json:"honor,omitempty"`
+	Mi    float64 `json:"mi,omitempty"`
+	Mz    float64 `json:"mz,omitempty"`
+	Oppo  float64 `json:"oppo,omitempty"`
+	Vivo  float64 `json:"vivo,omitempty"`
+}
+
+// Of returns the rate of channel, 0 when it is not set (or not a gateway channel).
+func (r ChannelRates) Of(channel string) float64 {
+	switch channel {
+	case ChannelAPNs:
+		return r.APNs
+	case ChannelFCM:
+		return r.FCM
+	case ChannelHMS:
+		return r.HMS
+	case ChannelHonor:
+		return r.Honor
+	case ChannelMi:
+		return r.Mi
+	case ChannelMz:
+		return r.Mz
+	case ChannelOppo:
+		return r.Oppo
+	case ChannelVivo:
+		return r.Vivo
+	}
+	return 0
+}
+
+// Each calls fn with every channel and its rate, set or not.
+func (r ChannelRates) Each(fn func(channel string, rate float64)) {
+	fn(ChannelAPNs, r.APNs)
+	fn(ChannelFCM, r.FCM)
+	fn(ChannelHMS, r.HMS)
+	fn(ChannelHonor, r.Honor)
+	fn(ChannelMi, r.Mi)
+	fn(ChannelMz, r.Mz)
+	fn(ChannelOppo, r.Oppo)
+	fn(ChannelVivo, r.Vivo)
 }
 
 // DefaultSettings returns the settings a new app gets.

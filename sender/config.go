@@ -35,8 +35,15 @@ type Config struct {
 	// channels Rates does not name.
 	Rate  float64
 	Rates map[string]float64
-	// Burst is the token-bucket depth (default Rate/10, at least 1).
+	// Burst is the token-bucket depth (default a tenth of the node's share of the rate, at
+	// least 1).
 	Burst int
+	// Share is this node's part of every rate, which is cluster-wide (nil: 1, a single
+	// node): Membership.Share, from the sending nodes registered in the store.
+	Share func() float64
+	// MemberTTL is how long a sending node counts as live in the store after its last
+	// heartbeat (Membership; default DefaultMemberTTL).
+	MemberTTL time.Duration
 	// RetryHorizon is how long a delivery is retried after its first attempt while the gateway
 	// answers "retry" (5xx, 429, timeouts, lost connections) (default 10m): long enough to ride
 	// out a gateway outage of minutes. A delivery whose expiration comes first is retried until
@@ -103,7 +110,9 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, prefix string) {
 		"how long a delivery is retried while its gateway answers 5xx/429 or cannot be reached (its expiration ends it earlier)")
 	fs.DurationVar(&c.MaxBackoff, prefix+"max-backoff", DefaultMaxBackoff,
 		"longest wait between two retries of a delivery, and between two probes of a gateway that is down")
-	fs.Func(prefix+"rates", "comma list of per-pool rates in deliveries/s, <channel>=<n> or <appId>/<channel>=<n> (0: unlimited); defaults "+
+	fs.DurationVar(&c.MemberTTL, prefix+"member-ttl", DefaultMemberTTL,
+		"how long a sending node counts as live after its last heartbeat in the store; each live node takes an equal share of every configured rate")
+	fs.Func(prefix+"rates", "comma list of cluster-wide rates in deliveries/s per app and channel, <channel>=<n> or <appId>/<channel>=<n> (0: unlimited; an app's settings.senderRates wins); defaults "+
 		FormatRates(DefaultRates), func(v string) error {
 		r, err := ParseRates(v)
 		if err != nil {
@@ -206,6 +215,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("sender: rate of %q must not be negative", k)
 		}
 	}
+	if c.MemberTTL < 0 {
+		return errors.New("sender: MemberTTL must not be negative")
+	}
 	if c.RetryHorizon < 0 || c.BaseBackoff < 0 || c.MaxBackoff < 0 || c.IdleTimeout < 0 || c.AppCacheTTL < 0 {
 		return errors.New("sender: durations must not be negative")
 	}
@@ -233,8 +245,14 @@ func (c Config) Validate() error {
 	return c.Mz.Validate()
 }
 
-// rate is the per-pool rate of (app, channel).
-func (c *Config) rate(appID, channel string) float64 {
+// rate is the cluster-wide rate of (app, channel): the app's own SenderRates, else Rates
+// by "<appId>/<channel>", then "<channel>", else Rate.
+func (c *Config) rate(appID, channel string, appRates ...push.ChannelRates) float64 {
+	for _, m := range appRates {
+		if r := m.Of(channel); r > 0 {
+			return r
+		}
+	}
 	if r, ok := c.Rates[appID+"/"+channel]; ok {
 		return r
 	}

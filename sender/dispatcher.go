@@ -66,6 +66,7 @@ type Dispatcher struct {
 type appEntry struct {
 	fetched time.Time
 	found   bool
+	rates   push.ChannelRates // the app's SenderRates
 	creds   map[string]*credsEntry
 }
 
@@ -346,7 +347,7 @@ func (d *Dispatcher) route(ctx context.Context, dl *push.Delivery, now time.Time
 		return fail(err.Error())
 	}
 	key := poolKey{channel: ch, appID: dl.AppID, fingerprint: ce.fingerprint, route: route}
-	p, err := d.acquire(key, ce.creds)
+	p, err := d.acquire(key, ce.creds, d.cfg.rate(dl.AppID, ch, memo.e.rates))
 	if err != nil {
 		return push.Result{}, nil, err
 	}
@@ -398,8 +399,9 @@ func (d *Dispatcher) heldReason(ctx context.Context, dl *push.Delivery, now time
 	return qp.reason + quotaExpiredSuffix, true, nil
 }
 
-// acquire returns the pool of key (creating it), counted pending for one delivery.
-func (d *Dispatcher) acquire(key poolKey, c credentials) (*pool, error) {
+// acquire returns the pool of key (creating it, or giving it rate when that changed),
+// counted pending for one delivery.
+func (d *Dispatcher) acquire(key poolKey, c credentials, rate float64) (*pool, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.isClosed {
@@ -412,9 +414,12 @@ func (d *Dispatcher) acquire(key poolKey, c credentials) (*pool, error) {
 			d.log.Warn("cannot build gateway client", zap.String("app_id", key.appID), zap.String("vendor", key.channel), zap.Error(err))
 			return nil, nil
 		}
-		p = newPool(key, cl, &d.cfg, d.inv, d.m[key.channel], d.log, d.quota)
+		p = newPool(key, cl, &d.cfg, rate, d.inv, d.m[key.channel], d.log, d.quota)
 		d.pools[key] = p
 		p.log.Debug("pool created")
+	} else if p.rate != rate {
+		p.rate = rate // under d.mu
+		p.bucket.setRate(rate)
 	}
 	p.pending.Add(1)
 	p.m.queued.Inc()
@@ -431,7 +436,7 @@ func (d *Dispatcher) app(ctx context.Context, appID string, now time.Time) (*app
 		return old, nil
 	}
 	app, err := d.src.GetApp(ctx, appID)
-	e := &appEntry{fetched: now, found: true, creds: map[string]*credsEntry{}}
+	e := &appEntry{fetched: now, found: true, creds: map[string]*credsEntry{}, rates: app.Settings.SenderRates}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		e.found = false

@@ -438,7 +438,7 @@ func TestSenderRateLimit(t *testing.T) {
 
 func TestSenderBucket(t *testing.T) {
 	c := &clock{t: time.Now()}
-	b := newBucket(10, 2, c.now)
+	b := newBucket(10, 2, nil, c.now)
 	var got []time.Duration
 	for range 4 {
 		got = append(got, b.reserve())

@@ -36,7 +36,8 @@ type pool struct {
 	inv    TokenInvalidator
 	m      *channelMetrics
 	log    *zap.Logger
-	bucket *bucket // nil: no rate limit
+	bucket *bucket // rate 0: no rate limit
+	rate   float64 // the bucket's cluster-wide rate; guarded by Dispatcher.mu
 
 	queue  chan item
 	ctx    context.Context // cancelled by close: stops the workers
@@ -60,15 +61,13 @@ type pool struct {
 	quota *quotas // the dispatcher's: is the app's vendor quota spent? (quota.go)
 }
 
-func newPool(key poolKey, cl client, cfg *Config, inv TokenInvalidator, m *channelMetrics, log *zap.Logger, q *quotas) *pool {
+func newPool(key poolKey, cl client, cfg *Config, rate float64, inv TokenInvalidator, m *channelMetrics, log *zap.Logger, q *quotas) *pool {
 	p := &pool{
 		key: key, cfg: cfg, client: cl, inv: inv, m: m, quota: q,
 		log:   log.With(zap.String("app_id", key.appID), zap.String("vendor", key.channel), zap.String("route", key.route)),
 		queue: make(chan item, cfg.QueueSize),
 	}
-	if r := cfg.rate(key.appID, key.channel); r > 0 {
-		p.bucket = newBucket(r, cfg.Burst, cfg.now)
-	}
+	p.bucket, p.rate = newBucket(rate, cfg.Burst, cfg.Share, cfg.now), rate
 	p.gate.init()
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.lastUsed.Store(cfg.now().UnixNano())
@@ -340,21 +339,42 @@ func (p *pool) sampled(msg string, fields ...zap.Field) {
 
 // bucket is a token bucket; reserve takes one token, going into debt, and says how long the
 // caller waits for it, so waiting callers are served in order without a lock held while waiting.
+// rate is cluster-wide: the bucket fills at rate × share(), this node's part, read at each
+// reserve so a node joining or leaving changes every pool's pace at once.
 type bucket struct {
 	mu     sync.Mutex
-	rate   float64 // tokens/s
-	burst  float64
+	rate   float64 // cluster-wide tokens/s; 0: unlimited
+	burst  float64 // configured depth; 0: a tenth of the node's rate, at least 1
+	share  func() float64
 	tokens float64
 	last   time.Time
 	now    func() time.Time
 }
 
-func newBucket(rate float64, burst int, now func() time.Time) *bucket {
-	b := float64(burst)
-	if b <= 0 {
-		b = max(1, rate/10)
+func newBucket(rate float64, burst int, share func() float64, now func() time.Time) *bucket {
+	if share == nil {
+		share = func() float64 { return 1 }
 	}
-	return &bucket{rate: rate, burst: b, tokens: b, last: now(), now: now}
+	b := &bucket{rate: rate, burst: float64(burst), share: share, last: now(), now: now}
+	b.tokens = b.depth(rate * share())
+	return b
+}
+
+func (b *bucket) depth(eff float64) float64 {
+	if b.burst > 0 {
+		return b.burst
+	}
+	return max(1, eff/10)
+}
+
+// setRate changes the cluster-wide rate (an app's SenderRates changed).
+func (b *bucket) setRate(r float64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.rate <= 0 && r > 0 {
+		b.tokens, b.last = b.depth(r*b.share()), b.now()
+	}
+	b.rate = r
 }
 
 func (b *bucket) reserve() time.Duration {
@@ -363,14 +383,18 @@ func (b *bucket) reserve() time.Duration {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.rate <= 0 {
+		return 0
+	}
+	eff := b.rate * b.share()
 	now := b.now()
 	if el := now.Sub(b.last); el > 0 {
-		b.tokens = min(b.burst, b.tokens+el.Seconds()*b.rate)
+		b.tokens = min(b.depth(eff), b.tokens+el.Seconds()*eff)
 		b.last = now
 	}
 	b.tokens--
 	if b.tokens >= 0 {
 		return 0
 	}
-	return time.Duration(-b.tokens / b.rate * float64(time.Second))
+	return time.Duration(-b.tokens / eff * float64(time.Second))
 }

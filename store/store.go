@@ -154,6 +154,22 @@ type Store interface {
 	AddDailyVolume(ctx context.Context, appID, day string, n int64) (total int64, err error)
 	DailyVolume(ctx context.Context, appID, day string) (int64, error)
 
+	// Calls per minute (call_counts, app_blocks), shared by every API node. ReserveCalls adds
+	// up to want calls to app's count of minute (a unix minute) without taking it past limit,
+	// and says how many it added: 0 when the minute's budget is spent. Concurrent callers never
+	// get more than limit in total; a store whose counter cannot be conditional (Cassandra)
+	// may grant fewer than would fit while callers race at the limit, never more.
+	ReserveCalls(ctx context.Context, appID string, minute int64, want, limit int) (granted int, err error)
+	// BlockApp refuses app's push calls until until; an earlier until than the stored one is
+	// ignored. AppBlocked returns the block's end when it is after now, else the zero time.
+	BlockApp(ctx context.Context, appID string, until time.Time) error
+	AppBlocked(ctx context.Context, appID string, now time.Time) (time.Time, error)
+
+	// Members (members): nodes of a role that share a cluster-wide budget (a sender rate) by
+	// counting each other. RegisterMember records member of group as live until now+ttl and
+	// says how many members of group are live at now, itself included.
+	RegisterMember(ctx context.Context, group, member string, now time.Time, ttl time.Duration) (live int, err error)
+
 	// Own-channel offline cache (offline_messages). CacheDirect stores msg in the cache of its
 	// installation and counts it on its push record (msg.ID) in one write: Counts[direct].Sent
 	// when stored, .Expired when msg has expired at now (kept beside the record, not in its

@@ -71,7 +71,7 @@ func newEnvAt(t *testing.T, dir string, opts ...func(*Deps)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deps := Deps{Store: st, Log: lg, Limiter: limit.New(e.clock, set), Metrics: set, LogSyncsStore: true}
+	deps := Deps{Store: st, Log: lg, Limiter: limit.New(st, e.clock, set), Metrics: set, LogSyncsStore: true}
 	for _, o := range opts {
 		o(&deps)
 	}

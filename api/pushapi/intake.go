@@ -31,7 +31,11 @@ func (s *Service) admit(ctx *fasthttp.RequestCtx, c *api.Call) error {
 	if !c.Master && !app.Settings.ClientPush {
 		return push.Errorf(push.CodeForbiddenClient, "pushing from clients is forbidden for this app: use the master key, or allow client push in the app settings")
 	}
-	if ok, wait := s.lim.Allow(app.ID, app.Settings.CallsPerMinute); !ok {
+	ok, wait, err := s.lim.Allow(ctx, app.ID, app.Settings.CallsPerMinute)
+	if err != nil {
+		return err
+	}
+	if !ok {
 		secs := int((wait + time.Second - 1) / time.Second)
 		ctx.Response.Header.Set("Retry-After", strconv.Itoa(secs))
 		return push.Errorf(push.CodeTooManyRequests, "push calls of this app are over %d per minute: refused for the next %d seconds", app.Settings.CallsPerMinute, secs)
@@ -297,6 +301,39 @@ func adopt(n *push.Notification, job *push.Job, claim store.ReqClaim) {
 // service's cap for paid apps. It also bounds GET /1.1/scheduledPushMessages.
 const MaxPendingScheduled = 1000
 
+func errScheduledCap(n int) error {
+	return push.Errorf(push.CodeAppThreshold, "this app has %d scheduled pushes waiting, the most it may have: cancel one or wait until one is sent", n)
+}
+
+// checkScheduledCap counts the app's scheduled pushes again once schedule id is written, and
+// takes it back when they are over the cap. The lock in persist orders this process's
+// calls only: two API nodes can both count one place left and both write. Counting after
+// the write settles it through the store: the last write that stays saw every other one that
+// stays, so at most the cap stay. A push taken back was racing another for the last places
+// and is answered 503 "retry" (both racers may give up; a retry counts afresh and is
+// accepted or refused with 154). A crash between the write and this check can leave one
+// schedule over the cap.
+func (s *Service) checkScheduledCap(ctx context.Context, n *push.Notification, id int64) error {
+	app := n.AppID
+	pending, err := s.st.ListScheduled(ctx, app)
+	if err != nil {
+		return fmt.Errorf("cannot count the scheduled pushes of app %s: %w", app, err)
+	}
+	if len(pending) <= s.maxScheduled {
+		return nil
+	}
+	switch err := s.st.DeleteScheduled(ctx, app, id); {
+	case errors.Is(err, store.ErrNotFound):
+		return nil // fired meanwhile: it was sent, so it is accepted
+	case err != nil:
+		return fmt.Errorf("cannot take back scheduled push %d of app %s over the cap: %w", id, app, err)
+	}
+	if err := s.st.DeleteNotification(ctx, app, n.ObjectID); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("cannot remove the record of scheduled push %d of app %s over the cap: %w", id, app, err)
+	}
+	return push.Errorf(push.CodeUnavailable, "other scheduled pushes of this app were accepted at the same time for its last places: retry")
+}
+
 // persist writes the record holding the job and appends the job, or writes the record and the
 // schedule. A record that exists already (a claim taken over elsewhere) is store.ErrExists.
 func (s *Service) persist(ctx context.Context, n *push.Notification, job *push.Job, scheduled bool) error {
@@ -313,8 +350,11 @@ func (s *Service) persist(ctx context.Context, n *push.Notification, job *push.J
 		if err != nil {
 			return fmt.Errorf("cannot count the scheduled pushes of app %s: %w", app, err)
 		}
-		if len(pending) >= MaxPendingScheduled {
-			return push.Errorf(push.CodeAppThreshold, "this app has %d scheduled pushes waiting, the most it may have: cancel one or wait until one is sent", len(pending))
+		if len(pending) >= s.maxScheduled {
+			return errScheduledCap(len(pending))
+		}
+		if s.afterScheduledCount != nil {
+			s.afterScheduledCount()
 		}
 		id, err := s.st.NextID(ctx, "scheduled")
 		if err != nil {
@@ -327,7 +367,7 @@ func (s *Service) persist(ctx context.Context, n *push.Notification, job *push.J
 			return fmt.Errorf("cannot store scheduled push of app %s: %w", app, err)
 		}
 		fpAfterRecord.Hit()
-		return nil
+		return s.checkScheduledCap(ctx, n, id)
 	}
 	n.Status = push.StatusInQueue
 	pj := *job

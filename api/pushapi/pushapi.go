@@ -111,6 +111,11 @@ type Service struct {
 	dryRuns         chan struct{}
 	dryRunsTotal    *metrics.Counter
 	dryRunsTimedOut *metrics.Counter
+
+	// maxScheduled is MaxPendingScheduled; tests lower it. afterScheduledCount, set only by
+	// tests, runs after a scheduled push's first count, before its write.
+	maxScheduled        int
+	afterScheduledCount func()
 }
 
 // New builds the service.
@@ -122,7 +127,10 @@ func New(d Deps) *Service {
 		d.Metrics = metrics.NewSet()
 	}
 	if d.Limiter == nil {
-		d.Limiter = limit.New(nil, d.Metrics)
+		// The store's shared counts when it keeps them (every store.Store does), so that
+		// every node over it enforces one limit.
+		ls, _ := d.Store.(limit.Store)
+		d.Limiter = limit.New(ls, nil, d.Metrics)
 	}
 	noSync, _ := d.Store.(RecordNoSyncer)
 	if d.DryRun == (DryRunConfig{}) {
@@ -145,6 +153,7 @@ func New(d Deps) *Service {
 
 		dryRunsTotal:    d.Metrics.GetOrCreateCounter(`pushd_api_dry_runs_total`),
 		dryRunsTimedOut: d.Metrics.GetOrCreateCounter(`pushd_api_dry_runs_timed_out_total`),
+		maxScheduled:    MaxPendingScheduled,
 	}
 }
 

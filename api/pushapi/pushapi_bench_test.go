@@ -39,7 +39,7 @@ func benchServer(b *testing.B) (push.App, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	New(Deps{Store: st, Log: lg, Limiter: limit.New(nil, set), Metrics: set, LogSyncsStore: true}).Register(srv)
+	New(Deps{Store: st, Log: lg, Limiter: limit.New(st, nil, set), Metrics: set, LogSyncsStore: true}).Register(srv)
 	s := push.DefaultSettings()
 	s.CallsPerMinute = 1 << 30 // the bench measures intake, not the limiter's refusals
 	app := api.NewApp("bench", s, time.Now())

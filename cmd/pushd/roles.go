@@ -131,10 +131,11 @@ func (p *parts) keeper(name string, set *metrics.Set) *lease.Keeper {
 // addFanout wires the fanout role: the sender pools, then the planner and the workers (so
 // that on stop the workers finish their batches before the pools close).
 func addFanout(p *parts, g *service.Group, _ *testHooks) error {
-	d, err := dispatcher(p)
+	d, m, err := dispatcher(p)
 	if err != nil {
 		return err
 	}
+	g.Add("sender-membership", m)
 	g.Add("sender", d)
 	set := p.reg.Add(metrics.NewSet())
 	pl, err := fanout.NewPlanner(p.cfg.Planner, p.store, p.queue, p.log, set)
@@ -153,11 +154,13 @@ func addFanout(p *parts, g *service.Group, _ *testHooks) error {
 
 // dispatcher builds the sender pools with the gateway endpoints and trust of the config
 // (or of the in-process simulators).
-func dispatcher(p *parts) (*sender.Dispatcher, error) {
+// Its rates are cluster-wide: the membership registers this node among the sending nodes
+// in the store, and each pool paces itself at its share.
+func dispatcher(p *parts) (*sender.Dispatcher, *sender.Membership, error) {
 	cfg := p.cfg.Sender
 	tlsCfg, err := gatewayTLS(p.cfg.GatewayCA)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg.APNs.TLS, cfg.FCM.TLS, cfg.HMS.TLS = tlsCfg, tlsCfg, tlsCfg
 	cfg.HMS.Endpoint, cfg.HMS.TokenURL = p.cfg.HMSEndpoint, p.cfg.HMSTokenURL
@@ -186,10 +189,15 @@ func dispatcher(p *parts) (*sender.Dispatcher, error) {
 		cfg.Mz.TLS, cfg.Mz.Endpoint = p.sims.mz.ClientTLS(), p.sims.mz.URL()
 	}
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if p.owner == "" {
+		p.owner = lease.Owner()
 	}
 	set := p.reg.Add(metrics.NewSet())
-	return sender.New(cfg, p.store, invalidator{p.store}, p.log, set), nil
+	m := sender.NewMembership(p.store, p.owner, cfg.MemberTTL, nil, nil, p.log, set)
+	cfg.Share = m.Share
+	return sender.New(cfg, p.store, invalidator{p.store}, p.log, set), m, nil
 }
 
 // gatewayTLS is the system roots plus the PEM file's, or nil (system roots) without a file.
@@ -312,7 +320,7 @@ func registerPush(p *parts, srv *api.Server, set *metrics.Set) error {
 	pushapi.New(pushapi.Deps{
 		Store:   p.store,
 		Log:     p.queue,
-		Limiter: limit.New(nil, set),
+		Limiter: limit.New(p.store, nil, set), // counts shared by every API node over the store
 		Logger:  p.log,
 		Metrics: set,
 		// The embedded log lives in the store's own Pebble: its synced append makes the push

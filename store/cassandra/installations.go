@@ -86,9 +86,12 @@ func (s *Store) LookupDevice(ctx context.Context, appID string, kind push.IDKind
 }
 
 // PutInstallation implements store.Store: the old version's index rows that change are deleted
-// and the new rows inserted in one logged batch. The uniqueness check of device ids is a read
-// before the batch: two nodes racing for one new token can both win (the later write owns the
-// index row); callers serialise writes to one object.
+// and the new rows inserted in one logged batch. A device id the stored version does not hold
+// is first claimed with an LWT on its installations_by_device row (INSERT IF NOT EXISTS), so
+// two nodes racing for one new token cannot both win: the loser gets store.ErrDuplicate and
+// releases the ids it claimed. A timed-out claim is read again at SERIAL before deciding.
+// Rows claimed by LWT are not rewritten in the batch (an LWT row is not mixed with plain
+// writes of the same statement); rows of ids the installation keeps are, to refresh their TTL.
 func (s *Store) PutInstallation(ctx context.Context, appID string, buckets int, inst push.Installation) error {
 	if inst.ObjectID == "" {
 		return fmt.Errorf("cannot put an installation without objectId in app %s", appID)
@@ -97,19 +100,29 @@ func (s *Store) PutInstallation(ctx context.Context, appID string, buckets int, 
 		return fmt.Errorf("cannot use %d buckets: want a power of two", buckets)
 	}
 	oid := inst.ObjectID
-	for _, d := range inst.Route.DeviceIDs() {
-		owner, err := s.LookupDevice(ctx, appID, d.Kind, d.ID)
-		if err == nil && owner != oid {
-			return fmt.Errorf("cannot put installation %s of app %s: %s: %w", oid, appID, d.Kind, store.ErrDuplicate)
-		}
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("cannot put installation %s of app %s: %w", oid, appID, err)
-		}
-	}
 	old, err := s.readInst(ctx, appID, oid)
 	found := err == nil
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("cannot read installation %s of app %s: %w", oid, appID, err)
+	}
+	var oldIDs []push.DeviceRef
+	if found {
+		oldIDs = old.inst.Route.DeviceIDs()
+	}
+	var claimed []push.DeviceRef
+	for _, d := range inst.Route.DeviceIDs() {
+		if containsID(oldIDs, d) {
+			continue
+		}
+		ok, err := s.claimDevice(ctx, appID, d, oid)
+		if err == nil && !ok {
+			err = fmt.Errorf("%s: %w", d.Kind, store.ErrDuplicate)
+		}
+		if err != nil {
+			s.releaseDevices(ctx, appID, claimed, oid)
+			return fmt.Errorf("cannot put installation %s of app %s: %w", oid, appID, err)
+		}
+		claimed = append(claimed, d)
 	}
 	bucket := push.Bucket(oid, buckets)
 	b := s.s.NewBatch(gocql.LoggedBatch).WithContext(ctx)
@@ -146,12 +159,56 @@ func (s *Store) PutInstallation(ctx context.Context, appID string, buckets int, 
 		b.Query(cqlChannelInsert, appID, ch, bucket, inst.DeviceType, oid, route, inst.Doc)
 	}
 	for _, d := range inst.Route.DeviceIDs() {
-		b.Query(cqlDeviceInsert, appID, string(d.Kind), d.ID, oid)
+		if !containsID(claimed, d) {
+			b.Query(cqlDeviceInsert, appID, string(d.Kind), d.ID, oid)
+		}
 	}
 	if err := s.s.ExecuteBatch(b); err != nil {
+		// A logged batch that timed out is in the batch log and will apply: its claims stay.
+		// Any other failure applied nothing, and the claims are given back.
+		if !casTimedOut(err) {
+			s.releaseDevices(ctx, appID, claimed, oid)
+		}
 		return fmt.Errorf("cannot put installation %s of app %s: %w", oid, appID, err)
 	}
 	return nil
+}
+
+const (
+	cqlDeviceClaim   = `INSERT INTO installations_by_device (app_id, kind, device_id, object_id) VALUES (?, ?, ?, ?) IF NOT EXISTS`
+	cqlDeviceRelease = `DELETE FROM installations_by_device WHERE app_id = ? AND kind = ? AND device_id = ? IF object_id = ?`
+)
+
+// claimDevice takes d's index row for oid with an LWT and says whether oid holds it now (it
+// did already, or the insert applied). A timed-out LWT may have applied: the row is read
+// again at SERIAL to decide.
+func (s *Store) claimDevice(ctx context.Context, appID string, d push.DeviceRef, oid string) (bool, error) {
+	prev := map[string]any{}
+	applied, err := s.q(ctx, cqlDeviceClaim, appID, string(d.Kind), d.ID, oid).MapScanCAS(prev)
+	if err != nil {
+		if !casTimedOut(err) {
+			return false, fmt.Errorf("cannot claim a %s: %w", d.Kind, err)
+		}
+		var owner string
+		rerr := s.q(ctx, cqlDeviceGet, appID, string(d.Kind), d.ID).Consistency(serialRead).Scan(&owner)
+		if rerr != nil && !errors.Is(rerr, gocql.ErrNotFound) {
+			return false, fmt.Errorf("cannot claim a %s: %w (and the serial read after it: %v)", d.Kind, err, rerr)
+		}
+		return owner == oid, nil
+	}
+	if applied {
+		return true, nil
+	}
+	owner, _ := prev["object_id"].(string)
+	return owner == oid, nil
+}
+
+// releaseDevices gives back the rows claimDevice took for oid when the write fails later;
+// the condition leaves alone a row another installation holds meanwhile.
+func (s *Store) releaseDevices(ctx context.Context, appID string, ids []push.DeviceRef, oid string) {
+	for _, d := range ids {
+		_, _ = s.q(ctx, cqlDeviceRelease, appID, string(d.Kind), d.ID, oid).MapScanCAS(map[string]any{})
+	}
 }
 
 func contains(xs []string, x string) bool {

@@ -35,6 +35,9 @@ import (
 //	'l' name                                    → owner, epoch, expires          (leases)
 //	'h' app id                                  → epoch, uint64                  (scheduled_by_id.fired_epoch)
 //	'y' node                                    → url, partitions, expires       (gateways)
+//	'C' app                                     → minute, count                  (call_counts; cluster.go)
+//	'B' app                                     → until, unix ns                 (app_blocks)
+//	'M' group member                            → expires, unix ns               (members)
 //
 // Times in keys are int64-encoded: updatedHour in unix milliseconds, updatedAt truncated to its
 // hour (updatedSlot: a refresh within the hour leaves the row alone; rows written before that

@@ -58,6 +58,11 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"LeaseConcurrent", testLeaseConcurrent},
 		{"ScheduledClaimFencing", testScheduledClaimFencing},
 		{"Gateways", testGateways},
+		{"ReserveCalls", testReserveCalls},
+		{"ReserveCallsConcurrent", testReserveCallsConcurrent},
+		{"AppBlocks", testAppBlocks},
+		{"InstallationConcurrentSameDevice", testInstallationConcurrentSameDevice},
+		{"Members", testMembers},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
