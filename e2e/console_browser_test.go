@@ -28,6 +28,10 @@ const (
 	screenshotsEnv = "PUSHD_CONSOLE_SCREENSHOTS"
 	browserTimeout = 3 * time.Minute // the whole browser session
 	consoleDevices = 1000
+	// Every consoleBadEvery-th device has a token the APNs simulator refuses: the record then
+	// has failures and failure reasons to show.
+	consoleBadEvery = 100
+	consoleSent     = consoleDevices - consoleDevices/consoleBadEvery
 )
 
 // chromium finds the browser, or skips (fails when the environment requires it).
@@ -114,9 +118,13 @@ func seedConsoleDevices(t *testing.T, c *client, n int, ch string) {
 	for start := 0; start < n; start += 50 {
 		var reqs []map[string]any
 		for i := start; i < min(start+50, n); i++ {
+			token := fmt.Sprintf("%064x", 0xc0050000+i)
+			if i%consoleBadEvery == consoleBadEvery-1 {
+				token = fmt.Sprintf("%066x", 0xc0050000+i) // the API takes it, the simulator answers BadDeviceToken
+			}
 			reqs = append(reqs, map[string]any{"method": "POST", "path": "/1.1/installations", "body": map[string]any{
-				"deviceType": "ios", "deviceToken": fmt.Sprintf("%064x", 0xc0050000+i), "apnsTopic": "com.example.pushd",
-				"channels": []string{ch}, "lang": []string{"en", "fr"}[i%2],
+				"deviceType": "ios", "deviceToken": token, "apnsTopic": "com.example.pushd",
+				"channels": []string{ch}, "lang": []string{"en", "fr"}[i%2], // the bad tokens are all "fr"
 			}})
 		}
 		status, b, err := c.call("POST", "/1.1/batch", false, map[string]any{"requests": reqs})
@@ -214,12 +222,12 @@ func TestE2EConsoleBrowser(t *testing.T) {
 		chromedp.Evaluate(`location.hash`, &hash),
 		until(`document.querySelector('#record .status')?.dataset.status === 'done'`),
 		until(`document.querySelector('#record progress')?.value === 100`),
-		until(`[...document.querySelectorAll('#record-channels tbody tr')].some(r => r.textContent.startsWith('apns1,0001,000'))`),
+		until(`[...document.querySelectorAll('#record-channels tbody tr')].some(r => r.textContent.startsWith('apns1,000990'))`),
 		shoot(shots, "record"))
 	oid := strings.TrimPrefix(hash, "#/record/")
 	rec := c.waitDone(t, oid)
-	if rec.Devices != consoleDevices || rec.Successes != consoleDevices {
-		t.Fatalf("the console's push: %d devices, %d sent, want %d each", rec.Devices, rec.Successes, consoleDevices)
+	if rec.Devices != consoleDevices || rec.Successes != consoleSent {
+		t.Fatalf("the console's push: %d devices, %d sent, want %d and %d", rec.Devices, rec.Successes, consoleDevices, consoleSent)
 	}
 
 	// Records: the push is listed done; a push sent meanwhile (by the API) appears without a
@@ -227,12 +235,24 @@ func TestE2EConsoleBrowser(t *testing.T) {
 	run("open the records",
 		chromedp.Click(`#nav a[data-section=records]`, chromedp.ByQuery),
 		until(`document.querySelector('#records-table tr[data-oid="`+oid+`"]')?.dataset.status === 'done'`))
-	second := c.push(t, map[string]any{"channels": []string{"console"}, "where": map[string]any{"lang": "fr"}, "data": map[string]any{"alert": "Bonjour"}})
+	// A background push at priority 10 sent meanwhile by the API, which APNs refuses for every
+	// device (BadPriority), to the French half less the bad tokens the first push dropped.
+	second := c.push(t, map[string]any{"channels": []string{"console"}, "where": map[string]any{"lang": "fr"},
+		"data": map[string]any{"alert": "Sync", "content-available": 1, "apns-push-type": "background", "apns-priority": 10}})
+	rec2 := c.waitDone(t, second)
+	if rec2.Devices == 0 || rec2.Failures != rec2.Devices {
+		t.Fatalf("the background push at priority 10: %d devices, %d failed, want all failed", rec2.Devices, rec2.Failures)
+	}
+	row := `#records-table tr[data-oid="` + second + `"]`
 	run("see the new push appear and finish live",
-		until(`document.querySelector('#records-table tr[data-oid="`+second+`"]')?.dataset.status === 'done'`),
+		until(`document.querySelector('`+row+`')?.dataset.status === 'done'`),
 		until(`document.querySelector('#records-table tbody tr').dataset.oid === '`+second+`'`), // newest first
-		until(`document.querySelector('#records-table tr[data-oid="`+second+`"] .chip[data-channel=apns]')?.textContent === 'apns 500/500'`),
+		until(fmt.Sprintf(`document.querySelector('%s .chip[data-channel=apns]')?.textContent === 'apns 0/%d'`, row, rec2.Devices)),
 		shoot(shots, "records"))
+	run("open the failed push's record and read its failure reasons",
+		chromedp.Click(row+` a`, chromedp.ByQuery),
+		until(`[...document.querySelectorAll('#record-errors li')].some(li => li.textContent === 'BadPriority')`),
+		shoot(shots, "record-failures"))
 
 	// Scheduled: a push an hour ahead is scheduled from the compose page, then cancelled.
 	run("schedule a push",
@@ -263,7 +283,7 @@ func TestE2EConsoleBrowser(t *testing.T) {
 	run("search installations",
 		chromedp.Click(`#nav a[data-section=installations]`, chromedp.ByQuery),
 		chromedp.WaitVisible("#inst-search", chromedp.ByQuery),
-		chromedp.SendKeys("#inst-where", `{"channels": "console", "lang": "fr"}`, chromedp.ByQuery),
+		chromedp.SendKeys("#inst-where", `{"channels": "console", "lang": "en"}`, chromedp.ByQuery),
 		chromedp.Evaluate(`document.querySelector('#inst-limit').value = '10'`, nil),
 		chromedp.Click("#inst-search-submit", chromedp.ByQuery),
 		until(`document.querySelector('#inst-count')?.textContent === '500 installations match (showing 10)'`),

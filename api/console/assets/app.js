@@ -75,9 +75,10 @@ function channelChips(r) {
 
 function targetOf(r) {
   if (r.deviceType) return `${fmtNum(r.deviceCount)} ${r.deviceType} device ids`;
-  if (r.channels && r.channels.length) return `channels: ${r.channels.join(', ')}`;
-  if (r.where && Object.keys(r.where).length) return `where ${JSON.stringify(r.where)}`;
-  return 'all devices';
+  const parts = [];
+  if (r.channels && r.channels.length) parts.push(`channels: ${r.channels.join(', ')}`);
+  if (r.where && Object.keys(r.where).length) parts.push(`where ${JSON.stringify(r.where)}`);
+  return parts.length ? parts.join(' · ') : 'all devices';
 }
 
 function alertOf(msg) {
@@ -159,22 +160,23 @@ function recordsView(v) {
       body.replaceChildren(h('p', { class: 'empty' }, 'No push records yet.'));
       return IDLE_MS;
     }
-    body.replaceChildren(h('table', { id: 'records-table' },
+    body.replaceChildren(h('div', { class: 'scroll' }, h('table', { id: 'records-table' },
       h('caption', { class: 'sr-only' }, 'Push records, newest first'),
       h('thead', {}, h('tr', {},
         h('th', { scope: 'col' }, 'Created'), h('th', { scope: 'col' }, 'Notification'), h('th', { scope: 'col' }, 'Status'),
         h('th', { scope: 'col' }, 'Target'), h('th', { scope: 'col', class: 'num' }, 'Devices'), h('th', { scope: 'col', class: 'num' }, 'Sent'),
-        h('th', { scope: 'col', class: 'num' }, 'Failed'), h('th', { scope: 'col' }, 'Progress'), h('th', { scope: 'col' }, 'By channel (sent/targets)'))),
+        h('th', { scope: 'col', class: 'num' }, 'Failed'), h('th', { scope: 'col', class: 'num' }, 'Invalid tokens'), h('th', { scope: 'col' }, 'Progress'), h('th', { scope: 'col' }, 'Channels (sent/targets)'))),
       h('tbody', {}, rows.map((r) => h('tr', { 'data-oid': r.objectId, 'data-status': r.status },
         h('td', {}, fmtTime(r.createdAt)),
-        h('td', {}, h('a', { href: `#/record/${encodeURIComponent(r.objectId)}` }, r.notificationId), h('div', { class: 'muted' }, alertOf(r.msg))),
+        h('td', { class: 'wrap' }, h('a', { href: `#/record/${encodeURIComponent(r.objectId)}` }, r.notificationId), h('div', { class: 'muted' }, alertOf(r.msg))),
         h('td', {}, statusBadge(r.status)),
-        h('td', {}, targetOf(r)),
+        h('td', { class: 'wrap' }, targetOf(r)),
         h('td', { class: 'num' }, fmtNum(r.devices)),
         h('td', { class: 'num' }, fmtNum(r.successes)),
-        h('td', { class: 'num' }, fmtNum(r.failures)),
+        h('td', { class: r.failures ? 'num bad' : 'num' }, fmtNum(r.failures)),
+        h('td', { class: 'num' }, fmtNum(r.invalidTokens)),
         h('td', {}, progressCell(r)),
-        h('td', {}, channelChips(r)))))));
+        h('td', {}, channelChips(r))))))));
     return rows.some((r) => ACTIVE.has(r.status)) ? LIVE_MS : IDLE_MS;
   });
 }
@@ -210,11 +212,11 @@ function recordView(v, oid) {
     }, 'Cancel push') : null;
     const by = (r.counts && r.counts.byChannel) || {};
     const focused = document.activeElement && document.activeElement.id;
-    body.replaceChildren(
-      h('div', { class: 'bar' }, h('h1', { class: 'grow' }, 'Push ', h('code', {}, r.notificationId)), statusBadge(r.status), cancel),
+    body.replaceChildren(...[
+      h('div', { class: 'bar' }, h('h1', { class: 'grow' }, 'Push ', h('code', {}, r.notificationId), statusBadge(r.status)), cancel),
       h('div', { class: 'card' }, h('dl', { class: 'grid' },
         dt('Created', fmtTime(r.createdAt)), dt('Updated', fmtTime(r.updatedAt)), dt('Target', targetOf(r)),
-        dt('Devices', fmtNum(r.devices)), dt('Sent', fmtNum(r.successes)), dt('Failed', fmtNum(r.failures)),
+        dt('Devices', fmtNum(r.devices)), dt('Sent', fmtNum(r.successes)), dt('Failed', h('span', { class: r.failures ? 'bad' : null }, fmtNum(r.failures))),
         dt('Expired', fmtNum(r.expired)), dt('Invalid tokens', fmtNum(r.invalidTokens)),
         dt('Environment', r.prod || 'prod'), r['push-time'] ? dt('Push time', fmtTime(r['push-time'])) : null,
         dt('Progress', progressCell(r)))),
@@ -227,14 +229,15 @@ function recordView(v, oid) {
       r.errors && r.errors.length ? h('ul', { class: 'errors', id: 'record-errors' }, r.errors.map((e) => h('li', {}, e))) : h('p', { class: 'empty' }, 'None.'),
       r.stopped ? h('p', { class: 'error' }, `Stopped: ${r.stopped}`) : null,
       h('h2', {}, 'Message'),
-      h('pre', { tabindex: 0, 'aria-label': 'Message data' }, JSON.stringify(r.msg, null, 2)));
+      h('pre', { tabindex: 0, 'aria-label': 'Message data' }, JSON.stringify(r.msg, null, 2)),
+    ].filter(Boolean));
     if (focused === 'cancel-push' && cancel) cancel.focus();
     return active ? LIVE_MS : 0;
   });
 }
 
 function dt(term, value) {
-  return [h('dt', {}, term), h('dd', {}, value)];
+  return h('div', {}, h('dt', {}, term), h('dd', {}, value));
 }
 
 // ---------- scheduled pushes ----------
@@ -259,7 +262,7 @@ function scheduledView(v) {
     }
     body.replaceChildren(h('table', { id: 'scheduled-table' },
       h('caption', { class: 'sr-only' }, 'Scheduled pushes, soonest first'),
-      h('thead', {}, h('tr', {}, ['Id', 'Sends at', 'Notification', 'Message', 'Target', ''].map((c) => h('th', { scope: 'col' }, c)))),
+      h('thead', {}, h('tr', {}, ['Id', 'Sends at', 'Notification', 'Message', 'Target'].map((c) => h('th', { scope: 'col' }, c)), h('th', { scope: 'col' }, h('span', { class: 'sr-only' }, 'Actions')))),
       h('tbody', {}, rows.map((s) => {
         const m = s.push_msg || {};
         const q = m.where && m.where.query;
@@ -267,8 +270,8 @@ function scheduledView(v) {
           h('td', {}, String(s.id)),
           h('td', {}, fmtTime(new Date(s.expire_time).toISOString())),
           h('td', {}, m.notificationId || ''),
-          h('td', {}, alertOf(m.msg)),
-          h('td', {}, q && Object.keys(q).length ? JSON.stringify(q) : 'all devices'),
+          h('td', { class: 'wrap' }, alertOf(m.msg)),
+          h('td', { class: 'wrap' }, q && Object.keys(q).length ? JSON.stringify(q) : 'all devices'),
           h('td', {}, h('button', {
             type: 'button', class: 'danger small', 'aria-label': `Cancel scheduled push ${s.id}`,
             onclick: async () => {
@@ -301,6 +304,8 @@ function composeView() {
   const prod = h('select', { id: 'prod' }, h('option', { value: '' }, 'default (prod)'), h('option', { value: 'prod' }, 'prod'), h('option', { value: 'dev' }, 'dev'));
   const expiry = h('input', { type: 'number', id: 'expiration-interval', min: 0, step: 1, 'aria-describedby': 'expiration-interval-hint' });
   const platform = Object.fromEntries(PLATFORMS.map((p) => [p, h('textarea', { id: `data-${p}`, class: 'code', placeholder: p === 'ios' ? '{"badge": "Increment", "sound": "default"}' : '{"title": "…"}' })]));
+  const channelsBox = h('div', {}, field('channels', 'Channels', channels, 'Comma-separated channel names.'));
+  const whereBox = h('div', {}, field('where', 'Where (JSON)', where, 'A query over installations, as in Installations; channels and dates as the API takes them.'));
   const out = h('div', { id: 'compose-result', 'aria-live': 'polite' });
   const review = h('button', { type: 'submit', id: 'review' }, 'Count audience');
   const form = h('form', { id: 'compose', novalidate: true },
@@ -309,8 +314,7 @@ function composeView() {
       h('div', {},
         h('fieldset', {}, h('legend', {}, 'Audience'),
           h('div', { class: 'radios', role: 'radiogroup', 'aria-label': 'Target' }, radio('all', 'All devices', true), radio('channels', 'Channels', false), radio('where', 'Where query', false)),
-          field('channels', 'Channels', channels, 'Comma-separated channel names.'),
-          field('where', 'Where (JSON)', where, 'A query over installations, as in GET /1.1/installations.')),
+          channelsBox, whereBox),
         h('fieldset', {}, h('legend', {}, 'Delivery'),
           field('push-time', 'Send at (your local time)', pushTime, 'Empty: now. At least a minute ahead schedules the push.'),
           field('prod', 'iOS environment', prod),
@@ -321,12 +325,12 @@ function composeView() {
           field('title', 'Title', title),
           h('details', {}, h('summary', {}, 'Per-platform data (JSON objects)'),
             PLATFORMS.map((p) => field(`data-${p}`, p, platform[p])))))),
-    out,
-    h('p', {}, review));
+    h('p', {}, review),
+    out);
   const value = () => form.querySelector('input[name=target]:checked').value;
   const sync = () => {
-    channels.disabled = value() !== 'channels';
-    where.disabled = value() !== 'where';
+    channelsBox.hidden = channels.disabled = value() !== 'channels';
+    whereBox.hidden = where.disabled = value() !== 'where';
   };
   form.addEventListener('change', (ev) => {
     if (ev.target.name === 'target') sync();
@@ -441,7 +445,7 @@ function installationsView() {
             h('td', {}, i.deviceType || ''),
             h('td', {}, h('code', { title: i.deviceToken || i.registrationId || i.installationId || '' }, short(i.deviceToken || i.registrationId || i.installationId))),
             h('td', {}, i.vendor || ''),
-            h('td', {}, (i.channels || []).join(', ')),
+            h('td', { class: 'wrap' }, (i.channels || []).join(', ')),
             h('td', {}, fmtTime(i.updatedAt)))))) : null);
     } catch (e) {
       if (e.status === 401) return signOut('Your key was refused: sign in again.');

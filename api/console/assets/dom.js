@@ -26,12 +26,14 @@ function append(el, children) {
   }
 }
 
-// fmtTime shows an ISO time in the browser's zone, to the second.
+// fmtTime shows an ISO time in the browser's zone as "2026-11-25 14:03:09": short enough for a
+// table cell, and unambiguous in every locale.
 export function fmtTime(iso) {
   if (!iso) return '';
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return iso;
-  return d.toLocaleString(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' });
+  const p = (n) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
 }
 
 export function fmtNum(n) {
