@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 )
 
 // Browser tests of the web console (api/console). They drive Debian's headless Chromium with
@@ -112,6 +113,9 @@ func until(expr string) chromedp.Action {
 	return chromedp.Poll(expr, nil, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(pushTimeout))
 }
 
+// labelled is true when every form control of the page has a label (a <label> or aria-label).
+const labelled = `[...document.querySelectorAll('main input, main select, main textarea')].every((e) => e.labels.length > 0 || e.getAttribute('aria-label'))`
+
 // seedConsoleDevices creates n iOS installations in channel ch, 50 per batch call.
 func seedConsoleDevices(t *testing.T, c *client, n int, ch string) {
 	t.Helper()
@@ -194,10 +198,10 @@ func TestE2EConsoleBrowser(t *testing.T) {
 		chromedp.SendKeys("#master-key", "wrong-key", chromedp.ByQuery),
 		chromedp.Click("#signin-submit", chromedp.ByQuery),
 		until(`document.querySelector('#signin [role=alert]')?.textContent.includes('wrong')`))
-	run("sign in",
+	run("sign in from the keyboard",
+		until(labelled),
 		chromedp.Evaluate(`document.querySelector('#master-key').value = ''`, nil),
-		chromedp.SendKeys("#master-key", keys.MasterKey, chromedp.ByQuery),
-		chromedp.Click("#signin-submit", chromedp.ByQuery),
+		chromedp.SendKeys("#master-key", keys.MasterKey+kb.Enter, chromedp.ByQuery),
 		until(`document.querySelector('#records .empty')?.textContent === 'No push records yet.'`))
 
 	// Compose: the dry run counts the channel's 1,000 devices, then the push is sent.
@@ -209,6 +213,7 @@ func TestE2EConsoleBrowser(t *testing.T) {
 		chromedp.SendKeys("#channels", "console", chromedp.ByQuery),
 		chromedp.SendKeys("#alert", "Spring sale: 20% off today", chromedp.ByQuery),
 		chromedp.SendKeys("#title", "Spring sale", chromedp.ByQuery),
+		until(labelled),
 		chromedp.Click("#review", chromedp.ByQuery),
 		until(`document.querySelector('#audience')?.textContent === '1,000'`),
 		until(`document.querySelector('#review-result .chip[data-channel=apns]')?.textContent === 'apns 1,000'`),
@@ -285,6 +290,7 @@ func TestE2EConsoleBrowser(t *testing.T) {
 		chromedp.WaitVisible("#inst-search", chromedp.ByQuery),
 		chromedp.SendKeys("#inst-where", `{"channels": "console", "lang": "en"}`, chromedp.ByQuery),
 		chromedp.Evaluate(`document.querySelector('#inst-limit').value = '10'`, nil),
+		until(labelled),
 		chromedp.Click("#inst-search-submit", chromedp.ByQuery),
 		until(`document.querySelector('#inst-count')?.textContent === '500 installations match (showing 10)'`),
 		until(`document.querySelectorAll('#inst-table tbody tr').length === 10`),
