@@ -254,6 +254,17 @@ func TestE2EConsoleBrowser(t *testing.T) {
 		until(`document.querySelector('#records-table tbody tr').dataset.oid === '`+second+`'`), // newest first
 		until(fmt.Sprintf(`document.querySelector('%s .chip[data-channel=apns]')?.textContent === 'apns 0/%d'`, row, rec2.Devices)),
 		shoot(shots, "records"))
+	// A refresh of the list must leave the keyboard focus where it was.
+	var updated string
+	var kept bool
+	run("focus a record's link and let the list refresh",
+		chromedp.Focus(row+` a`, chromedp.ByQuery),
+		chromedp.Text("#records-updated", &updated, chromedp.ByQuery),
+		until(`document.querySelector('#records-updated').textContent !== '`+updated+`'`),
+		chromedp.Evaluate(`document.activeElement === document.querySelector('`+row+` a')`, &kept))
+	if !kept {
+		t.Fatalf("the records page's refresh took the keyboard focus off the focused link")
+	}
 	run("open the failed push's record and read its failure reasons",
 		chromedp.Click(row+` a`, chromedp.ByQuery),
 		until(`[...document.querySelectorAll('#record-errors li')].some(li => li.textContent === 'BadPriority')`),

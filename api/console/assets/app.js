@@ -2,7 +2,7 @@
 // while a push runs), one record, scheduled pushes, a new push (with its dry-run audience
 // before sending) and installation search.
 import { call, query, session, saveSession, clearSession, APIError } from './api.js';
-import { h, fmtTime, fmtNum, toast } from './dom.js';
+import { h, fmtTime, fmtNum, toast, replaceKeepingFocus } from './dom.js';
 
 // How often a view polls: fast while a push is running, slowly when all are settled.
 const LIVE_MS = 1000;
@@ -160,7 +160,7 @@ function recordsView(v) {
       body.replaceChildren(h('p', { class: 'empty' }, 'No push records yet.'));
       return IDLE_MS;
     }
-    body.replaceChildren(h('div', { class: 'scroll' }, h('table', { id: 'records-table' },
+    replaceKeepingFocus(body, h('div', { class: 'scroll' }, h('table', { id: 'records-table' },
       h('caption', { class: 'sr-only' }, 'Push records, newest first'),
       h('thead', {}, h('tr', {},
         h('th', { scope: 'col' }, 'Created'), h('th', { scope: 'col' }, 'Notification'), h('th', { scope: 'col' }, 'Status'),
@@ -211,8 +211,7 @@ function recordView(v, oid) {
       },
     }, 'Cancel push') : null;
     const by = (r.counts && r.counts.byChannel) || {};
-    const focused = document.activeElement && document.activeElement.id;
-    body.replaceChildren(...[
+    replaceKeepingFocus(body, ...[
       h('div', { class: 'bar' }, h('h1', { class: 'grow' }, 'Push ', h('code', {}, r.notificationId), statusBadge(r.status)), cancel),
       h('div', { class: 'card' }, h('dl', { class: 'grid' },
         dt('Created', fmtTime(r.createdAt)), dt('Updated', fmtTime(r.updatedAt)), dt('Target', targetOf(r)),
@@ -231,7 +230,6 @@ function recordView(v, oid) {
       h('h2', {}, 'Message'),
       h('pre', { tabindex: 0, 'aria-label': 'Message data' }, JSON.stringify(r.msg, null, 2)),
     ].filter(Boolean));
-    if (focused === 'cancel-push' && cancel) cancel.focus();
     return active ? LIVE_MS : 0;
   });
 }
@@ -260,7 +258,7 @@ function scheduledView(v) {
       body.replaceChildren(h('p', { class: 'empty', id: 'scheduled-empty' }, 'No scheduled pushes waiting.'));
       return IDLE_MS;
     }
-    body.replaceChildren(h('table', { id: 'scheduled-table' },
+    replaceKeepingFocus(body, h('table', { id: 'scheduled-table' },
       h('caption', { class: 'sr-only' }, 'Scheduled pushes, soonest first'),
       h('thead', {}, h('tr', {}, ['Id', 'Sends at', 'Notification', 'Message', 'Target'].map((c) => h('th', { scope: 'col' }, c)), h('th', { scope: 'col' }, h('span', { class: 'sr-only' }, 'Actions')))),
       h('tbody', {}, rows.map((s) => {

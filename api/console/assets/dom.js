@@ -49,3 +49,20 @@ export function toast(msg) {
   clearTimeout(toastTimer);
   toastTimer = setTimeout(() => t.classList.remove('show'), 4000);
 }
+
+// replaceKeepingFocus replaces container's children with nodes, and gives the focus back to the
+// new element matching the one that had it (same id, link target or label): a view that
+// re-renders every second must not throw a keyboard user back to the top of the page.
+export function replaceKeepingFocus(container, ...nodes) {
+  const a = document.activeElement;
+  let sel = null;
+  if (a && a !== container && container.contains(a)) {
+    const attr = (name) => `${a.tagName.toLowerCase()}[${name}="${CSS.escape(a.getAttribute(name))}"]`;
+    if (a.id) sel = `#${CSS.escape(a.id)}`;
+    else if (a.getAttribute('href')) sel = attr('href');
+    else if (a.getAttribute('aria-label')) sel = attr('aria-label');
+  }
+  container.replaceChildren(...nodes);
+  const next = sel && container.querySelector(sel);
+  if (next) next.focus({ preventScroll: true });
+}
