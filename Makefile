@@ -10,7 +10,7 @@ FUZZTIME  ?= 100000x
 BENCHTIME ?= 3s
 STATICCHECK_VERSION := $(shell cat .staticcheck-version)
 
-.PHONY: help run test test-short bench loadtest lint fuzz vuln proto
+.PHONY: help run test test-short test-browser console-screenshots bench loadtest lint fuzz vuln proto
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -24,6 +24,17 @@ test: ## go vet and every test with the race detector
 
 test-short: ## the tests in -short mode (skips the slow ones)
 	$(GO) test -race -short ./...
+
+# The console's browser tests need Chromium: scripts/install-chromium.sh installs Debian's
+# (apt, as root) when none is on PATH. PUSHD_BROWSER_TESTS=required makes a missing browser a
+# failure instead of a skip.
+test-browser: ## install Chromium if missing, then the web console's browser tests (e2e, headless)
+	scripts/install-chromium.sh
+	PUSHD_BROWSER_TESTS=required $(GO) test -race -count=1 -run 'TestE2EConsole' ./e2e/
+
+console-screenshots: ## run the console's browser tests and keep their screenshots in docs/console/
+	scripts/install-chromium.sh
+	PUSHD_BROWSER_TESTS=required PUSHD_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run 'TestE2EConsoleBrowser$$' ./e2e/
 
 # Each line runs one benchmark and prints its figures; add yours below.
 bench: ## run the benchmarks and print their figures

@@ -33,7 +33,7 @@ func openApp(t testing.TB) (*pebble.Store, push.App) {
 func stored(t testing.TB, st *pebble.Store, app push.App) map[string]map[string]any {
 	t.Helper()
 	var buf bytes.Buffer
-	if _, err := Export(context.Background(), st, app, &buf); err != nil {
+	if _, err := Export(context.Background(), st, app, &buf, nil); err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]map[string]any{}

@@ -190,7 +190,7 @@ func TestMigrateExportRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	var first, second bytes.Buffer
-	n, err := Export(context.Background(), st, app, &first)
+	n, err := Export(context.Background(), st, app, &first, nil)
 	if err != nil || n != 900 {
 		t.Fatalf("Export: %d rows, %v; want 900", n, err)
 	}
@@ -200,7 +200,7 @@ func TestMigrateExportRoundTrip(t *testing.T) {
 	if err := ReadFile(context.Background(), l, bytes.NewReader(first.Bytes()), "", FormatAuto, nil); err != nil || l.Report().Stored != 900 {
 		t.Fatalf("import of the export: %v, %+v", err, *l.Report())
 	}
-	if _, err := Export(context.Background(), st2, app2, &second); err != nil {
+	if _, err := Export(context.Background(), st2, app2, &second, nil); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(first.Bytes(), second.Bytes()) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pushd/pushd/api"
 	"github.com/pushd/pushd/internal/faultpoint"
+	"github.com/pushd/pushd/internal/progress"
 	"github.com/pushd/pushd/migrate"
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/query"
@@ -120,7 +121,7 @@ func importCmd(ctx context.Context, args []string, cio importIO) (err error) {
 		}
 	}()
 	l := migrate.NewLoader(st, app)
-	prog := &migrate.Progress{W: cio.stderr, Terminal: cio.stderrTerminal, Interval: *interval}
+	prog := &progress.Meter{W: cio.stderr, Terminal: cio.stderrTerminal, Label: "import", Unit: "rows", Interval: *interval}
 	start := time.Now()
 	if *from != "" {
 		err = pull(ctx, *data, cfg, l, prog, cio)
@@ -134,7 +135,7 @@ func importCmd(ctx context.Context, args []string, cio importIO) (err error) {
 		}
 		return err
 	}
-	prog.Done(rep.Rows, 0)
+	prog.Done(int64(rep.Rows), 0)
 	printReport(cio.stdout, rep, *asJSON)
 	if *from != "" && !*asJSON {
 		origin := ""
@@ -147,7 +148,7 @@ func importCmd(ctx context.Context, args []string, cio importIO) (err error) {
 	return nil
 }
 
-func importFile(ctx context.Context, name string, f migrate.Format, l *migrate.Loader, prog *migrate.Progress, cio importIO) error {
+func importFile(ctx context.Context, name string, f migrate.Format, l *migrate.Loader, prog *progress.Meter, cio importIO) error {
 	var r io.Reader = cio.stdin
 	if name != "-" {
 		fh, err := os.Open(name)
@@ -160,11 +161,11 @@ func importFile(ctx context.Context, name string, f migrate.Format, l *migrate.L
 		}
 		r = fh
 	}
-	return migrate.ReadFile(ctx, l, r, name, f, func(n int64) { prog.Update(l.Report().Rows, n) })
+	return migrate.ReadFile(ctx, l, r, name, f, func(n int64) { prog.Update(int64(l.Report().Rows), n) })
 }
 
 // pull runs a live pull, resuming from the state file a killed or failed run left.
-func pull(ctx context.Context, data string, cfg migrate.PullConfig, l *migrate.Loader, prog *migrate.Progress, cio importIO) error {
+func pull(ctx context.Context, data string, cfg migrate.PullConfig, l *migrate.Loader, prog *progress.Meter, cio importIO) error {
 	statePath := filepath.Join(data, "import-"+cfg.AppID+".pull.json")
 	var st migrate.PullState
 	if b, err := os.ReadFile(statePath); err == nil {
@@ -180,7 +181,7 @@ func pull(ctx context.Context, data string, cfg migrate.PullConfig, l *migrate.L
 		return fmt.Errorf("cannot pull from %s: %w", cfg.URL, err)
 	}
 	save := func(s migrate.PullState) error { return writeFileAtomic(statePath, s) }
-	err := migrate.Pull(ctx, cfg, l, &st, save, func(rows int) { prog.Update(l.Report().Rows, int64(rows)) })
+	err := migrate.Pull(ctx, cfg, l, &st, save, func(rows int) { prog.Update(int64(l.Report().Rows), int64(rows)) })
 	if err != nil {
 		return fmt.Errorf("cannot pull from %s: %w", cfg.URL, err)
 	}
@@ -256,6 +257,7 @@ func exportCmd(ctx context.Context, args []string, cio importIO) (err error) {
 	data := fs.String("data", envOr("PUSHD_DATA", "./data"), "data directory (PUSHD_DATA); pushd serve must be stopped")
 	appID := fs.String("app", "", "the app to export (required)")
 	out := fs.String("out", "-", "file to write (- for stdout)")
+	interval := fs.Duration("progress-interval", 5*time.Second, "between progress lines when stderr is not a terminal")
 	if ok, perr := parseHelpAware(fs, cio.stdout, cio.stderr, func() error { return fs.Parse(args) }); !ok {
 		return perr
 	}
@@ -279,7 +281,13 @@ func exportCmd(ctx context.Context, args []string, cio importIO) (err error) {
 		}
 		w = fh
 	}
-	n, err := migrate.Export(ctx, st, app, w)
+	prog := &progress.Meter{W: cio.stderr, Terminal: cio.stderrTerminal, Label: "export", Unit: "rows",
+		Interval: *interval, Total: int64(app.Settings.Buckets)}
+	prog.Update(0, 0)
+	n, err := migrate.Export(ctx, st, app, w, func(rows, buckets int) { prog.Update(int64(rows), int64(buckets)) })
+	if err == nil {
+		prog.Done(int64(n), int64(app.Settings.Buckets))
+	}
 	if fh != nil {
 		if cerr := fh.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("cannot write %s: %w", *out, cerr)

@@ -20,6 +20,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/pushd/pushd/internal/progress"
 )
 
 func main() {
@@ -64,7 +66,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, hooks *te
 	case "import", "export":
 		cio := importIO{stdin: os.Stdin, stdout: stdout, stderr: stderr}
 		if f, ok := stderr.(*os.File); ok {
-			cio.stderrTerminal = isTerminal(f)
+			cio.stderrTerminal = progress.IsTerminal(f)
 		}
 		if hooks != nil {
 			cio.readKey = hooks.readKey

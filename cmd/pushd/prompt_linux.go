@@ -11,12 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// isTerminal reports whether f is a terminal.
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
-}
-
 // promptKey asks for the original's master key on a terminal, without echo.
 func promptKey(in *os.File, out io.Writer) (string, error) {
 	fd := int(in.Fd())

@@ -8,8 +8,6 @@ import (
 	"os"
 )
 
-func isTerminal(*os.File) bool { return false }
-
 func promptKey(*os.File, io.Writer) (string, error) {
 	return "", errors.New("the original's master key is needed: set " + importEnvKey)
 }

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pushd/pushd/api"
+	"github.com/pushd/pushd/api/console"
 	"github.com/pushd/pushd/internal/faultpoint"
 	"github.com/pushd/pushd/internal/lease"
 	"github.com/pushd/pushd/internal/service"
@@ -272,6 +273,9 @@ func addAPI(p *parts, g *service.Group, hooks *testHooks) error {
 	}
 	if err := registerPush(p, srv, set); err != nil {
 		return err
+	}
+	if err := console.Register(srv); err != nil {
+		return fmt.Errorf("cannot serve the console: %w", err)
 	}
 	_, port, _ := net.SplitHostPort(p.cfg.GatewayAddr)
 	gw := p.gateway

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/url"
 	"slices"
 	"strings"
@@ -56,7 +57,7 @@ type Config struct {
 	SimInvalidRate  float64       // pushsim -invalid-token-rate: which tokens the sims answer as dead
 	SimSeed         uint64        // pushsim -seed
 	AppName         string        // name of the app the run creates; default loadtest-<run id>
-	ProgressEvery   time.Duration // progress lines while a push runs, default 1 s
+	ProgressEvery   time.Duration // progress lines while a push runs or installations are seeded, default 1 s
 	RequestDeadline time.Duration // per HTTP request, default 30 s
 	// KillAt is the share of the kill scenario's audience the simulators must have accepted
 	// before the driver SIGKILLs pushd (the process in PushdPIDFile); whoever started pushd
@@ -75,6 +76,11 @@ type Config struct {
 	// and that push's expiration_interval (default 3 s).
 	QuotaDevices int
 	QuotaExpiry  time.Duration
+
+	// Terminal, when not nil, is where the seeding's progress bar (rate, ETA) is redrawn in
+	// place: the command's stderr when it is a terminal. nil: a plain progress line in the
+	// run's output every ProgressEvery.
+	Terminal io.Writer
 }
 
 // RegisterFlags registers the driver flags on fs, writing into c. pushes receives --pushes

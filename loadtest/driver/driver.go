@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/pushd/pushd/internal/progress"
 	"github.com/pushd/pushd/loadtest/sim"
 	"github.com/pushd/pushd/push"
 )
@@ -298,8 +299,15 @@ func (r *run) seedDevices(ctx context.Context, api *client, devs []*Device) (int
 			}
 		})
 	}
+	meter := &progress.Meter{W: r.out, Label: "  seeding", Unit: "installations", Interval: r.cfg.ProgressEvery, Total: int64(len(devs))}
+	if r.cfg.Terminal != nil {
+		meter.W, meter.Terminal = r.cfg.Terminal, true
+	}
+	meter.Update(0, 0)
 	stop := make(chan struct{})
-	ticker := time.NewTicker(r.cfg.ProgressEvery)
+	// The meter decides when to print (a redraw on a terminal, a line every ProgressEvery
+	// otherwise); the ticker only has to come often enough for either.
+	ticker := time.NewTicker(min(r.cfg.ProgressEvery, 200*time.Millisecond))
 	watcher := make(chan struct{})
 	go func() {
 		defer close(watcher)
@@ -307,7 +315,7 @@ func (r *run) seedDevices(ctx context.Context, api *client, devs []*Device) (int
 			select {
 			case <-ticker.C:
 				n := done.Load()
-				r.logf("  seeded %d/%d (%.0f/s)", n, len(devs), rate(n, time.Since(start).Seconds()))
+				meter.Update(n, n)
 			case <-stop:
 				return
 			}
@@ -317,6 +325,10 @@ func (r *run) seedDevices(ctx context.Context, api *client, devs []*Device) (int
 	ticker.Stop()
 	close(stop)
 	<-watcher
+	if meter.Terminal {
+		n := done.Load()
+		meter.Done(n, n) // ends the redrawn line before the next log line
+	}
 	secs := time.Since(start).Seconds()
 	if err == nil && done.Load() != int64(len(devs)) {
 		err = fmt.Errorf("cannot seed installations: stopped after %d of %d: %w", done.Load(), len(devs), context.Cause(ctx))

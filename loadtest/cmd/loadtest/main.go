@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/pushd/pushd/internal/progress"
 	"github.com/pushd/pushd/loadtest/driver"
 )
 
@@ -43,6 +44,9 @@ func run() int {
 	if cfg.Pushes, err = driver.ParsePushes(pushes, cfg.SimInvalidRate, cfg.KillAt); err != nil {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
 		return 2
+	}
+	if progress.IsTerminal(os.Stderr) {
+		cfg.Terminal = os.Stderr // the seeding's progress bar; plain lines in the output otherwise
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

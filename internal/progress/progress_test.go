@@ -1,4 +1,4 @@
-package migrate
+package progress
 
 import (
 	"bytes"
@@ -7,13 +7,13 @@ import (
 	"time"
 )
 
-// TestMigrateProgress: without a terminal, one line per interval with rows, percent, rate and
+// TestProgressMeter: without a terminal, one line per interval with rows, percent, rate and
 // ETA; on a terminal, a bar redrawn in place; the final figures end with a newline.
-func TestMigrateProgress(t *testing.T) {
+func TestProgressMeter(t *testing.T) {
 	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	var lines bytes.Buffer
-	p := &Progress{W: &lines, Interval: 5 * time.Second, Now: clock, Total: 1000}
+	p := &Meter{W: &lines, Label: "import", Unit: "rows", Interval: 5 * time.Second, Now: clock, Total: 1000}
 	p.Update(0, 0)
 	now = now.Add(time.Second)
 	p.Update(100, 100) // within the interval: nothing
@@ -23,7 +23,7 @@ func TestMigrateProgress(t *testing.T) {
 		t.Fatalf("line %q, want %q", got, want)
 	}
 	var term bytes.Buffer
-	p = &Progress{W: &term, Terminal: true, Now: clock, Total: 1000}
+	p = &Meter{W: &term, Label: "import", Unit: "rows", Terminal: true, Now: clock, Total: 1000}
 	p.Update(0, 0)
 	now = now.Add(time.Second)
 	p.Update(500, 500)
