@@ -74,7 +74,7 @@ func newPlot(x, y string) *plot.Plot {
 	p.X.Label.Text, p.Y.Label.Text = x, y
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Legend.TextStyle.Font.Size = vg.Points(9)
-	p.Legend.XOffs, p.Legend.YOffs = vg.Points(8), -vg.Points(4)
+	p.Legend.XOffs, p.Legend.YOffs = vg.Points(18), -vg.Points(4)
 	p.Add(plotter.NewGrid())
 	return p
 }
@@ -98,7 +98,7 @@ func nominal(p *plot.Plot, names []string) {
 
 // scenarioMarks draws each scenario's start, and the floor's, as a dotted vertical line
 // labelled with its name.
-func (r *Report) scenarioMarks(p *plot.Plot) error {
+func (r *Report) scenarioMarks(p *plot.Plot, seeding bool) error {
 	top := p.Y.Max
 	var pts plotter.XYs
 	var labels []string
@@ -107,6 +107,9 @@ func (r *Report) scenarioMarks(p *plot.Plot) error {
 		name string
 	}
 	var marks []mark
+	if seeding && len(r.UpsertLatency) > 0 {
+		marks = append(marks, mark{r.UpsertLatency[0].T, "seeding"})
+	}
 	for _, s := range r.Scenarios {
 		marks = append(marks, mark{s.StartT, s.Name})
 	}
@@ -210,8 +213,12 @@ func (r *Report) deliveriesFigure() (Figure, error) {
 		return Figure{Title: title}, err
 	}
 	headroom(p, len(rates))
-	if err := r.scenarioMarks(p); err != nil {
+	if err := r.scenarioMarks(p, false); err != nil {
 		return Figure{Title: title}, err
+	}
+	if len(r.Scenarios) > 0 {
+		// Nothing is delivered while seeding: the plot starts just before the first push.
+		p.X.Min = max(p.X.Min, r.Scenarios[0].StartT-r.rateWindow()*5)
 	}
 	return figure(title, fmt.Sprintf("accepted answers of each simulator, averaged over %.2fs; dotted lines: each scenario's first push call, and the floor's requests (to the APNs simulator); the own channel is not a simulator and is left out", r.rateWindow()), p)
 }
@@ -317,7 +324,7 @@ func (r *Report) cpuFigure() (Figure, error) {
 		return Figure{Title: title}, err
 	}
 	headroom(p, 1)
-	if err := r.scenarioMarks(p); err != nil {
+	if err := r.scenarioMarks(p, true); err != nil {
 		return Figure{Title: title}, err
 	}
 	return figure(title, fmt.Sprintf("pushd's own process (/proc/<pid>/stat), averaged over %.2fs; the simulators run in another process; dotted lines: each scenario's first push call", win), p)
@@ -348,7 +355,7 @@ func (r *Report) rssFigure() (Figure, error) {
 		return Figure{Title: title}, err
 	}
 	headroom(p, 2)
-	if err := r.scenarioMarks(p); err != nil {
+	if err := r.scenarioMarks(p, true); err != nil {
 		return Figure{Title: title}, err
 	}
 	return figure(title, "pushd's own process (/proc/<pid>/status)", p)
@@ -405,7 +412,7 @@ func (r *Report) floorFigure() (Figure, error) {
 			vs = append(vs, fr.CPUMicrosPerRequest)
 		}
 	}
-	p := newPlot("", "µs of CPU per delivery / request")
+	p := newPlot("", "CPU µs per delivery")
 	b, err := plotter.NewBarChart(vs, vg.Points(30))
 	if err != nil {
 		return Figure{Title: title}, err
@@ -413,6 +420,7 @@ func (r *Report) floorFigure() (Figure, error) {
 	b.Color, b.LineStyle.Width = plotutil.Color(0), 0
 	p.Add(b)
 	nominal(p, names)
+	headroom(p, 1)
 	return figure(title, fmt.Sprintf("the floor: the same request shape to the same APNs simulator, %d connections × %d streams, each tool in its own process", f.Connections, f.Streams), p)
 }
 
