@@ -14,8 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sideshow/apns2/token"
-
+	"github.com/pushd/pushd/loadtest/sim"
 	"github.com/pushd/pushd/push"
 )
 
@@ -120,11 +119,14 @@ func (r *run) runFloor(ctx context.Context, files simFiles) error {
 	if n <= 0 {
 		n = max(int(sc.ByChannel[push.ChannelAPNs].Sent), 2000)
 	}
-	key, err := token.AuthKeyFromBytes(files.p8)
+	key, err := sim.ParseAPNsKey(files.p8)
 	if err != nil {
 		return fmt.Errorf("cannot read the APNs key for the floor: %w", err)
 	}
-	jwt := (&token.Token{AuthKey: key, KeyID: files.keyID, TeamID: r.cfg.APNsTeamID}).GenerateIfExpired()
+	jwt, err := sim.NewAPNsToken(key, files.keyID, r.cfg.APNsTeamID, time.Now())
+	if err != nil {
+		return fmt.Errorf("cannot sign the floor's APNs token: %w", err)
+	}
 	dir, err := os.MkdirTemp("", "pushd-floor-")
 	if err != nil {
 		return fmt.Errorf("cannot make the floor's temp dir: %w", err)

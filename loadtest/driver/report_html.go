@@ -23,11 +23,6 @@ import (
 // The HTML report is one self-contained file: the plots are SVG drawn by gonum/plot and
 // inlined, the styles inline, no script, no external asset; the JSON report is inlined too.
 
-func init() {
-	// gonum/plot's default face is Liberation Serif; the report's text is sans serif.
-	plot.DefaultFont = font.Font{Typeface: "Liberation", Variant: "Sans"}
-}
-
 // plotWidth and plotHeight are every plot's size.
 const (
 	plotWidth  = 7.5 * vg.Inch
@@ -69,8 +64,16 @@ func (r *Report) Figures() ([]Figure, error) {
 	return out, nil
 }
 
+// sans sets f to Liberation Sans: gonum/plot's default face is Liberation Serif, and the
+// report's text is sans serif (set per plot: plot.DefaultFont is the library's global).
+func sans(f *font.Font) { f.Typeface, f.Variant = "Liberation", "Sans" }
+
 func newPlot(x, y string) *plot.Plot {
 	p := plot.New()
+	for _, f := range []*font.Font{&p.Title.TextStyle.Font, &p.X.Label.TextStyle.Font, &p.Y.Label.TextStyle.Font,
+		&p.X.Tick.Label.Font, &p.Y.Tick.Label.Font, &p.Legend.TextStyle.Font} {
+		sans(f)
+	}
 	p.X.Label.Text, p.Y.Label.Text = x, y
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Legend.TextStyle.Font.Size = vg.Points(9)
@@ -134,6 +137,7 @@ func (r *Report) scenarioMarks(p *plot.Plot, seeding bool) error {
 		return err
 	}
 	for i := range ls.TextStyle {
+		sans(&ls.TextStyle[i].Font)
 		ls.TextStyle[i].Font.Size = vg.Points(8)
 		ls.TextStyle[i].Rotation = -1.5707963267948966 // read downwards from the top
 		ls.TextStyle[i].XAlign, ls.TextStyle[i].YAlign = 0.1, 0
