@@ -53,7 +53,7 @@ loadtest: ## load test: real pushd + simulators on 127.0.0.1, per-token delivery
 PROFILE_DIR          ?= profile
 PROFILE_INSTALLATIONS ?= 100000
 profile: ## CPU and allocation profiles of a 100k push through the load test; prints the pprof -top heads (PROFILE_DIR=profile)
-	rm -rf $(PROFILE_DIR) && mkdir -p $(PROFILE_DIR)
+	mkdir -p $(PROFILE_DIR) && rm -f $(PROFILE_DIR)/all-cpu-*.pb.gz $(PROFILE_DIR)/all-allocs*.pb.gz
 	LOADTEST_PROFILE_DIR=$(PROFILE_DIR) LOADTEST_SIM_INVALID_RATE=0 scripts/loadtest.sh --installations $(PROFILE_INSTALLATIONS) \
 		--ios-fraction 1 --pushes all --report $(PROFILE_DIR)/loadtest-report.json --html $(PROFILE_DIR)/loadtest-report.html $(LOADTEST_FLAGS)
 	@echo "== CPU profile of the push (top 25 by flat time; $(PROFILE_DIR)/all-cpu-*.pb.gz)"
