@@ -10,7 +10,7 @@ FUZZTIME  ?= 100000x
 BENCHTIME ?= 3s
 STATICCHECK_VERSION := $(shell cat .staticcheck-version)
 
-.PHONY: help run test test-short test-browser console-screenshots bench loadtest lint fuzz vuln proto
+.PHONY: help run test test-short test-browser console-screenshots bench loadtest profile lint fuzz vuln proto
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -55,8 +55,28 @@ bench: ## run the benchmarks and print their figures
 	run ./sender/honor/ 'BenchmarkSenderHonorPool$$'; \
 	if grep -qs 'func Benchmark' bench/*_test.go; then run ./bench/ 'Benchmark'; fi
 
-loadtest: ## load test: real pushd + simulators on 127.0.0.1, per-token delivery proof (LOADTEST_FLAGS="--installations 500")
-	scripts/loadtest.sh --report $(or $(LOADTEST_REPORT),loadtest-report.json) $(LOADTEST_FLAGS)
+LOADTEST_REPORT ?= loadtest-report.json
+LOADTEST_HTML   ?= $(LOADTEST_REPORT:.json=.html)
+loadtest: ## load test: real pushd + simulators on 127.0.0.1, per-token delivery proof, JSON + HTML report (LOADTEST_FLAGS="--installations 500")
+	@rc=0; scripts/loadtest.sh --report $(LOADTEST_REPORT) --html $(LOADTEST_HTML) $(LOADTEST_FLAGS) || rc=$$?; \
+	[ -f $(LOADTEST_HTML) ] && echo "HTML report: $(abspath $(LOADTEST_HTML))"; exit $$rc
+
+# A 100,000-device push, iOS only, to the APNs simulator, profiled through pushd's --pprof:
+# consecutive 2 s CPU profiles over the push (merged by pprof) and the allocation profile
+# before and after it (read with -base).
+PROFILE_DIR          ?= profile
+PROFILE_INSTALLATIONS ?= 100000
+profile: ## CPU and allocation profiles of a 100k push through the load test; prints the pprof -top heads (PROFILE_DIR=profile)
+	mkdir -p $(PROFILE_DIR) && rm -f $(PROFILE_DIR)/all-cpu-*.pb.gz $(PROFILE_DIR)/all-allocs*.pb.gz
+	LOADTEST_PROFILE_DIR=$(PROFILE_DIR) LOADTEST_SIM_INVALID_RATE=0 scripts/loadtest.sh --installations $(PROFILE_INSTALLATIONS) \
+		--ios-fraction 1 --pushes all --report $(PROFILE_DIR)/loadtest-report.json --html $(PROFILE_DIR)/loadtest-report.html $(LOADTEST_FLAGS)
+	@echo "== CPU profile of the push (top 25 by flat time; $(PROFILE_DIR)/all-cpu-*.pb.gz)"
+	@$(GO) tool pprof -top -nodecount 25 $(PROFILE_DIR)/all-cpu-*.pb.gz 2>/dev/null | head -n 32
+	@echo "== the same by cumulative time (where pushd's own code spends it)"
+	@$(GO) tool pprof -top -cum -nodecount 30 $(PROFILE_DIR)/all-cpu-*.pb.gz 2>/dev/null | sed -n '7,37p'
+	@echo "== allocations of the push (top 25 by bytes; -base $(PROFILE_DIR)/all-allocs-before.pb.gz $(PROFILE_DIR)/all-allocs.pb.gz)"
+	@$(GO) tool pprof -top -nodecount 25 -sample_index=alloc_space -base $(PROFILE_DIR)/all-allocs-before.pb.gz $(PROFILE_DIR)/all-allocs.pb.gz 2>/dev/null | head -n 32
+	@echo "profiles and reports in $(abspath $(PROFILE_DIR)); go tool pprof -http=: $(PROFILE_DIR)/all-cpu-*.pb.gz to browse"
 
 lint: ## go vet and staticcheck (pinned in .staticcheck-version)
 	$(GO) vet ./...

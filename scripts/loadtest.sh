@@ -18,6 +18,13 @@
 #   PUSHD_LISTEN_FLAG, PUSHD_DATA_FLAG    names of pushd's API listen and data-dir flags
 #                                         (default: found in `pushd serve --help`)
 #   LOADTEST_KEEP=1                       keep the temp dir (logs, data) after a passing run too
+#   LOADTEST_PROFILE_DIR                  start pushd with --pprof and write CPU and allocation
+#                                         profiles of each scenario's push there (make profile)
+#   H2FLOOR_BIN                           prebuilt loadtest/cmd/h2floor (the Go floor)
+# Measurement: the driver samples pushd's own process from /proc (pushsim runs in its own
+# process, so the simulators' CPU is not counted) and, after the scenarios, measures the floor
+# against the same APNs simulator: h2load (Debian nghttp2-client, installed with apt-get when
+# missing and running as root) and loadtest/cmd/h2floor, each in its own process.
 # Kill scenario: with --kill-at F (e.g. 0.3) the driver runs the kill scenario: it SIGKILLs
 # pushd once the simulators accepted F of the push's audience, and this script restarts pushd
 # on the same port and data directory; the report gives the duplicates the crash caused.
@@ -134,12 +141,27 @@ mkdir -p "$work/bin" "$work/sim" "$work/data"
 pushd_bin=${PUSHD_BIN:-$work/bin/pushd}
 pushsim_bin=${PUSHSIM_BIN:-$work/bin/pushsim}
 loadtest_bin=${LOADTEST_BIN:-$work/bin/loadtest}
+h2floor_bin=${H2FLOOR_BIN:-$work/bin/h2floor}
 (
 	cd "$root"
 	[ -n "${PUSHD_BIN:-}" ] || go build -o "$pushd_bin" ./cmd/pushd
 	[ -n "${PUSHSIM_BIN:-}" ] || go build -o "$pushsim_bin" ./loadtest/cmd/pushsim
 	[ -n "${LOADTEST_BIN:-}" ] || go build -o "$loadtest_bin" ./loadtest/cmd/loadtest
+	[ -n "${H2FLOOR_BIN:-}" ] || go build -o "$h2floor_bin" ./loadtest/cmd/h2floor
 ) || { log "build failed"; exit 2; }
+
+# The C floor: h2load, from Debian's nghttp2-client.
+h2load_bin=$(command -v h2load || true)
+if [ -z "$h2load_bin" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+	log "installing nghttp2-client (h2load) for the floor"
+	if DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nghttp2-client >"$work/apt.log" 2>&1 ||
+		{ apt-get update -qq >>"$work/apt.log" 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nghttp2-client >>"$work/apt.log" 2>&1; }; then
+		h2load_bin=$(command -v h2load || true)
+	fi
+fi
+if [ -z "$h2load_bin" ]; then
+	log "h2load is not installed and cannot be (needs root and apt-get: apt-get install nghttp2-client); the floor is the Go client's only"
+fi
 
 help=$("$pushd_bin" serve --help 2>&1 || true)
 for f in apns-endpoint fcm-endpoint gateway-ca; do
@@ -168,8 +190,20 @@ fi
 extra_addrs=()
 for f in $(grep -Eo -- "--?(ops|metrics|gateway|direct|device|ws|debug|pprof|admin|grpc)-(addr|listen)\b" <<<"$help" | sed -E 's/^-+//' | sort -u); do
 	[ "$f" = "$listen_flag" ] && continue
-	extra_addrs+=("--$f" "127.0.0.1:$(free_port)")
+	p=$(free_port)
+	extra_addrs+=("--$f" "127.0.0.1:$p")
+	if [ "$f" = ops-addr ]; then ops_port=$p; fi
 done
+profile_flags=()
+if [ -n "${LOADTEST_PROFILE_DIR:-}" ]; then
+	if [ -z "${ops_port:-}" ] || ! has_flag "$help" pprof; then
+		log "LOADTEST_PROFILE_DIR needs pushd's --ops-addr and --pprof flags"
+		exit 2
+	fi
+	extra_addrs+=(--pprof)
+	mkdir -p "$LOADTEST_PROFILE_DIR"
+	profile_flags=(--profile-dir "$(cd "$LOADTEST_PROFILE_DIR" && pwd)" --pprof-url "http://127.0.0.1:$ops_port")
+fi
 
 # Simulators: random loopback ports, credentials and CA bundle in $work/sim.
 # shellcheck disable=SC2086
@@ -255,7 +289,8 @@ log "pushd ready on 127.0.0.1:$port (data $work/data)"
 "$loadtest_bin" --pushd "http://127.0.0.1:$port" \
 	--sim-stats "$sim_stats" --sim-dir "$work/sim" \
 	--apns-key-id "$key_id" --apns-team-id "$team_id" \
-	--sim-invalid-rate "$invalid_rate" --sim-seed "$seed" --pushd-pid-file "$work/pushd.pid" "$@" &
+	--sim-invalid-rate "$invalid_rate" --sim-seed "$seed" --pushd-pid-file "$work/pushd.pid" \
+	--floor-h2load "$h2load_bin" --floor-go "$h2floor_bin" "${profile_flags[@]}" "$@" &
 driver_pid=$!
 status=0
 if [ -n "$supervise" ]; then

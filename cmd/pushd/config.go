@@ -95,6 +95,9 @@ type serveConfig struct {
 
 	// OpsAddr serves the ops endpoints on nodes without the api role.
 	OpsAddr string
+	// Pprof serves net/http/pprof's /debug/pprof/ on OpsAddr (off by default: a profile
+	// costs CPU and the heap dump names internals).
+	Pprof bool
 
 	// Gateway role (own Android channel): where devices connect, the URL the router gives
 	// them, and the gateway's tuning.
@@ -197,6 +200,7 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	fs.StringVar(&c.SimVivoAddr, "sim-vivo-addr", envOr("PUSHD_SIM_VIVO_ADDR", "127.0.0.1:2203"), "listen address of the in-process vivo simulator (PUSHD_SIM_VIVO_ADDR)")
 	fs.StringVar(&c.SimOppoAddr, "sim-oppo-addr", envOr("PUSHD_SIM_OPPO_ADDR", "127.0.0.1:2204"), "listen address of the in-process OPPO simulator, both regions (PUSHD_SIM_OPPO_ADDR)")
 	fs.StringVar(&c.OpsAddr, "ops-addr", envOr("PUSHD_OPS_ADDR", ""), "listen address of /metrics, /healthz and /readyz for nodes without the api role (PUSHD_OPS_ADDR)")
+	fs.BoolVar(&c.Pprof, "pprof", envBool("PUSHD_PPROF", false), "serve Go's profiler at /debug/pprof/ on --ops-addr; off by default (PUSHD_PPROF)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -277,6 +281,9 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 		if c.GatewayAdvertise, err = advertiseURL(c.GatewayAdvertise, gwPort); err != nil {
 			return nil, err
 		}
+	}
+	if c.Pprof && c.OpsAddr == "" {
+		return nil, fmt.Errorf("--pprof needs --ops-addr: the profiler is served on the ops port only")
 	}
 	if c.Sim && !c.Dev {
 		return nil, fmt.Errorf("--sim needs --dev: the simulators are wired to the dev app")

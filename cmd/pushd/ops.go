@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -29,6 +30,8 @@ type opsServer struct {
 	reg        *telemetry.Registry
 	log        *zap.Logger
 	ready      atomic.Bool
+	// pprof serves net/http/pprof under /debug/pprof/ (--pprof).
+	pprof bool
 
 	// bound reports the listening address (test hook).
 	bound func(string)
@@ -85,6 +88,10 @@ func (o *opsServer) Run(ctx context.Context) error {
 // only GET is allowed, and everything else is a {code, error} answer.
 func (o *opsServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	path := strings.Trim(r.URL.Path, "/")
+	if o.pprof && (path == "debug/pprof" || strings.HasPrefix(path, "debug/pprof/")) {
+		servePprof(w, r, strings.TrimPrefix(strings.TrimPrefix(path, "debug/pprof"), "/"))
+		return
+	}
 	switch path {
 	case "healthz", "livez", "readyz", "metrics":
 	default:
@@ -108,6 +115,23 @@ func (o *opsServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	case "metrics":
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		o.reg.WritePrometheus(w)
+	}
+}
+
+// servePprof answers /debug/pprof/<name> with net/http/pprof's handlers, named here rather
+// than through http.DefaultServeMux, which nothing in pushd serves.
+func servePprof(w http.ResponseWriter, r *http.Request, name string) {
+	switch name {
+	case "cmdline":
+		pprof.Cmdline(w, r)
+	case "profile":
+		pprof.Profile(w, r)
+	case "symbol":
+		pprof.Symbol(w, r)
+	case "trace":
+		pprof.Trace(w, r)
+	default: // the index, and the named profiles: heap, allocs, goroutine, ...
+		pprof.Index(w, r)
 	}
 }
 

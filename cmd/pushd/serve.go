@@ -110,7 +110,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks *
 	if cfg.OpsAddr != "" {
 		// Added last, so stopped first: readiness turns false before any role stops. Next to
 		// the api role, whose own drain follows, a second wait would only double the stop.
-		ops := &opsServer{addr: cfg.OpsAddr, drainDelay: cfg.DrainDelay, reg: p.reg, log: p.log}
+		ops := &opsServer{addr: cfg.OpsAddr, drainDelay: cfg.DrainDelay, reg: p.reg, log: p.log, pprof: cfg.Pprof}
 		if cfg.has("api") {
 			ops.drainDelay = 0
 		}

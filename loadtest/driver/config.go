@@ -18,6 +18,7 @@ const (
 	ScenarioDevices      = "devices"       // POST /1.1/push/devices, iOS tokens and FCM registration ids, 500 per call
 	ScenarioInvalid      = "invalid"       // channel push to a cohort with dead tokens: invalidTokens counted, installations deleted
 	ScenarioInvalidAgain = "invalid-again" // the same push again: the deleted installations are no longer targets
+	ScenarioAll          = "all"           // channel push to the whole main population (not run by default: make profile's push)
 	ScenarioKill         = "kill"          // channel push to the whole main population, pushd SIGKILLed and restarted mid-push (-kill-at)
 	ScenarioDirect       = "direct"        // channel push to own-channel devices of both protocols, some offline until it is done
 	ScenarioMixed        = "mixed"         // one channel push reaching apns, the own channel and every vendor with a driver
@@ -26,7 +27,7 @@ const (
 )
 
 // AllScenarios lists the scenarios --pushes accepts.
-var AllScenarios = []string{ScenarioChannel, ScenarioWhere, ScenarioDevices, ScenarioInvalid, ScenarioKill, ScenarioDirect, ScenarioMixed, ScenarioQuota}
+var AllScenarios = []string{ScenarioChannel, ScenarioWhere, ScenarioDevices, ScenarioInvalid, ScenarioAll, ScenarioKill, ScenarioDirect, ScenarioMixed, ScenarioQuota}
 
 // Sim is one simulator whose GET /_stats the driver reads. Name is the delivery channel it
 // plays ("apns" or "fcm"); "" means unknown (its counts are only checked merged with the others).
@@ -81,6 +82,22 @@ type Config struct {
 	// place: the command's stderr when it is a terminal. nil: a plain progress line in the
 	// run's output every ProgressEvery.
 	Terminal io.Writer
+	// SampleEvery is how often pushd's process (from /proc, by the pid in PushdPIDFile) and
+	// the simulators' counts are sampled, default 100 ms.
+	SampleEvery time.Duration
+	// The floor, measured after the scenarios against the APNs simulator: the h2load binary
+	// ("" skips it), the Go floor binary (loadtest/cmd/h2floor; "" skips it), the requests
+	// (0: the compared scenario's APNs deliveries, at least 2,000), connections (default 2)
+	// and requests in flight per connection (default 100).
+	FloorH2load      string
+	FloorGo          string
+	FloorRequests    int
+	FloorConnections int
+	FloorStreams     int
+	// ProfileDir receives CPU and allocation profiles of each scenario's push, read from
+	// PprofURL (pushd's --ops-addr, pushd started with --pprof); "" profiles nothing.
+	ProfileDir string
+	PprofURL   string
 }
 
 // RegisterFlags registers the driver flags on fs, writing into c. pushes receives --pushes
@@ -111,6 +128,14 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, pushes, sims *string) {
 	fs.IntVar(&c.MixedPerChannel, "mixed-per-channel", 50, "devices per delivery channel of the mixed scenario ("+strings.Join(MixedChannels, ", ")+")")
 	fs.IntVar(&c.QuotaDevices, "quota-devices", 30, "quota scenario: devices of the push sent once the vivo simulator's day quota (pushsim --vivo-quota-profile) is spent")
 	fs.DurationVar(&c.QuotaExpiry, "quota-expiry", 3*time.Second, "quota scenario: expiration_interval of the push sent on the spent quota (its targets fail when it expires)")
+	fs.DurationVar(&c.SampleEvery, "sample-every", 100*time.Millisecond, "how often pushd's CPU and memory (from /proc, by -pushd-pid-file) and the simulators' counts are sampled")
+	fs.StringVar(&c.FloorH2load, "floor-h2load", "", "h2load binary for the floor (Debian nghttp2-client); empty: no h2load floor")
+	fs.StringVar(&c.FloorGo, "floor-go", "", "the Go floor binary (go build ./loadtest/cmd/h2floor); empty: no Go floor")
+	fs.IntVar(&c.FloorRequests, "floor-requests", 0, "requests each floor tool sends (0: the compared scenario's APNs deliveries, at least 2000)")
+	fs.IntVar(&c.FloorConnections, "floor-connections", 2, "HTTP/2 connections of each floor tool")
+	fs.IntVar(&c.FloorStreams, "floor-streams", 100, "requests in flight per connection of each floor tool")
+	fs.StringVar(&c.ProfileDir, "profile-dir", "", "write CPU and allocation profiles of each scenario's push here (needs -pprof-url)")
+	fs.StringVar(&c.PprofURL, "pprof-url", "", "base URL of pushd's ops port, pushd started with --pprof (http://127.0.0.1:port)")
 	fs.StringVar(&c.PushdPIDFile, "pushd-pid-file", "", "file holding the pid of the running pushd (rewritten by its supervisor after a restart)")
 }
 
@@ -216,6 +241,15 @@ func (c *Config) withDefaults() Config {
 	if out.QuotaExpiry <= 0 {
 		out.QuotaExpiry = 3 * time.Second
 	}
+	if out.SampleEvery <= 0 {
+		out.SampleEvery = 100 * time.Millisecond
+	}
+	if out.FloorConnections <= 0 {
+		out.FloorConnections = 2
+	}
+	if out.FloorStreams <= 0 {
+		out.FloorStreams = 100
+	}
 	if out.RequestDeadline <= 0 {
 		out.RequestDeadline = 30 * time.Second
 	}
@@ -260,6 +294,9 @@ func (c *Config) Validate() error {
 	}
 	if c.QuotaExpiry%time.Second != 0 {
 		errs = append(errs, errors.New("-quota-expiry must be whole seconds (expiration_interval)"))
+	}
+	if (c.ProfileDir == "") != (c.PprofURL == "") {
+		errs = append(errs, errors.New("-profile-dir and -pprof-url go together"))
 	}
 	if c.KillAt < 0 || c.KillAt >= 1 {
 		errs = append(errs, errors.New("-kill-at must be within [0, 1)"))

@@ -38,7 +38,10 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	r := &run{cfg: cfg, rep: rep, out: progress}
-	if err := r.run(ctx); err != nil {
+	r.mon = newMonitor(rep.StartedAt, cfg.PushdPIDFile, cfg.SampleEvery, r.acceptedNow)
+	err := r.run(ctx)
+	r.collect()
+	if err != nil {
 		return rep, fail(rep, err)
 	}
 	rep.Finish()
@@ -64,6 +67,7 @@ type run struct {
 	// The hybrid (China edition) app of the direct and mixed scenarios, when one runs.
 	hybrid    *client
 	hybridPop *Hybrid
+	mon       *monitor
 }
 
 func (r *run) logf(format string, args ...any) {
@@ -121,6 +125,7 @@ func (r *run) run(ctx context.Context) error {
 	if err := r.waitReady(ctx); err != nil {
 		return err
 	}
+	r.mon.run(ctx)
 	if err := r.createApp(ctx, files); err != nil {
 		return err
 	}
@@ -173,6 +178,11 @@ func (r *run) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+	}
+	// The floor's requests reach the APNs simulator after the last scenario's stats were read,
+	// so they count in no scenario. Its failures are in the report, not the run's.
+	if err := r.runFloor(ctx, files); err != nil {
+		r.logf("floor: %v", err)
 	}
 	return nil
 }
@@ -287,7 +297,9 @@ func (r *run) seedDevices(ctx context.Context, api *client, devs []*Device) (int
 				var res struct {
 					ObjectID string `json:"objectId"`
 				}
+				t0 := time.Now()
 				status, err := api.do(gctx, http.MethodPost, "/1.1/installations", authApp, d.Body(r.cfg.Topic), &res)
+				r.mon.timed(false, t0)
 				if err != nil {
 					return fmt.Errorf("cannot create installation %d: %w", i, err)
 				}
@@ -366,7 +378,15 @@ func (r *run) scenario(ctx context.Context, idx int, s *Scenario) (*ScenarioRepo
 	if err != nil {
 		return nil, err
 	}
+	prof, err := r.startProfile(ctx, s.Name)
+	if err != nil {
+		return nil, err
+	}
+	p0, pid0, measured := r.mon.proc()
+	base := sumAccepted(r.stats)
 	start := time.Now()
+	sr.StartT = start.Sub(r.rep.StartedAt).Seconds()
+	var acceptAt time.Time
 	// A call pushd refuses (4xx) fails the scenario but not the run: the accepted calls are
 	// still followed, so their deliveries are not counted in the next scenario.
 	refused := map[string]int{}
@@ -378,7 +398,13 @@ func (r *run) scenario(ctx context.Context, idx int, s *Scenario) (*ScenarioRepo
 		var res struct {
 			ObjectID string `json:"objectId"`
 		}
-		if _, err := api.do(ctx, http.MethodPost, req.Path, authMaster, body, &res); err != nil {
+		t0 := time.Now()
+		_, err := api.do(ctx, http.MethodPost, req.Path, authMaster, body, &res)
+		r.mon.timed(true, t0)
+		if err == nil && acceptAt.IsZero() {
+			acceptAt = time.Now()
+		}
+		if err != nil {
 			if st := statusOf(err); st/100 != 4 || st == http.StatusTooManyRequests {
 				return nil, fmt.Errorf("cannot start scenario %s: %w", s.Name, err)
 			}
@@ -403,7 +429,18 @@ func (r *run) scenario(ctx context.Context, idx int, s *Scenario) (*ScenarioRepo
 	}
 	recs, err := r.waitDone(ctx, api, s.Name, sr.Records, sr.ExpectedTargets, start)
 	sr.Seconds = time.Since(start).Seconds()
+	sr.EndT = sr.StartT + sr.Seconds
 	if err != nil {
+		return nil, err
+	}
+	// A sample now, when every record is done: the simulators have the scenario's last
+	// delivery (the monitor's next tick may come only after the stats are read).
+	r.mon.sample(ctx)
+	if p1, pid1, ok := r.mon.proc(); measured && ok && pid1 == pid0 {
+		sr.CPUSeconds = (p1.CPU - p0.CPU).Seconds()
+		sr.RSSStart, sr.RSSEnd = p0.RSS, p1.RSS
+	}
+	if err := prof.finish(ctx); err != nil {
 		return nil, err
 	}
 	var ownProblems []string
@@ -445,6 +482,7 @@ func (r *run) scenario(ctx context.Context, idx int, s *Scenario) (*ScenarioRepo
 	if len(s.Own) > 0 {
 		deltas = append(deltas, own.delta())
 	}
+	r.scenarioFigures(sr, acceptAt, base, sumAccepted(r.stats))
 	sr.Problems = append(sr.Problems, ownProblems...)
 	for _, msg := range refusedOrder {
 		sr.Problems = append(sr.Problems, fmt.Sprintf("%d of %d push calls refused: %s", refused[msg], len(s.Requests), msg))

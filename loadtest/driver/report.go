@@ -37,6 +37,31 @@ type Report struct {
 	Scenarios        []ScenarioReport `json:"scenarios"`
 	OK               bool             `json:"ok"`
 	Error            string           `json:"error,omitempty"` // why the run stopped early
+
+	// Pushd is pushd's process over the run (sampled from /proc every SampleEvery seconds);
+	// Floor the floor measured against the APNs simulator after the scenarios.
+	Pushd       *ProcessUse `json:"pushdProcess,omitempty"`
+	Floor       *Floor      `json:"floor,omitempty"`
+	SampleEvery float64     `json:"sampleEvery,omitempty"`
+	// Timeline is every sample; PushCalls every push call's accept latency; the latency
+	// windows are the percentiles per second of the push calls and installation upserts.
+	Timeline            []TimelinePoint `json:"timeline,omitempty"`
+	PushCalls           []Call          `json:"pushCalls,omitempty"`
+	PushLatency         []LatencyWindow `json:"pushLatency,omitempty"`
+	PushLatencyWindow   float64         `json:"pushLatencyWindow,omitempty"` // seconds
+	UpsertLatency       []LatencyWindow `json:"upsertLatency,omitempty"`
+	UpsertLatencyWindow float64         `json:"upsertLatencyWindow,omitempty"`
+}
+
+// ProcessUse is pushd's CPU and memory over the run.
+type ProcessUse struct {
+	Samples    int     `json:"samples"`
+	CPUSeconds float64 `json:"cpuSeconds"` // user+system since the (last) process started
+	RSSStart   int64   `json:"rssStart"`   // bytes, first sample (before seeding)
+	RSSEnd     int64   `json:"rssEnd"`
+	PeakRSS    int64   `json:"peakRss"`  // VmHWM
+	Restarts   int     `json:"restarts"` // pid changes (the kill scenario)
+	Error      string  `json:"error,omitempty"`
 }
 
 // ScenarioReport is one push scenario's figures and verdict.
@@ -65,14 +90,29 @@ type ScenarioReport struct {
 	// Own-channel targets: devices (of them offline during the push, on the original's
 	// protocol), the records' arrivals and lcSuccesses, and the seconds from the push's end
 	// until every device acked and the records counted the arrivals.
-	OwnDevices   int      `json:"ownDevices,omitempty"`
-	OwnOffline   int      `json:"ownOffline,omitempty"`
-	OwnLC        int      `json:"ownLC,omitempty"`
-	Arrivals     int64    `json:"arrivals,omitempty"`
-	LCSuccesses  int64    `json:"lcSuccesses,omitempty"`
-	OwnSeconds   float64  `json:"ownSeconds,omitempty"`
-	Verification string   `json:"verification"` // OK or FAIL
-	Problems     []string `json:"problems,omitempty"`
+	OwnDevices  int     `json:"ownDevices,omitempty"`
+	OwnOffline  int     `json:"ownOffline,omitempty"`
+	OwnLC       int     `json:"ownLC,omitempty"`
+	Arrivals    int64   `json:"arrivals,omitempty"`
+	LCSuccesses int64   `json:"lcSuccesses,omitempty"`
+	OwnSeconds  float64 `json:"ownSeconds,omitempty"`
+	// Seconds since the run started at the first push call and when the last record was done.
+	StartT float64 `json:"startT"`
+	EndT   float64 `json:"endT"`
+	// pushd's process during the scenario (from the first push call until every record was
+	// done; unset when the process changed): CPU, CPU per sent delivery, RSS at both ends and
+	// the highest RSS sampled.
+	CPUSeconds           float64 `json:"cpuSeconds,omitempty"`
+	CPUMicrosPerDelivery float64 `json:"cpuMicrosPerDelivery,omitempty"`
+	RSSStart             int64   `json:"rssStart,omitempty"`
+	RSSEnd               int64   `json:"rssEnd,omitempty"`
+	RSSPeak              int64   `json:"rssPeak,omitempty"`
+	// From the first accepted push call to the simulators' first and last acceptance of the
+	// scenario (resolution: the sample interval; 0 when no simulator delivery was expected).
+	FirstDeliverySeconds float64  `json:"firstDeliverySeconds,omitempty"`
+	LastDeliverySeconds  float64  `json:"lastDeliverySeconds,omitempty"`
+	Verification         string   `json:"verification"` // OK or FAIL
+	Problems             []string `json:"problems,omitempty"`
 }
 
 // Verdicts.
@@ -120,6 +160,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("cannot format the report: %w", err)
+	}
+	if err := r.writeResources(&b); err != nil {
+		return err
 	}
 	for _, s := range r.Scenarios {
 		s.writeChannels(&b)
@@ -180,4 +223,53 @@ func (s *ScenarioReport) writeChannels(b *strings.Builder) {
 		fmt.Fprintf(b, "  %s: own channel: %d devices (%d on %s, %d offline until the push was done); lcSuccesses %d, arrivals %d; %.2fs from the push's end to every ack counted\n",
 			s.Name, s.OwnDevices, s.OwnLC, ProtoLC, s.OwnOffline, s.LCSuccesses, s.Arrivals, s.OwnSeconds)
 	}
+}
+
+// mb is bytes in MB.
+func mb(n int64) float64 { return float64(n) / (1 << 20) }
+
+// writeResources writes pushd's CPU and memory per scenario and the floor with the ratios.
+func (r *Report) writeResources(b *strings.Builder) error {
+	if p := r.Pushd; p != nil {
+		if p.Error != "" {
+			fmt.Fprintf(b, "\npushd process: %s\n", p.Error)
+		} else {
+			fmt.Fprintf(b, "\npushd process (/proc, every %.2fs, %d samples): %.1fs CPU, RSS %.0f MB at start, %.0f MB at end (growth %+.0f MB), peak %.0f MB",
+				r.SampleEvery, p.Samples, p.CPUSeconds, mb(p.RSSStart), mb(p.RSSEnd), mb(p.RSSEnd-p.RSSStart), mb(p.PeakRSS))
+			if p.Restarts > 0 {
+				fmt.Fprintf(b, " (%d restarts: figures of the last process)", p.Restarts)
+			}
+			b.WriteString("\n")
+		}
+	}
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tcpu-s\tcpu-µs/delivery\trss-start-MB\trss-end-MB\trss-peak-MB\taccept→first-s\taccept→last-s\t")
+	rows := 0
+	for _, s := range r.Scenarios {
+		if s.CPUSeconds == 0 && s.FirstDeliverySeconds == 0 && s.LastDeliverySeconds == 0 {
+			continue
+		}
+		rows++
+		fmt.Fprintf(tw, "%s\t%.2f\t%.1f\t%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t\n", s.Name, s.CPUSeconds, s.CPUMicrosPerDelivery,
+			mb(s.RSSStart), mb(s.RSSEnd), mb(s.RSSPeak), s.FirstDeliverySeconds, s.LastDeliverySeconds)
+	}
+	if rows > 0 {
+		if err := tw.Flush(); err != nil {
+			return fmt.Errorf("cannot format the report: %w", err)
+		}
+	}
+	if f := r.Floor; f != nil {
+		fmt.Fprintf(b, "floor against the same APNs simulator (%d connections x %d streams), compared with scenario %s: pushd %.1f µs CPU/delivery, %.0f deliveries/s\n",
+			f.Connections, f.Streams, f.Scenario, f.PushdCPUMicrosPerDelivery, f.PushdDeliveriesPerSecond)
+		for _, fr := range f.Runs {
+			if fr.CPUMicrosPerRequest > 0 {
+				fmt.Fprintf(b, "  %-9s %d requests in %.2fs = %.0f/s, %.1f µs CPU/request: pushd CPU/delivery = %.2fx the floor, pushd rate = %.2fx the floor\n",
+					fr.Tool, fr.OK, fr.Seconds, fr.RequestsPerSecond, fr.CPUMicrosPerRequest, fr.CPURatio, fr.RateRatio)
+			}
+			if fr.Skipped != "" {
+				fmt.Fprintf(b, "  %-9s %s\n", fr.Tool, fr.Skipped)
+			}
+		}
+	}
+	return nil
 }

@@ -134,12 +134,12 @@ func BuildScenario(name string, p *Population, devicesPerType int) (Scenario, er
 				s.Requests = append(s.Requests, Request{Path: "/1.1/push/devices", Body: b})
 			}
 		}
-	case ScenarioKill:
+	case ScenarioAll, ScenarioKill:
 		s.Requests = []Request{{Path: "/1.1/push", Body: map[string]any{"channels": []string{ChannelAll}, "data": data(name)}}}
 		for i := range p.Main {
 			s.Expect.Alive[p.Main[i].Token] = p.Main[i].Gateway()
 		}
-		s.Expect.AtLeastOnce = true
+		s.Expect.AtLeastOnce = name == ScenarioKill
 	case ScenarioInvalid, ScenarioInvalidAgain:
 		if len(p.Doomed) == 0 {
 			return s, fmt.Errorf("cannot build scenario %s: the population has no invalid-token cohort", name)

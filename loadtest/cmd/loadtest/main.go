@@ -1,6 +1,6 @@
 // Command loadtest drives a running pushd against the gateway simulators (pushsim) and proves
 // delivery per target; scripts/loadtest.sh starts both and runs it (`make loadtest`).
-// It prints a table, writes a JSON report with -report, and exits 1 when a verification
+// It prints a table, writes a JSON report with -report and an HTML one with -html, and exits 1 when a verification
 // fails, 2 when the run could not complete. `loadtest -h` lists the flags.
 package main
 
@@ -24,9 +24,10 @@ func main() {
 func run() int {
 	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
 	var cfg driver.Config
-	var pushes, sims, report string
+	var pushes, sims, report, html string
 	cfg.RegisterFlags(fs, &pushes, &sims)
 	fs.StringVar(&report, "report", "", "write the JSON report to this file")
+	fs.StringVar(&html, "html", "", "write the self-contained HTML report (plots, tables, the JSON) to this file")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -60,6 +61,13 @@ func run() int {
 			return 2
 		}
 		fmt.Fprintln(os.Stdout, "report written to", report)
+	}
+	if html != "" {
+		if err := rep.WriteHTMLFile(html); err != nil {
+			fmt.Fprintln(os.Stderr, "loadtest:", err)
+			return 2
+		}
+		fmt.Fprintln(os.Stdout, "HTML report written to", html)
 	}
 	switch {
 	case runErr != nil:

@@ -1,0 +1,95 @@
+package driver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestDriverEndToEndMeasures runs scripts/loadtest.sh on a small population and checks the
+// measurement: pushd's process sampled (CPU, RSS) per scenario, the delivery times, the floor
+// (the Go client always; h2load when installed or installable) with ratios, and the HTML
+// report. Skipped with -short.
+func TestDriverEndToEndMeasures(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end load test skipped with -short")
+	}
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc: pushd cannot be sampled")
+	}
+	for _, tool := range []string{"bash", "curl", "go"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("end-to-end load test needs %s: %v", tool, err)
+		}
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	tmp := t.TempDir()
+	report, html := filepath.Join(tmp, "report.json"), filepath.Join(tmp, "report.html")
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "scripts", "loadtest.sh"),
+		"--installations", "600", "--concurrency", "32", "--pushes", "channel,all", "--report", report, "--html", html)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "LOADTEST_SIM_INVALID_RATE=0")
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 30 * time.Second
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("scripts/loadtest.sh failed: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatalf("no report: %v\n%s", err, out)
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if !r.OK || len(r.Scenarios) != 2 {
+		t.Fatalf("report not OK or not 2 scenarios:\n%s", out)
+	}
+	p := r.Pushd
+	if p == nil || p.Error != "" || p.Samples < 2 || p.CPUSeconds <= 0 || p.RSSStart <= 0 || p.PeakRSS < p.RSSEnd {
+		t.Fatalf("pushd's process: %+v", p)
+	}
+	for _, s := range r.Scenarios {
+		if s.CPUSeconds <= 0 || s.CPUMicrosPerDelivery <= 0 || s.RSSStart <= 0 || s.RSSPeak < s.RSSEnd ||
+			s.LastDeliverySeconds <= 0 || s.LastDeliverySeconds < s.FirstDeliverySeconds {
+			t.Errorf("scenario %s: cpu %.3fs (%.1f µs/delivery), rss %d→%d peak %d, first %.2fs last %.2fs",
+				s.Name, s.CPUSeconds, s.CPUMicrosPerDelivery, s.RSSStart, s.RSSEnd, s.RSSPeak, s.FirstDeliverySeconds, s.LastDeliverySeconds)
+		}
+	}
+	f := r.Floor
+	if f == nil || f.Scenario != ScenarioAll || len(f.Runs) != 2 {
+		t.Fatalf("floor: %+v\n%s", f, out)
+	}
+	for _, fr := range f.Runs {
+		measured := fr.CPUMicrosPerRequest > 0 && fr.CPURatio > 0 && fr.RateRatio > 0 && fr.OK >= 2000
+		switch {
+		case fr.Tool == "go-http2" && !measured:
+			t.Errorf("Go floor not measured: %+v", fr)
+		case fr.Tool == "h2load" && !measured && !strings.Contains(fr.Skipped, "nghttp2-client"):
+			t.Errorf("h2load neither measured nor said missing: %+v", fr)
+		}
+	}
+	if !bytes.Contains(out, []byte("pushd CPU/delivery =")) {
+		t.Errorf("the table gives no ratio to the floor:\n%s", out)
+	}
+	h, err := os.ReadFile(html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(h, []byte("<svg")); n < 8 {
+		t.Errorf("HTML report has %d plots", n)
+	}
+}
