@@ -54,6 +54,7 @@ func TestDriverSeedProgress(t *testing.T) {
 				cfg.Terminal = &term
 			}
 			r := &run{cfg: cfg.withDefaults(), out: &out}
+			r.mon = newMonitor(time.Now(), "", r.cfg.SampleEvery, nil)
 			r.api = newClient(r.cfg.PushdURL, 8, 10*time.Second)
 			r.api.keys = keys{appID: app.ID, appKey: app.AppKey}
 			const n = 120
