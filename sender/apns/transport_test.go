@@ -13,6 +13,9 @@ var testTransport = TransportAPNs2
 // TestMain runs every test of the package once per transport, so the client tests are the
 // contract both transports meet. Benchmarks pick their transport themselves and run once.
 func TestMain(m *testing.M) {
+	if os.Getenv(benchSimEnv) != "" {
+		os.Exit(serveBenchSim())
+	}
 	flag.Parse()
 	if f := flag.Lookup("test.bench"); f != nil && f.Value.String() != "" {
 		os.Exit(m.Run())
