@@ -16,6 +16,7 @@ import (
 	"github.com/pushd/pushd/internal/lease"
 	"github.com/pushd/pushd/scheduler"
 	"github.com/pushd/pushd/sender"
+	"github.com/pushd/pushd/sender/apns"
 	"github.com/pushd/pushd/sender/direct"
 	"github.com/pushd/pushd/store/cassandra"
 	"github.com/pushd/pushd/store/pebble"
@@ -59,6 +60,9 @@ type serveConfig struct {
 
 	// DryRun bounds the dry runs of pushes (the dry_run extension) on the api role.
 	DryRun pushapi.DryRunConfig
+
+	// APNsTransport is the APNs HTTP/2 client: apns.TransportLean or apns.TransportAPNs2.
+	APNsTransport string
 
 	// Gateways: endpoint overrides and extra trusted roots (simulators, staging).
 	APNsEndpoint string
@@ -160,6 +164,7 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	fs.StringVar(&c.GatewayURL, "gateway-url", "", "URL the router (GET /1.1/router) gives devices, e.g. wss://push.example.com/1.1/connect; empty: ws://<the host asked>:<gateway port>/1.1/connect (PUSHD_GATEWAY_URL)")
 	c.Direct.RegisterFlags(fs, "direct-")
 	fs.StringVar(&c.APNsEndpoint, "apns-endpoint", envOr("PUSHD_APNS_ENDPOINT", ""), "APNs base URL for both environments instead of Apple's (PUSHD_APNS_ENDPOINT)")
+	fs.StringVar(&c.APNsTransport, "apns-transport", envOr("PUSHD_APNS_TRANSPORT", apns.DefaultTransport), "APNs HTTP/2 client: lean (sender/h2: header blocks encoded once per push, no per-request objects) or apns2 (sideshow/apns2 over net/http, the previous one) (PUSHD_APNS_TRANSPORT)")
 	fs.StringVar(&c.FCMEndpoint, "fcm-endpoint", envOr("PUSHD_FCM_ENDPOINT", ""), "FCM base URL instead of Google's (PUSHD_FCM_ENDPOINT)")
 	fs.StringVar(&c.FCMTokenURL, "fcm-token-url", envOr("PUSHD_FCM_TOKEN_URL", ""), "OAuth2 token URL for every FCM service account instead of its token_uri (PUSHD_FCM_TOKEN_URL)")
 	fs.StringVar(&c.GatewayCA, "gateway-ca", envOr("PUSHD_GATEWAY_CA", ""), "PEM file of extra roots trusted for gateway TLS (PUSHD_GATEWAY_CA)")
@@ -258,6 +263,10 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	if c.Sim && (c.APNsEndpoint != "" || c.FCMEndpoint != "" || c.HMSEndpoint != "" || c.MiEndpoint != "" || c.VivoEndpoint != "" ||
 		c.OppoEndpoint != "" || c.OppoIntlURL != "" || c.MzEndpoint != "") {
 		return nil, fmt.Errorf("--sim sets the gateway endpoints itself: drop --apns-endpoint/--fcm-endpoint/--hms-endpoint/--mi-endpoint/--vivo-endpoint/--oppo-endpoint/--oppo-intl-endpoint/--mz-endpoint")
+	}
+	c.Sender.APNs.Transport = c.APNsTransport
+	if err := c.Sender.APNs.Validate(); err != nil {
+		return nil, fmt.Errorf("--apns-transport: %w", err)
 	}
 	codes, err := parseCodes(c.OppoInvalidRegIDCodes)
 	if err != nil {

@@ -21,7 +21,7 @@ type Config struct {
 	// concurrent-stream figure APNs has been observed to advertise (the transport still honours
 	// the live SETTINGS_MAX_CONCURRENT_STREAMS).
 	gateway.ConnConfig
-	// Transport is the HTTP/2 client: TransportAPNs2 (default) or TransportLean (sender/h2);
+	// Transport is the HTTP/2 client: TransportLean (sender/h2, the default) or TransportAPNs2;
 	// see docs/decisions.md, "Lean APNs transport".
 	Transport string
 	// TLS is the base client TLS configuration (nil: system roots). Tests set the simulator's
@@ -38,7 +38,7 @@ func (c Config) WithDefaults() Config {
 		c.DevEndpoint = apns2.HostDevelopment
 	}
 	if c.Transport == "" {
-		c.Transport = TransportAPNs2
+		c.Transport = DefaultTransport
 	}
 	c.ConnConfig = c.ConnConfig.WithDefaults(500)
 	return c

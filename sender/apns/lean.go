@@ -25,6 +25,10 @@ import (
 const (
 	TransportAPNs2 = "apns2" // sideshow/apns2 over net/http and x/net/http2
 	TransportLean  = "lean"  // sender/h2: header blocks encoded once per push, no per-request objects
+
+	// DefaultTransport: lean passes the client tests both transports run and costs a fifth of
+	// apns2's CPU per delivery (docs/decisions.md, "Lean APNs transport").
+	DefaultTransport = TransportLean
 )
 
 // notProcessedAttempts is how many times Send puts a delivery on a connection while the
