@@ -75,10 +75,9 @@ func (l *leanSlot) conn(ctx context.Context) (*h2.Conn, error) {
 	if l.c != nil && l.c.Usable() {
 		return l.c, nil
 	}
-	if l.c != nil {
-		l.c.Close()
-		l.c = nil
-	}
+	// A connection that went away is not closed here: its streams at or below the GOAWAY's
+	// last-stream-id run to their answer, then it closes itself.
+	l.c = nil
 	c, err := h2.Dial(ctx, l.addr, l.cfg)
 	if err != nil {
 		return nil, err
