@@ -342,8 +342,12 @@ func (c *Conn) cancel(s *stream) bool {
 	if s.id != 0 && c.streams[s.id] == s {
 		c.finishLocked(s)
 		c.ctl.resets = append(c.ctl.resets, idVal{s.id, uint32(http2.ErrCodeCancel)})
+		idle := c.goAway && c.active == 0
 		c.mu.Unlock()
 		c.kick()
+		if idle {
+			c.fail(errUnusable)
+		}
 		return true // s is dropped, not pooled: the reader may still hold it
 	}
 	c.mu.Unlock()

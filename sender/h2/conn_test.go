@@ -502,3 +502,22 @@ func TestH2RawContextCancel(t *testing.T) {
 		t.Fatalf("after cancel: %+v", res)
 	}
 }
+
+// After GOAWAY, a connection whose last stream ends by the caller's cancel closes too.
+func TestH2RawGoAwayThenCancelCloses(t *testing.T) {
+	c, s := startRaw(t, Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan error, 1)
+	go func() { ch <- c.Do(ctx, testRequest("a", "{}"), &Response{}) }()
+	r := s.request()
+	_ = s.fr.WriteGoAway(r.id, http2.ErrCodeNo, nil)
+	waitfor.True(t, 10*time.Second, "GOAWAY applied", func() bool { return !c.Usable() })
+	cancel()
+	if err := <-ch; !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v", err)
+	}
+	_ = s.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.Copy(io.Discard, s.nc); err != nil {
+		t.Fatalf("connection not closed by the client: %v", err)
+	}
+}
