@@ -177,3 +177,33 @@ func TestAPNsLeanProcessedSemantics(t *testing.T) {
 		})
 	}
 }
+
+// A server allowing one stream (as APNs on a fresh token-auth connection): the lean
+// transport waits for its SETTINGS and queues the rest on the connection, so a burst of
+// callers is all delivered within the limit.
+func TestAPNsLeanServerLimitOfOne(t *testing.T) {
+	if testTransport != TransportLean {
+		t.Skip("lean transport only")
+	}
+	s := newSim(t, sim.APNsConfig{MaxConcurrentStreams: 1})
+	cfg := simConfig(s)
+	cfg.MaxConns, cfg.StreamsPerConn = 1, 64
+	cl := mustClient(t, tokenCreds(t, s, testTeam), delivery(devToken(0)), cfg)
+	const senders, per = 32, 8
+	var wg sync.WaitGroup
+	var failed sync.Map
+	for g := range senders {
+		wg.Go(func() {
+			for i := range per {
+				if r := cl.Send(context.Background(), delivery(devToken(g*per+i))); r.Kind != gateway.KindSent {
+					failed.Store(r.Reason, true)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	failed.Range(func(k, _ any) bool { t.Errorf("failed: %v", k); return true })
+	if st := s.Stats(); st.Accepted != senders*per {
+		t.Fatalf("accepted %d of %d", st.Accepted, senders*per)
+	}
+}
