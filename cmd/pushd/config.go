@@ -17,6 +17,7 @@ import (
 	"github.com/pushd/pushd/internal/lease"
 	"github.com/pushd/pushd/scheduler"
 	"github.com/pushd/pushd/sender"
+	"github.com/pushd/pushd/sender/apns"
 	"github.com/pushd/pushd/sender/direct"
 	"github.com/pushd/pushd/store/cassandra"
 	"github.com/pushd/pushd/store/pebble"
@@ -60,6 +61,9 @@ type serveConfig struct {
 
 	// DryRun bounds the dry runs of pushes (the dry_run extension) on the api role.
 	DryRun pushapi.DryRunConfig
+
+	// APNsTransport is the APNs HTTP/2 client: apns.TransportLean or apns.TransportAPNs2.
+	APNsTransport string
 
 	// Gateways: endpoint overrides and extra trusted roots (simulators, staging).
 	APNsEndpoint string
@@ -177,6 +181,7 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	fs.DurationVar(&c.GatewayAdvertiseTTL, "gateway-advertise-ttl", direct.DefaultAdvertiseTTL, "with --log kafka: how long a gateway node's advertisement lasts without its heartbeat (every third of it); a node that died is routed to until then (PUSHD_GATEWAY_ADVERTISE_TTL)")
 	c.Direct.RegisterFlags(fs, "direct-")
 	fs.StringVar(&c.APNsEndpoint, "apns-endpoint", envOr("PUSHD_APNS_ENDPOINT", ""), "APNs base URL for both environments instead of Apple's (PUSHD_APNS_ENDPOINT)")
+	fs.StringVar(&c.APNsTransport, "apns-transport", envOr("PUSHD_APNS_TRANSPORT", apns.DefaultTransport), "APNs HTTP/2 client: lean (sender/h2: header blocks encoded once per push, no per-request objects) or apns2 (sideshow/apns2 over net/http, the previous one) (PUSHD_APNS_TRANSPORT)")
 	fs.StringVar(&c.FCMEndpoint, "fcm-endpoint", envOr("PUSHD_FCM_ENDPOINT", ""), "FCM base URL instead of Google's (PUSHD_FCM_ENDPOINT)")
 	fs.StringVar(&c.FCMTokenURL, "fcm-token-url", envOr("PUSHD_FCM_TOKEN_URL", ""), "OAuth2 token URL for every FCM service account instead of its token_uri (PUSHD_FCM_TOKEN_URL)")
 	fs.StringVar(&c.GatewayCA, "gateway-ca", envOr("PUSHD_GATEWAY_CA", ""), "PEM file of extra roots trusted for gateway TLS (PUSHD_GATEWAY_CA)")
@@ -294,6 +299,10 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	}
 	if c.Sim && (c.HonorEndpoint != "" || c.HonorTokenURL != "") {
 		return nil, fmt.Errorf("--sim sets the gateway endpoints itself: drop --honor-endpoint/--honor-token-url")
+	}
+	c.Sender.APNs.Transport = c.APNsTransport
+	if err := c.Sender.APNs.Validate(); err != nil {
+		return nil, fmt.Errorf("--apns-transport: %w", err)
 	}
 	codes, err := parseCodes(c.OppoInvalidRegIDCodes)
 	if err != nil {

@@ -24,8 +24,9 @@ import (
 // when every open one carries Config.StreamsPerConn requests. Safe for concurrent use.
 type Client struct {
 	creds *Credentials
-	tok   *token.Token // token auth; nil with a certificate
-	conns *gateway.Conns[*apns2.Client]
+	tok   *token.Token                  // token auth; nil with a certificate
+	conns *gateway.Conns[*apns2.Client] // TransportAPNs2
+	lean  *lean                         // TransportLean
 }
 
 // NewClient builds the client of one route key returned by Route. It does not connect:
@@ -69,6 +70,14 @@ func (c *Credentials) NewClient(route string, cfg Config) (*Client, error) {
 	}
 	if cl.tok == nil && cert == nil {
 		return nil, fmt.Errorf("cannot build apns client: no certificate for route %q", route)
+	}
+	if cfg.Transport == TransportLean {
+		l, err := newLean(cfg, host, cert)
+		if err != nil {
+			return nil, err
+		}
+		cl.lean = l
+		return cl, nil
 	}
 	dial := func() (*apns2.Client, error) { return newConn(cfg, host, cl.tok, cert), nil }
 	cl.conns = gateway.NewBoundedConns(cfg.MaxConns, cfg.StreamsPerConn, dial, func(a *apns2.Client) { a.CloseIdleConnections() })
@@ -130,10 +139,21 @@ func (t retryAfterTransport) RoundTrip(r *http.Request) (*http.Response, error) 
 func (t retryAfterTransport) CloseIdleConnections() { t.tr.CloseIdleConnections() }
 
 // Conns is the number of open connections.
-func (cl *Client) Conns() int { return cl.conns.Len() }
+func (cl *Client) Conns() int {
+	if cl.lean != nil {
+		return cl.lean.conns.Len()
+	}
+	return cl.conns.Len()
+}
 
 // Close closes the connections; call it once no Send is running.
-func (cl *Client) Close() { cl.conns.Close() }
+func (cl *Client) Close() {
+	if cl.lean != nil {
+		cl.lean.conns.Close()
+		return
+	}
+	cl.conns.Close()
+}
 
 // Send makes one attempt to deliver d and classifies the reply. The topic is the request's,
 // else the installation's apnsTopic, else the app's default topic.
@@ -148,6 +168,9 @@ func (cl *Client) Send(ctx context.Context, d *push.Delivery) gateway.Reply {
 	}
 	if topic == "" && cl.tok != nil {
 		return gateway.Reply{Kind: gateway.KindFailed, Reason: "no apns topic: the request, the installation's apnsTopic and the app's defaultTopic are all empty"}
+	}
+	if cl.lean != nil {
+		return cl.sendLean(ctx, d, topic)
 	}
 	n := &apns2.Notification{
 		DeviceToken: d.Target.DeviceID,

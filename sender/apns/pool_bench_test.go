@@ -4,8 +4,12 @@ package apns_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -21,19 +25,49 @@ import (
 )
 
 // BenchmarkSenderAPNsPool measures deliveries/s through one sender pool (at most 4 HTTP/2
-// connections, token auth via sideshow/apns2) to the local APNs simulator, next to the raw
-// ceiling sim.Ceiling reaches against the same simulator in the same run (one connection,
-// 256 streams, bare x/net/http2). Run with e.g. -benchtime=40000x.
+// connections, token auth) on each transport (sub-benchmarks apns2 and lean) to the APNs
+// simulator, next to the raw ceiling sim.Ceiling reaches against the same simulator in the
+// same run (one connection, 256 streams, bare x/net/http2). The simulator runs in a child
+// process, so cpu-µs/delivery is the sender's own CPU (and ceiling-cpu-µs/req the bare
+// client's). Run with e.g. -benchtime=40000x.
 func BenchmarkSenderAPNsPool(b *testing.B) {
-	s, err := sim.NewAPNs(sim.APNsConfig{NoTokenStats: true})
+	for _, tr := range []string{apns.TransportAPNs2, apns.TransportLean} {
+		b.Run(tr, func(b *testing.B) { benchAPNsPool(b, tr) })
+	}
+}
+
+// startSimProcess runs the APNs simulator in a child process (this test binary, see
+// serveBenchSim) and returns its URL, client TLS and the P8 key it trusts.
+func startSimProcess(b *testing.B) (url string, tlsCfg *tls.Config, p8 []byte) {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "PUSHD_BENCH_APNS_SIM=1")
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer s.Close()
-	p8, err := s.NewKey("KEY1234567", "TEAM123456")
+	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		b.Fatal(err)
 	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = stdin.Close(); _ = cmd.Wait() })
+	var info struct{ URL, CA, P8 string }
+	if err := json.NewDecoder(stdout).Decode(&info); err != nil {
+		b.Fatalf("cannot read the simulator process's address: %v", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM([]byte(info.CA)) {
+		b.Fatal("simulator CA: no certificate")
+	}
+	return info.URL, &tls.Config{RootCAs: roots, NextProtos: []string{"h2"}, MinVersion: tls.VersionTLS12}, []byte(info.P8)
+}
+
+func benchAPNsPool(b *testing.B, transport string) {
+	simURL, simTLS, p8 := startSimProcess(b)
 	raw, _ := json.Marshal(apns.CredentialsJSON{DefaultTopic: "com.example.chat", Teams: []apns.TeamKey{{TeamID: "TEAM123456", KeyID: "KEY1234567", P8: string(p8)}}})
 	app := push.App{ID: "bench", Credentials: map[string]json.RawMessage{"apns": raw}}
 
@@ -46,13 +80,13 @@ func BenchmarkSenderAPNsPool(b *testing.B) {
 		b.Fatal(err)
 	}
 	// The ceiling is measured before and after the pool run and averaged: on a shared machine
-	// the load changes during the run. CPU per request (client and simulator together) is the
+	// the load changes during the run. CPU per request (this process's: the client's) is the
 	// steadier comparison.
 	ceilingN := max(b.N/2, 10000)
 	var ceiling, ceilingCPU float64
 	measureCeiling := func() {
 		cpu0 := procstat.CPU(b)
-		perSec, err := sim.Ceiling(context.Background(), s.URL(), s.ClientTLS(), "bearer "+jwt, ceilingN, 256)
+		perSec, err := sim.Ceiling(context.Background(), simURL, simTLS.Clone(), "bearer "+jwt, ceilingN, 256)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -62,7 +96,7 @@ func BenchmarkSenderAPNsPool(b *testing.B) {
 	measureCeiling()
 
 	d := sender.New(sender.Config{
-		APNs: apns.Config{ProdEndpoint: s.URL(), DevEndpoint: s.URL(), TLS: s.ClientTLS()},
+		APNs: apns.Config{ProdEndpoint: simURL, DevEndpoint: simURL, TLS: simTLS, Transport: transport},
 	}, sendertest.Apps{App: app}, nil, zap.NewNop(), metrics.NewSet())
 	defer d.Close()
 	msg := &push.Message{Channel: push.ChannelAPNs, Body: []byte(`{"aps":{"alert":"hi"}}`), PushType: "alert", Priority: 10}

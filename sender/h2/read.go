@@ -1,0 +1,264 @@
+package h2
+
+import (
+	"errors"
+	"fmt"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+func (c *Conn) readLoop() {
+	for {
+		f, err := c.fr.ReadFrame()
+		var se http2.StreamError
+		if errors.As(err, &se) { // a malformed frame of one stream: that stream ends
+			c.mu.Lock()
+			s := c.streams[se.StreamID]
+			c.ctl.resets = append(c.ctl.resets, idVal{se.StreamID, uint32(se.Code)})
+			c.mu.Unlock()
+			c.kick()
+			if s != nil {
+				c.complete(s, &StreamError{Code: se.Code})
+			}
+			continue
+		}
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		c.frames.Add(1)
+		if err := c.handle(f); err != nil {
+			c.fail(err)
+			return
+		}
+	}
+}
+
+// handle applies one frame; an error is a connection error.
+func (c *Conn) handle(f http2.Frame) error {
+	switch f := f.(type) {
+	case *http2.SettingsFrame:
+		if f.IsAck() {
+			return nil
+		}
+		if err := c.applySettings(f); err != nil {
+			return err
+		}
+		c.kick()
+	case *http2.PingFrame:
+		if !f.IsAck() {
+			c.mu.Lock()
+			c.ctl.pingAcks = append(c.ctl.pingAcks, f.Data)
+			c.mu.Unlock()
+			c.kick()
+		}
+	case *http2.WindowUpdateFrame:
+		return c.onWindowUpdate(f.StreamID, f.Increment)
+	case *http2.HeadersFrame:
+		c.mu.Lock()
+		c.cur = c.streams[f.StreamID]
+		c.mu.Unlock()
+		c.curEnd, c.curStatus, c.curRetryAfter = f.StreamEnded(), 0, ""
+		return c.onFragment(f.HeaderBlockFragment(), f.HeadersEnded())
+	case *http2.ContinuationFrame:
+		return c.onFragment(f.HeaderBlockFragment(), f.HeadersEnded())
+	case *http2.DataFrame:
+		c.onData(f)
+	case *http2.RSTStreamFrame:
+		c.mu.Lock()
+		s := c.streams[f.StreamID]
+		c.mu.Unlock()
+		if s == nil {
+			return nil
+		}
+		if f.ErrCode == http2.ErrCodeRefusedStream {
+			c.complete(s, errRefused)
+		} else {
+			c.complete(s, &StreamError{Code: f.ErrCode})
+		}
+	case *http2.GoAwayFrame:
+		c.onGoAway(f.LastStreamID)
+	case *http2.PushPromiseFrame:
+		return errors.New("server push after SETTINGS_ENABLE_PUSH=0")
+	}
+	return nil // PRIORITY, unknown types: ignored
+}
+
+func (c *Conn) applySettings(f *http2.SettingsFrame) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	err := f.ForeachSetting(func(s http2.Setting) error {
+		if err := s.Valid(); err != nil {
+			return err
+		}
+		switch s.ID {
+		case http2.SettingMaxConcurrentStreams:
+			c.maxStreams = int(min(s.Val, 1<<20))
+		case http2.SettingInitialWindowSize:
+			delta := int32(s.Val) - c.peerWindow
+			for _, st := range c.streams {
+				if int64(st.sendWin)+int64(delta) > maxStreamID {
+					return errors.New("SETTINGS_INITIAL_WINDOW_SIZE overflows a stream window")
+				}
+				st.sendWin += delta
+			}
+			c.peerWindow = int32(s.Val)
+		case http2.SettingMaxFrameSize:
+			c.peerFrame = int(s.Val)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("bad http2 settings: %w", err)
+	}
+	c.ctl.settingsAcks++
+	return nil
+}
+
+func (c *Conn) onWindowUpdate(id, inc uint32) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if id == 0 {
+		if int64(c.sendWindow)+int64(inc) > maxStreamID {
+			return errors.New("connection flow-control window overflow")
+		}
+		c.sendWindow += int32(inc)
+	} else if s := c.streams[id]; s != nil {
+		if int64(s.sendWin)+int64(inc) > maxStreamID {
+			// A stream error; the request may not have been processed, but a server that
+			// breaks flow control is not trusted with the rest of the connection either.
+			return errors.New("stream flow-control window overflow")
+		}
+		s.sendWin += int32(inc)
+	}
+	if len(c.blocked) > 0 {
+		c.kick()
+	}
+	return nil
+}
+
+// emit takes one decoded response header field (reader only).
+func (c *Conn) emit(f hpack.HeaderField) {
+	switch f.Name {
+	case ":status":
+		if len(f.Value) == 3 {
+			n := 0
+			for i := 0; i < 3; i++ {
+				d := f.Value[i]
+				if d < '0' || d > '9' {
+					return
+				}
+				n = n*10 + int(d-'0')
+			}
+			c.curStatus = n
+		}
+	case "retry-after":
+		c.curRetryAfter = f.Value
+	}
+}
+
+func (c *Conn) onFragment(frag []byte, end bool) error {
+	// Every header block is decoded, also of streams we no longer track: the decoder's
+	// dynamic table must follow the server's.
+	if _, err := c.dec.Write(frag); err != nil {
+		return fmt.Errorf("cannot decode http2 headers: %w", err)
+	}
+	if !end {
+		return nil
+	}
+	if err := c.dec.Close(); err != nil {
+		return fmt.Errorf("cannot decode http2 headers: %w", err)
+	}
+	s := c.cur
+	c.cur = nil
+	if s == nil {
+		return nil
+	}
+	switch {
+	case s.status != 0: // trailers
+	case c.curStatus >= 100 && c.curStatus < 200:
+		if !c.curEnd {
+			return nil // informational: the final answer follows
+		}
+		c.complete(s, &StreamError{Code: http2.ErrCodeProtocol})
+		return nil
+	case c.curStatus == 0:
+		c.complete(s, &StreamError{Code: http2.ErrCodeProtocol})
+		return nil
+	default:
+		s.status, s.retryAfter = c.curStatus, c.curRetryAfter
+	}
+	if c.curEnd {
+		c.complete(s, nil)
+	}
+	return nil
+}
+
+func (c *Conn) onData(f *http2.DataFrame) {
+	n := int(f.Header().Length) // padding counts against flow control too
+	c.mu.Lock()
+	s := c.streams[f.StreamID]
+	c.recvUnacked += n
+	kick := false
+	if c.recvUnacked >= recvConnWindow/2 {
+		c.ctl.connWindow += uint32(c.recvUnacked)
+		c.recvUnacked, kick = 0, true
+	}
+	if s != nil && !f.StreamEnded() {
+		s.recvd += n
+		if s.recvd >= recvStreamWindow/2 {
+			c.ctl.streamWins = append(c.ctl.streamWins, idVal{s.id, uint32(s.recvd)})
+			s.recvd, kick = 0, true
+		}
+	}
+	c.mu.Unlock()
+	if kick {
+		c.kick()
+	}
+	if s == nil {
+		return
+	}
+	if s.status == 0 {
+		c.complete(s, &StreamError{Code: http2.ErrCodeProtocol}) // DATA before HEADERS
+		return
+	}
+	if s.status != 200 {
+		if room := c.cfg.MaxBody - len(s.body); room > 0 {
+			d := f.Data()
+			s.body = append(s.body, d[:min(room, len(d))]...)
+		}
+	}
+	if f.StreamEnded() {
+		c.complete(s, nil)
+	}
+}
+
+// onGoAway: streams above last were not processed and end now; the others run to their
+// answer, then the connection closes. No new stream starts.
+func (c *Conn) onGoAway(last uint32) {
+	c.mu.Lock()
+	c.goAway = true
+	var refused []*stream
+	for id, s := range c.streams {
+		if id > last {
+			refused = append(refused, s)
+		}
+	}
+	waiting := c.waiting
+	c.waiting = nil
+	c.mu.Unlock()
+	for _, s := range refused {
+		c.complete(s, errAboveGoAway)
+	}
+	for _, s := range waiting {
+		s.err = errAboveGoAway
+		s.done <- struct{}{}
+	}
+	c.mu.Lock()
+	idle := c.active == 0
+	c.mu.Unlock()
+	if idle {
+		c.fail(errUnusable)
+	}
+}
