@@ -82,7 +82,7 @@ func clusterLimitCases(t *testing.T) {
 			one("cas", cqlDeviceRelease, "a", "iid", "iid1", "o1"))
 	})
 
-	t.Run("device claim that finds the row already ours: held, not rewritten", func(t *testing.T) {
+	t.Run("device claim that finds the row ours already: held, and rewritten in the batch for its TTL", func(t *testing.T) {
 		calls, err := runCase(t, script{
 			cqlDeviceClaim: fixed(reply{notApp: true, prev: map[string]any{"object_id": "o1"}}),
 		}, put(inst("o1", "", "tok1")))
@@ -96,6 +96,7 @@ func clusterLimitCases(t *testing.T) {
 				b(cqlDeadDelete, "a", "tok1"),
 				b(cqlInstInsert, "a", "o1", bk, "android", anyv, anyv, anyv, anyv),
 				b(cqlBucketInsert, "a", bk, "android", "o1", anyv, anyv),
+				b(cqlDeviceInsert, "a", "token", "tok1", "o1"),
 			))
 	})
 

@@ -90,8 +90,9 @@ func (s *Store) LookupDevice(ctx context.Context, appID string, kind push.IDKind
 // is first claimed with an LWT on its installations_by_device row (INSERT IF NOT EXISTS), so
 // two nodes racing for one new token cannot both win: the loser gets store.ErrDuplicate and
 // releases the ids it claimed. A timed-out claim is read again at SERIAL before deciding.
-// Rows claimed by LWT are not rewritten in the batch (an LWT row is not mixed with plain
-// writes of the same statement); rows of ids the installation keeps are, to refresh their TTL.
+// Rows an LWT just wrote are not rewritten in the batch (an LWT row is not mixed with plain
+// writes of the same statement); rows of ids the installation keeps are, to refresh their TTL,
+// and so is a row found ours already (a claim a failed put left, its TTL running since).
 func (s *Store) PutInstallation(ctx context.Context, appID string, buckets int, inst push.Installation) error {
 	if inst.ObjectID == "" {
 		return fmt.Errorf("cannot put an installation without objectId in app %s", appID)
@@ -109,17 +110,17 @@ func (s *Store) PutInstallation(ctx context.Context, appID string, buckets int, 
 	if found {
 		oldIDs = old.inst.Route.DeviceIDs()
 	}
-	var claimed []push.DeviceRef
+	var claimed, written []push.DeviceRef // ids held for this put; rows its LWTs wrote
 	for _, d := range inst.Route.DeviceIDs() {
 		if containsID(oldIDs, d) {
 			continue
 		}
-		ok, mayHold, err := s.claimDevice(ctx, appID, d, oid)
-		if err == nil && !ok {
+		out, err := s.claimDevice(ctx, appID, d, oid)
+		if err == nil && out == claimLost {
 			err = fmt.Errorf("%s: %w", d.Kind, store.ErrDuplicate)
 		}
 		if err != nil {
-			if mayHold {
+			if out == claimUnknown {
 				// Not even the SERIAL read answered: the claim may have applied. The
 				// release is conditional on oid, so giving it back too is safe.
 				claimed = append(claimed, d)
@@ -127,6 +128,9 @@ func (s *Store) PutInstallation(ctx context.Context, appID string, buckets int, 
 			return s.releaseAfter(ctx, appID, claimed, oid, fmt.Errorf("cannot put installation %s of app %s: %w", oid, appID, err))
 		}
 		claimed = append(claimed, d)
+		if out == claimWritten {
+			written = append(written, d)
+		}
 	}
 	bucket := push.Bucket(oid, buckets)
 	b := s.s.NewBatch(gocql.LoggedBatch).WithContext(ctx)
@@ -163,7 +167,7 @@ func (s *Store) PutInstallation(ctx context.Context, appID string, buckets int, 
 		b.Query(cqlChannelInsert, appID, ch, bucket, inst.DeviceType, oid, route, inst.Doc)
 	}
 	for _, d := range inst.Route.DeviceIDs() {
-		if !containsID(claimed, d) {
+		if !containsID(written, d) {
 			b.Query(cqlDeviceInsert, appID, string(d.Kind), d.ID, oid)
 		}
 	}
@@ -186,12 +190,21 @@ const (
 	cqlDeviceRelease = `DELETE FROM installations_by_device WHERE app_id = ? AND kind = ? AND device_id = ? IF object_id = ?`
 )
 
-// claimDevice takes d's index row for oid with an LWT and says whether oid holds it now (it
-// did already, or the insert applied). A claim whose outcome is unknown (a timeout) is decided
-// by cas's read at SERIAL: the row names oid (applied), another installation (lost), or
-// nothing (the claim failed: the timeout is returned, not a duplicate). mayHold says that an
-// error left the outcome unknown: the claim may have applied.
-func (s *Store) claimDevice(ctx context.Context, appID string, d push.DeviceRef, oid string) (held, mayHold bool, err error) {
+// claimOutcome is what claimDevice found.
+type claimOutcome int
+
+const (
+	claimLost    claimOutcome = iota // another installation holds the id
+	claimWritten                     // the LWT wrote the row for oid
+	claimHeld                        // the row named oid already (a claim a failed put left)
+	claimUnknown                     // with an error: the outcome is unknown, the claim may have applied
+)
+
+// claimDevice takes d's index row for oid with an LWT. A claim whose outcome is unknown (a
+// timeout) is decided by cas's read at SERIAL: the row names oid (written), another
+// installation (lost), or nothing (the claim failed: the timeout is returned, not a
+// duplicate). When that read fails too, the outcome is claimUnknown.
+func (s *Store) claimDevice(ctx context.Context, appID string, d push.DeviceRef, oid string) (claimOutcome, error) {
 	key := []any{appID, string(d.Kind), d.ID}
 	decided := false
 	owner := func(ctx context.Context, prev map[string]any) (casState, error) {
@@ -205,14 +218,18 @@ func (s *Store) claimDevice(ctx context.Context, appID string, d push.DeviceRef,
 	}
 	prev := map[string]any{}
 	applied, err := s.cas(ctx, s.q(ctx, cqlDeviceClaim, appID, string(d.Kind), d.ID, oid), prev, owner)
-	if err != nil {
-		return false, casUnknown(err) && !decided, fmt.Errorf("cannot claim a %s: %w", d.Kind, err)
+	switch {
+	case err != nil && casUnknown(err) && !decided:
+		return claimUnknown, fmt.Errorf("cannot claim a %s: %w", d.Kind, err)
+	case err != nil:
+		return claimLost, fmt.Errorf("cannot claim a %s: %w", d.Kind, err)
+	case applied:
+		return claimWritten, nil
 	}
-	if applied {
-		return true, false, nil
+	if o, _ := prev["object_id"].(string); o == oid {
+		return claimHeld, nil
 	}
-	o, _ := prev["object_id"].(string)
-	return o == oid, false, nil
+	return claimLost, nil
 }
 
 // releaseDevices gives back the rows claimDevice took for oid when the write fails later; the
