@@ -90,8 +90,9 @@ func (s *Store) LookupDevice(ctx context.Context, appID string, kind push.IDKind
 // is first claimed with an LWT on its installations_by_device row (INSERT IF NOT EXISTS), so
 // two nodes racing for one new token cannot both win: the loser gets store.ErrDuplicate and
 // releases the ids it claimed. A timed-out claim is read again at SERIAL before deciding.
-// Rows claimed by LWT are not rewritten in the batch (an LWT row is not mixed with plain
-// writes of the same statement); rows of ids the installation keeps are, to refresh their TTL.
+// Rows an LWT just wrote are not rewritten in the batch (an LWT row is not mixed with plain
+// writes of the same statement); rows of ids the installation keeps are, to refresh their TTL,
+// and so is a row found ours already (a claim a failed put left, its TTL running since).
 func (s *Store) PutInstallation(ctx context.Context, appID string, buckets int, inst push.Installation) error {
 	if inst.ObjectID == "" {
 		return fmt.Errorf("cannot put an installation without objectId in app %s", appID)
@@ -109,20 +110,27 @@ func (s *Store) PutInstallation(ctx context.Context, appID string, buckets int, 
 	if found {
 		oldIDs = old.inst.Route.DeviceIDs()
 	}
-	var claimed []push.DeviceRef
+	var claimed, written []push.DeviceRef // ids held for this put; rows its LWTs wrote
 	for _, d := range inst.Route.DeviceIDs() {
 		if containsID(oldIDs, d) {
 			continue
 		}
-		ok, err := s.claimDevice(ctx, appID, d, oid)
-		if err == nil && !ok {
+		out, err := s.claimDevice(ctx, appID, d, oid)
+		if err == nil && out == claimLost {
 			err = fmt.Errorf("%s: %w", d.Kind, store.ErrDuplicate)
 		}
 		if err != nil {
-			s.releaseDevices(ctx, appID, claimed, oid)
-			return fmt.Errorf("cannot put installation %s of app %s: %w", oid, appID, err)
+			if out == claimUnknown {
+				// Not even the SERIAL read answered: the claim may have applied. The
+				// release is conditional on oid, so giving it back too is safe.
+				claimed = append(claimed, d)
+			}
+			return s.releaseAfter(ctx, appID, claimed, oid, fmt.Errorf("cannot put installation %s of app %s: %w", oid, appID, err))
 		}
 		claimed = append(claimed, d)
+		if out == claimWritten {
+			written = append(written, d)
+		}
 	}
 	bucket := push.Bucket(oid, buckets)
 	b := s.s.NewBatch(gocql.LoggedBatch).WithContext(ctx)
@@ -159,17 +167,20 @@ func (s *Store) PutInstallation(ctx context.Context, appID string, buckets int, 
 		b.Query(cqlChannelInsert, appID, ch, bucket, inst.DeviceType, oid, route, inst.Doc)
 	}
 	for _, d := range inst.Route.DeviceIDs() {
-		if !containsID(claimed, d) {
+		if !containsID(written, d) {
 			b.Query(cqlDeviceInsert, appID, string(d.Kind), d.ID, oid)
 		}
 	}
 	if err := s.s.ExecuteBatch(b); err != nil {
-		// A logged batch that timed out is in the batch log and will apply: its claims stay.
-		// Any other failure applied nothing, and the claims are given back.
-		if !casTimedOut(err) {
-			s.releaseDevices(ctx, appID, claimed, oid)
+		werr := fmt.Errorf("cannot put installation %s of app %s: %w", oid, appID, err)
+		// A logged batch whose outcome is unknown (a timeout, no answer) may be in the batch
+		// log and apply later: its claims stay, for releasing them would leave the written
+		// installation's ids free for another. Any other failure applied nothing: the claims
+		// are given back.
+		if casUnknown(err) {
+			return werr
 		}
-		return fmt.Errorf("cannot put installation %s of app %s: %w", oid, appID, err)
+		return s.releaseAfter(ctx, appID, claimed, oid, werr)
 	}
 	return nil
 }
@@ -179,36 +190,78 @@ const (
 	cqlDeviceRelease = `DELETE FROM installations_by_device WHERE app_id = ? AND kind = ? AND device_id = ? IF object_id = ?`
 )
 
-// claimDevice takes d's index row for oid with an LWT and says whether oid holds it now (it
-// did already, or the insert applied). A timed-out LWT may have applied: the row is read
-// again at SERIAL to decide.
-func (s *Store) claimDevice(ctx context.Context, appID string, d push.DeviceRef, oid string) (bool, error) {
+// claimOutcome is what claimDevice found.
+type claimOutcome int
+
+const (
+	claimLost    claimOutcome = iota // another installation holds the id
+	claimWritten                     // the LWT wrote the row for oid
+	claimHeld                        // the row named oid already (a claim a failed put left)
+	claimUnknown                     // with an error: the outcome is unknown, the claim may have applied
+)
+
+// claimDevice takes d's index row for oid with an LWT. A claim whose outcome is unknown (a
+// timeout) is decided by cas's read at SERIAL: the row names oid (written), another
+// installation (lost), or nothing (the claim failed: the timeout is returned, not a
+// duplicate). When that read fails too, the outcome is claimUnknown.
+func (s *Store) claimDevice(ctx context.Context, appID string, d push.DeviceRef, oid string) (claimOutcome, error) {
+	key := []any{appID, string(d.Kind), d.ID}
+	decided := false
+	owner := func(ctx context.Context, prev map[string]any) (casState, error) {
+		var o string
+		found, err := s.serialRow(ctx, cqlDeviceGet, key, &o)
+		if found {
+			prev["object_id"] = o
+		}
+		decided = err == nil
+		return stateOf(found, o == oid), err
+	}
 	prev := map[string]any{}
-	applied, err := s.q(ctx, cqlDeviceClaim, appID, string(d.Kind), d.ID, oid).MapScanCAS(prev)
-	if err != nil {
-		if !casTimedOut(err) {
-			return false, fmt.Errorf("cannot claim a %s: %w", d.Kind, err)
-		}
-		var owner string
-		rerr := s.q(ctx, cqlDeviceGet, appID, string(d.Kind), d.ID).Consistency(serialRead).Scan(&owner)
-		if rerr != nil && !errors.Is(rerr, gocql.ErrNotFound) {
-			return false, fmt.Errorf("cannot claim a %s: %w (and the serial read after it: %v)", d.Kind, err, rerr)
-		}
-		return owner == oid, nil
+	applied, err := s.cas(ctx, s.q(ctx, cqlDeviceClaim, appID, string(d.Kind), d.ID, oid), prev, owner)
+	switch {
+	case err != nil && casUnknown(err) && !decided:
+		return claimUnknown, fmt.Errorf("cannot claim a %s: %w", d.Kind, err)
+	case err != nil:
+		return claimLost, fmt.Errorf("cannot claim a %s: %w", d.Kind, err)
+	case applied:
+		return claimWritten, nil
 	}
-	if applied {
-		return true, nil
+	if o, _ := prev["object_id"].(string); o == oid {
+		return claimHeld, nil
 	}
-	owner, _ := prev["object_id"].(string)
-	return owner == oid, nil
+	return claimLost, nil
 }
 
-// releaseDevices gives back the rows claimDevice took for oid when the write fails later;
-// the condition leaves alone a row another installation holds meanwhile.
-func (s *Store) releaseDevices(ctx context.Context, appID string, ids []push.DeviceRef, oid string) {
+// releaseDevices gives back the rows claimDevice took for oid when the write fails later; the
+// condition leaves alone a row another installation holds meanwhile. It runs even when ctx is
+// done (the driver's timeout bounds it): a deadline that failed the write must not keep the
+// claims. A release whose outcome is unknown is decided at SERIAL (the row no longer ours).
+func (s *Store) releaseDevices(ctx context.Context, appID string, ids []push.DeviceRef, oid string) error {
+	ctx = context.WithoutCancel(ctx)
+	var errs []error
 	for _, d := range ids {
-		_, _ = s.q(ctx, cqlDeviceRelease, appID, string(d.Kind), d.ID, oid).MapScanCAS(map[string]any{})
+		key := []any{appID, string(d.Kind), d.ID}
+		released := func(ctx context.Context, _ map[string]any) (casState, error) {
+			var o string
+			found, err := s.serialRow(ctx, cqlDeviceGet, key, &o)
+			if found && o == oid {
+				return casNone, err // still ours: the release failed
+			}
+			return casMine, err
+		}
+		if _, err := s.cas(ctx, s.q(ctx, cqlDeviceRelease, appID, string(d.Kind), d.ID, oid), map[string]any{}, released); err != nil {
+			errs = append(errs, fmt.Errorf("cannot release a %s: %w", d.Kind, err))
+		}
 	}
+	return errors.Join(errs...)
+}
+
+// releaseAfter is err of a failed put, with the failure to give back its claims if any.
+func (s *Store) releaseAfter(ctx context.Context, appID string, ids []push.DeviceRef, oid string, err error) error {
+	if rerr := s.releaseDevices(ctx, appID, ids, oid); rerr != nil {
+		return fmt.Errorf("%w (and its claimed ids stay: %v)", err, rerr)
+	}
+	return err
 }
 
 func contains(xs []string, x string) bool {

@@ -170,7 +170,7 @@ func TestStoreCassandraStatements(t *testing.T) {
 		return []any{push.Bucket(in.ObjectID, 256), store.AppendRoute(nil, &in.Route), in.CreatedAt, in.Doc}
 	}
 
-	t.Run("put new installation: one logged batch of the row and its index rows", func(t *testing.T) {
+	t.Run("put new installation: its device id claimed by LWT, then one logged batch of the row and its index rows", func(t *testing.T) {
 		in := inst("o1", "tok1", "news")
 		bk := push.Bucket("o1", 256)
 		calls, err := runCase(t, script{}, func(s *Store) error { return s.PutInstallation(ctx, "a", 256, in) })
@@ -178,19 +178,19 @@ func TestStoreCassandraStatements(t *testing.T) {
 			t.Fatal(err)
 		}
 		route := store.AppendRoute(nil, &in.Route)
+		// The claimed row is not rewritten in the batch: the LWT wrote it.
 		wantCalls(t, calls,
-			one("scan", cqlDeviceGet, "a", "token", "tok1"),
 			one("scan", cqlInstGet, "a", "o1"),
+			one("cas", cqlDeviceClaim, "a", "token", "tok1", "o1"),
 			inBatch(
 				b(cqlDeadDelete, "a", "tok1"),
 				b(cqlInstInsert, "a", "o1", bk, "ios", route, in.CreatedAt, in.UpdatedAt, in.Doc),
 				b(cqlBucketInsert, "a", bk, "ios", "o1", route, in.Doc),
 				b(cqlChannelInsert, "a", "news", bk, "ios", "o1", route, in.Doc),
-				b(cqlDeviceInsert, "a", "token", "tok1", "o1"),
 			))
 	})
 
-	t.Run("put changed installation: old index rows deleted in the same batch", func(t *testing.T) {
+	t.Run("put changed installation: the new token claimed, old index rows deleted in the batch", func(t *testing.T) {
 		old := inst("o1", "tok1", "a", "b")
 		in := inst("o1", "tok2", "b", "c")
 		bk := push.Bucket("o1", 256)
@@ -201,8 +201,8 @@ func TestStoreCassandraStatements(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantCalls(t, calls,
-			one("scan", cqlDeviceGet, "a", "token", "tok2"),
 			one("scan", cqlInstGet, "a", "o1"),
+			one("cas", cqlDeviceClaim, "a", "token", "tok2", "o1"),
 			inBatch(
 				b(cqlChannelDelete, "a", "a", bk, "ios", "o1"),
 				b(cqlDeviceDelete, "a", "token", "tok1"),
@@ -211,7 +211,6 @@ func TestStoreCassandraStatements(t *testing.T) {
 				b(cqlBucketInsert, "a", bk, "ios", "o1", anyv, in.Doc),
 				b(cqlChannelInsert, "a", "b", bk, "ios", "o1", anyv, in.Doc),
 				b(cqlChannelInsert, "a", "c", bk, "ios", "o1", anyv, in.Doc),
-				b(cqlDeviceInsert, "a", "token", "tok2", "o1"),
 			))
 	})
 
@@ -635,6 +634,8 @@ func TestStoreCassandraStatements(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+
+	clusterLimitCases(t) // cluster_test.go: device-id claims, call counts, blocks, members
 
 	t.Run("every statement was run", func(t *testing.T) {
 		if f := flag.Lookup("test.run"); f != nil && strings.Contains(f.Value.String(), "/") {
