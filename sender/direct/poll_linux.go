@@ -126,7 +126,9 @@ func (p *poller) add(r *reader) error {
 	if !r.w.setOnClose(pc.closed) {
 		return net.ErrClosed
 	}
+	pc.mu.Lock() // expire, however early it fires, sees the timer set
 	pc.timer = time.AfterFunc(r.silent, pc.expire)
+	pc.mu.Unlock()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var ctlErr error
