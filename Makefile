@@ -39,7 +39,9 @@ bench: ## run the benchmarks and print their figures
 	run ./sender/vivo/ 'BenchmarkSenderVivoPool$$'; \
 	run ./sender/oppo/ 'BenchmarkSenderOppoPool$$'; \
 	run ./sender/mz/ 'BenchmarkSenderMzPool$$'; \
-	if grep -qs 'func Benchmark' bench/*_test.go; then run ./bench/ 'Benchmark'; fi
+	if grep -qs 'func Benchmark' bench/*_test.go; then run ./bench/ 'Benchmark(DryRun|Scan|Pipeline)'; fi; \
+	echo "== BenchmarkGatewayIdle (./bench/; PUSHD_BENCH_GATEWAY_CONNS=100000 for issue 13's figure)"; \
+	$(GO) test -run '^$$' -bench 'BenchmarkGatewayIdle' -benchtime 1x -timeout 30m ./bench/ | grep -E '^Benchmark|^ok|FAIL'
 
 loadtest: ## load test: real pushd + simulators on 127.0.0.1, per-token delivery proof (LOADTEST_FLAGS="--installations 500")
 	scripts/loadtest.sh --report $(or $(LOADTEST_REPORT),loadtest-report.json) $(LOADTEST_FLAGS)

@@ -292,7 +292,7 @@ func settledMem() (rss, mem uint64) {
 func devicesChild(t *testing.T) {
 	n := envInt("PUSHD_BENCH_GW_DEVICES", 1)
 	addr, proto := os.Getenv("PUSHD_BENCH_GW_ADDR"), os.Getenv("PUSHD_BENCH_GW_PROTO")
-	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(os.Getenv("PUSHD_BENCH_GW_SRC"))}, Timeout: time.Minute}
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(os.Getenv("PUSHD_BENCH_GW_SRC"))}, Timeout: time.Minute, KeepAlive: -1}
 	conns := make([]net.Conn, n)
 	var (
 		wg       sync.WaitGroup

@@ -101,12 +101,15 @@ func NewServer(cfg Config, core *Core, apps Apps, insts Installations, log *zap.
 	return s
 }
 
-// Start binds the listener.
-func (s *Server) Start(context.Context) error {
+// Start binds the listener. Accepted connections get no TCP keep-alive (Go's default is a
+// probe every 15 s): the devices' heartbeats are the liveness check, and a probe to each idle
+// device every 15 s would be four times their traffic (twelve times the original SDK's).
+func (s *Server) Start(ctx context.Context) error {
 	if s.ln != nil {
 		return nil
 	}
-	ln, err := net.Listen("tcp", s.cfg.Addr)
+	lc := net.ListenConfig{KeepAlive: -1}
+	ln, err := lc.Listen(ctx, "tcp", s.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("cannot listen on %s for device connections: %w", s.cfg.Addr, err)
 	}
