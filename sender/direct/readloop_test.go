@@ -1,18 +1,19 @@
 package direct_test
 
 import (
+	"bytes"
+	"io"
 	"net"
 	"runtime"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/gobwas/ws"
+
 	"github.com/pushd/pushd/internal/waitfor"
 	"github.com/pushd/pushd/sender/direct"
 )
-
-// readLoops are the read loops the connection tests and benchmarks cover.
-var readLoops = []string{direct.ReadLoopEpoll, direct.ReadLoopGoroutine}
 
 // rigReadLoop is the read loop newRig gives a config without one ("": the default, epoll on
 // Linux); TestDirectGoroutineReadLoop sets it to run the connection tests on the other.
@@ -76,6 +77,46 @@ func TestDirectEpollIdleConnectionsHoldNoGoroutine(t *testing.T) {
 				_ = c.Close()
 			}
 			waitfor.True(t, 10*time.Second, "every device detached", func() bool { return r.core.Connected() == 0 })
+		})
+	}
+}
+
+// TestDirectReadLoopFramesInOneWrite: frames that arrive together are all read (the epoll
+// loop reads one frame per event: the next must fire without new data), and a connection
+// closed by a newer one of its installation is let go by the loop, not kept.
+func TestDirectReadLoopFramesInOneWrite(t *testing.T) {
+	for _, loop := range readLoops {
+		t.Run(loop, func(t *testing.T) {
+			r := newRig(t, direct.Config{ConnectRate: 1e6, ReadLoop: loop})
+			r.seedDevices(t, 1)
+			c := rawDial(t, r.srv.Addr().String(), "dev0")
+			defer c.Close()
+			var batch bytes.Buffer
+			for range 3 {
+				if err := ws.WriteFrame(&batch, ws.MaskFrame(ws.NewTextFrame([]byte(`{"op":"ping"}`)))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := c.Write(batch.Bytes()); err != nil {
+				t.Fatal(err)
+			}
+			_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			for i := range 3 {
+				h, err := ws.ReadHeader(c)
+				if err != nil {
+					t.Fatalf("pong %d: %v", i+1, err)
+				}
+				p := make([]byte, h.Length)
+				if _, err := io.ReadFull(c, p); err != nil || string(p) != `{"op":"pong"}` {
+					t.Fatalf("pong %d: %q %v", i+1, p, err)
+				}
+			}
+			newer := rawDial(t, r.srv.Addr().String(), "dev0")
+			defer newer.Close()
+			waitfor.True(t, 10*time.Second, "the older connection let go", func() bool { return direct.OpenConns(r.srv) == 1 })
+			if n := r.core.Connected(); n != 1 {
+				t.Errorf("%d connected, want 1", n)
+			}
 		})
 	}
 }
