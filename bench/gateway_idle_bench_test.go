@@ -143,6 +143,9 @@ func (c *child) expect(b *testing.B, word string, timeout time.Duration) []strin
 	return nil
 }
 
+// srcAddrs counts the device processes' source addresses used so far (127.0.1.2, …).
+var srcAddrs int
+
 // runGatewayIdle runs one round: gateways, devices, measure, stop.
 func runGatewayIdle(b *testing.B, proto, loop string, total, gateways int) {
 	per := (total + gateways - 1) / gateways
@@ -157,11 +160,16 @@ func runGatewayIdle(b *testing.B, proto, loop string, total, gateways int) {
 	for g, c := range gws {
 		addrs[g] = c.expect(b, "ready", 5*time.Minute)[0]
 	}
-	// One device process per gateway, each from its own source address.
+	// One device process per gateway, each from its own source address, never one an earlier
+	// round used: its ports are still in TIME-WAIT, and binding past them costs the kernel
+	// more than the dial.
 	devs := make([]*child, gateways)
 	for g := range gateways {
+		k := srcAddrs
+		srcAddrs++
+		src := fmt.Sprintf("127.0.%d.%d", 1+k/250, 2+k%250)
 		devs[g] = startChild(b, "PUSHD_BENCH_GW_CHILD=devices", "PUSHD_BENCH_GW_DEVICES="+strconv.Itoa(counts[g]),
-			"PUSHD_BENCH_GW_ADDR="+addrs[g], "PUSHD_BENCH_GW_SRC=127.0.0."+strconv.Itoa(2+g), "PUSHD_BENCH_GW_PROTO="+proto)
+			"PUSHD_BENCH_GW_ADDR="+addrs[g], "PUSHD_BENCH_GW_SRC="+src, "PUSHD_BENCH_GW_PROTO="+proto)
 	}
 	for _, d := range devs {
 		d.expect(b, "dialed", 10*time.Minute)
