@@ -36,7 +36,7 @@ import (
 // The gateway is the real one: sender/direct's Server and Core over a Pebble store seeded
 // with the devices' installations, in a child process of its own (this test binary again, see
 // TestGatewayIdleChild), so that its RSS is the gateway's alone. The devices are child
-// processes too, each dialling from its own source address 127.0.0.2, .3, … (one address has
+// processes too, each dialling from its own source address 127.0.1.2, .3, … (one address has
 // ~28,000 ephemeral ports), holding their sockets and nothing else.
 //
 // A process holds at most its open-file limit of sockets. The benchmark raises its soft limit
