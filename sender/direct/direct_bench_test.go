@@ -145,13 +145,20 @@ func benchIdle(b *testing.B, loop string, dial func(testing.TB, string, string) 
 // devices by 16 partition consumers at once (as the gateway runs them), each message cached (a
 // store write, synced; concurrent syncs share one fsync) and written; the devices read and ack
 // in the same process. Reports deliveries/s and this process's CPU per delivery (devices and
-// their acks included).
+// their acks included), with each read loop reading the acks.
 func BenchmarkDirectDeliverOnline(b *testing.B) {
+	for _, loop := range readLoops {
+		b.Run(loop, func(b *testing.B) { benchDeliverOnline(b, loop) })
+	}
+}
+
+// benchDeliverOnline is BenchmarkDirectDeliverOnline with the acks read by loop.
+func benchDeliverOnline(b *testing.B, loop string) {
 	const (
 		devices    = 1000
 		partitions = 16
 	)
-	r := newRig(b, direct.Config{ConnectRate: 1e6})
+	r := newRig(b, direct.Config{ConnectRate: 1e6, ReadLoop: loop})
 	r.seedDevices(b, devices)
 	conns := make([]net.Conn, devices)
 	for i := range conns {
