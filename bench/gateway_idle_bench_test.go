@@ -36,7 +36,7 @@ import (
 // The gateway is the real one: sender/direct's Server and Core over a Pebble store seeded
 // with the devices' installations, in a child process of its own (this test binary again, see
 // TestGatewayIdleChild), so that its RSS is the gateway's alone. The devices are child
-// processes too, each dialling from its own source address 127.0.1.2, .3, … (one address has
+// processes too, each dialling from its own source address 127.0.0.2, .3, … (one address has
 // ~28,000 ephemeral ports), holding their sockets and nothing else.
 //
 // A process holds at most its open-file limit of sockets. The benchmark raises its soft limit
@@ -143,7 +143,7 @@ func (c *child) expect(b *testing.B, word string, timeout time.Duration) []strin
 	return nil
 }
 
-// srcAddrs counts the device processes' source addresses used so far (127.0.1.2, …).
+// srcAddrs counts the device processes' source addresses used so far (127.0.0.2, …).
 var srcAddrs int
 
 // runGatewayIdle runs one round: gateways, devices, measure, stop.
@@ -167,7 +167,7 @@ func runGatewayIdle(b *testing.B, proto, loop string, total, gateways int) {
 	for g := range gateways {
 		k := srcAddrs
 		srcAddrs++
-		src := fmt.Sprintf("127.0.%d.%d", 1+k/250, 2+k%250)
+		src := fmt.Sprintf("127.0.%d.%d", k/250, 2+k%250)
 		devs[g] = startChild(b, "PUSHD_BENCH_GW_CHILD=devices", "PUSHD_BENCH_GW_DEVICES="+strconv.Itoa(counts[g]),
 			"PUSHD_BENCH_GW_ADDR="+addrs[g], "PUSHD_BENCH_GW_SRC="+src, "PUSHD_BENCH_GW_PROTO="+proto)
 	}
