@@ -101,10 +101,12 @@ func rss() uint64 {
 
 // BenchmarkDirectIdleConnection reports what one idle device connection costs the gateway
 // with each read loop (sub-benchmarks epoll and goroutine): Go heap+stack and RSS per
-// connection, with 2,000 connections open (PUSHD_BENCH_DIRECT_CONNS sets another count). The client side
-// holds only its socket. RSS is measured on the first round (later ones reuse the memory the
-// first freed). The 100,000-connection run, with the gateway and the devices in
-// separate processes, is bench.BenchmarkGatewayIdle.
+// connection, with 2,000 connections open (PUSHD_BENCH_DIRECT_CONNS sets another count). The
+// client side holds only its socket. RSS is measured on the first round (later ones reuse the
+// memory the first freed), and only indicates: the devices' sockets are in the same process,
+// and a sub-benchmark reuses what an earlier one freed. The figure to quote, with the gateway
+// and the devices in separate processes and up to 100,000 devices, is
+// bench.BenchmarkGatewayIdle's.
 func BenchmarkDirectIdleConnection(b *testing.B) {
 	for _, loop := range readLoops {
 		b.Run(loop, func(b *testing.B) { benchIdle(b, loop, rawDial) })
