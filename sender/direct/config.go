@@ -29,6 +29,9 @@ type Config struct {
 	HandshakeTimeout time.Duration
 	// RouterTTL is how long a device may keep the router's answer (seconds in the answer).
 	RouterTTL time.Duration
+	// ReadLoop is how attached connections are read: ReadLoopEpoll (Linux's default: no
+	// goroutine per idle connection) or ReadLoopGoroutine (one goroutine each).
+	ReadLoop string
 	// LCIdle closes a connection of the original's protocol silent for this long. Its SDK
 	// pings every 180s and gives up itself after 360s without a pong (HeartBeatPolicy.java),
 	// so the gateway waits longer than that.
@@ -75,6 +78,9 @@ func (c Config) WithDefaults() Config {
 	if c.LCIdle == 0 {
 		c.LCIdle = DefaultLCIdle
 	}
+	if c.ReadLoop == "" {
+		c.ReadLoop = defaultReadLoop
+	}
 	return c
 }
 
@@ -100,6 +106,15 @@ func (c Config) Validate() error {
 	if c.LCIdle < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("--direct-lc-idle %s is below 100ms", c.LCIdle))
 	}
+	switch c.ReadLoop {
+	case ReadLoopGoroutine:
+	case ReadLoopEpoll:
+		if defaultReadLoop != ReadLoopEpoll {
+			errs = append(errs, errors.New("--direct-read-loop epoll needs Linux: use goroutine"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("--direct-read-loop %q is neither %s nor %s", c.ReadLoop, ReadLoopEpoll, ReadLoopGoroutine))
+	}
 	return errors.Join(errs...)
 }
 
@@ -111,5 +126,6 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, prefix string) {
 	fs.Float64Var(&c.ConnectRate, prefix+"connect-rate", DefaultConnectRate, "own channel: device connects per second per app (burst: one second's worth)")
 	fs.IntVar(&c.OfflineLimit, prefix+"offline-limit", DefaultOfflineLimit, "own channel: cached messages kept per offline device; the oldest are dropped")
 	fs.DurationVar(&c.LCIdle, prefix+"lc-idle", DefaultLCIdle, "own channel, the original's protocol: a connection silent this long is closed (its SDK pings every 180s)")
+	fs.StringVar(&c.ReadLoop, prefix+"read-loop", defaultReadLoop, "own channel: how idle device connections are read: epoll (Linux; no goroutine per connection) or goroutine (one each)")
 	fs.DurationVar(&c.WriteTimeout, prefix+"write-timeout", DefaultWriteTimeout, "own channel: longest write to a device before it is disconnected (its messages stay cached)")
 }

@@ -48,6 +48,9 @@ func newRig(t testing.TB, cfg direct.Config) *rig {
 		t.Fatal(err)
 	}
 	cfg.Addr = "127.0.0.1:0"
+	if cfg.ReadLoop == "" {
+		cfg.ReadLoop = rigReadLoop
+	}
 	set := metrics.NewSet()
 	r := &rig{st: st}
 	r.core = direct.NewCore(cfg, st, zap.NewNop(), set)

@@ -22,6 +22,8 @@
 // store's registry, where the routers (api) look up a device's node. The offline cache is
 // shared, so the new owner flushes what the old one cached.
 //
-// Concurrency: Core and Server are safe for concurrent use. Each connection has one reading
-// goroutine; writes to a connection are serialised by its session and bounded by a deadline.
+// Concurrency: Core and Server are safe for concurrent use. An attached connection is read
+// by the epoll loop (Config.ReadLoop, Linux's default: no goroutine while idle, one per ready
+// frame, one at a time per connection) or by a goroutine of its own; writes to a connection
+// are serialised by its session and bounded by a deadline.
 package direct

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"strconv"
-	"time"
 
 	"github.com/gobwas/ws"
 	"go.uber.org/zap"
@@ -122,8 +121,8 @@ var lcGoaway = func() []byte {
 
 // serveLC serves the original's protocol on an upgraded connection: the first command must be
 // a login of an existing Android installation without vendor of the app; then the device
-// is attached to the core like one of ours. It returns the read loop to run (nil: refused).
-func (s *Server) serveLC(ctx context.Context, conn net.Conn) func() {
+// is attached to the core like one of ours. It returns its reader (nil: refused).
+func (s *Server) serveLC(ctx context.Context, conn net.Conn) *reader {
 	sess := &lcSession{frameWriter: frameWriter{conn: conn, timeout: s.cfg.WriteTimeout}}
 	var login *lcproto.GenericCommand
 	for login == nil { // the handshake's deadline still bounds this
@@ -175,10 +174,18 @@ func (s *Server) serveLC(ctx context.Context, conn net.Conn) func() {
 		sess.Close(CloseInternal, "cannot flush the offline cache")
 		return nil
 	}
-	return func() {
-		defer s.core.Detach(appID, iid, sess)
-		code, reason := s.readLoopLC(ctx, conn, sess, appID, iid)
-		sess.Close(code, reason)
+	idle := "no frame for " + s.cfg.LCIdle.String()
+	return &reader{
+		conn: conn, w: &sess.frameWriter, silent: s.cfg.LCIdle, idle: idle,
+		step: func() (int, string, bool) {
+			code, reason, ok := s.readFrameLC(ctx, conn, sess, appID, iid)
+			if code == CloseHeartbeat {
+				reason = idle
+			}
+			return code, reason, ok
+		},
+		close:  sess.Close,
+		detach: func() { s.core.Detach(appID, iid, sess) },
 	}
 }
 
@@ -251,72 +258,68 @@ func (s *Server) readClientFrame(conn net.Conn) (ws.OpCode, []byte, int, string)
 	return h.OpCode, payload, 0, ""
 }
 
-// readLoopLC reads a logged-in device's frames until it leaves or breaks a rule; it returns
-// the close code and reason to end with (0 when the connection is already gone).
-func (s *Server) readLoopLC(ctx context.Context, conn net.Conn, sess *lcSession, app, iid string) (int, string) {
-	for {
-		_ = conn.SetReadDeadline(time.Now().Add(s.cfg.LCIdle))
-		op, payload, code, reason := s.readClientFrame(conn)
-		if code == CloseHeartbeat {
-			return CloseHeartbeat, "no frame for " + s.cfg.LCIdle.String()
+// readFrameLC reads and handles one of a logged-in device's frames (the read deadline is the
+// caller's); it returns true to go on, or false with the close code and reason to end with (0
+// when the connection is already gone).
+func (s *Server) readFrameLC(ctx context.Context, conn net.Conn, sess *lcSession, app, iid string) (int, string, bool) {
+	op, payload, code, reason := s.readClientFrame(conn)
+	if code != 0 || op == 0 {
+		return code, reason, false
+	}
+	switch op {
+	case ws.OpClose:
+		return CloseNormal, "", false
+	case ws.OpPing: // the SDK's heartbeat
+		if err := sess.writeFrame(ws.NewPongFrame(payload)); err != nil {
+			return 0, "", false
 		}
-		if code != 0 || op == 0 {
-			return code, reason
+		return 0, "", true
+	case ws.OpPong:
+		return 0, "", true
+	}
+	c, code, reason := s.decodeLCFrame(op, payload)
+	if code != 0 {
+		return code, reason, false
+	}
+	switch c.GetCmd() {
+	case lcproto.CommandType_ack:
+		if c.InstallationId != nil && c.GetInstallationId() != iid {
+			s.badFrame.Inc()
+			return CloseBadFrame, "ack of another installation", false
 		}
-		switch op {
-		case ws.OpClose:
-			return CloseNormal, ""
-		case ws.OpPing: // the SDK's heartbeat
-			if err := sess.writeFrame(ws.NewPongFrame(payload)); err != nil {
-				return 0, ""
+		ids := make([]string, 0, len(c.GetAckMessage().GetIds()))
+		for _, id := range c.GetAckMessage().GetIds() {
+			if id != "" {
+				ids = append(ids, id)
 			}
-			continue
-		case ws.OpPong:
-			continue
 		}
-		c, code, reason := s.decodeLCFrame(op, payload)
-		if code != 0 {
-			return code, reason
+		if len(ids) == 0 {
+			return 0, "", true
 		}
-		switch c.GetCmd() {
-		case lcproto.CommandType_ack:
-			if c.InstallationId != nil && c.GetInstallationId() != iid {
-				s.badFrame.Inc()
-				return CloseBadFrame, "ack of another installation"
+		if err := s.core.Ack(ctx, app, iid, ids); err != nil {
+			s.log.Warn("cannot record acks", zap.String("app_id", app), zap.Error(err))
+		}
+	case lcproto.CommandType_login:
+		if c.GetService() == lcServicePush && c.GetAppId() == app && c.GetInstallationId() == iid {
+			if err := sess.write(lcLoggedIn); err != nil { // a login again: already done
+				return 0, "", false
 			}
-			ids := make([]string, 0, len(c.GetAckMessage().GetIds()))
-			for _, id := range c.GetAckMessage().GetIds() {
-				if id != "" {
-					ids = append(ids, id)
-				}
-			}
-			if len(ids) == 0 {
-				continue
-			}
-			if err := s.core.Ack(ctx, app, iid, ids); err != nil {
-				s.log.Warn("cannot record acks", zap.String("app_id", app), zap.Error(err))
-			}
-		case lcproto.CommandType_login:
-			if c.GetService() == lcServicePush && c.GetAppId() == app && c.GetInstallationId() == iid {
-				if err := sess.write(lcLoggedIn); err != nil { // a login again: already done
-					return 0, ""
-				}
-				continue
-			}
-			if c.GetService() == lcServicePush {
-				s.badFrame.Inc()
-				return CloseBadFrame, "login of another installation on this connection"
-			}
-			if err := sess.write(lcError(c.I, LCErrUnsupported, "not supported by this server: push only")); err != nil {
-				return 0, ""
-			}
-		default:
-			// IM and LiveQuery share the SDK's socket: refuse the command, keep the pushes.
-			if err := sess.write(lcError(c.I, LCErrUnsupported, "not supported by this server: push only")); err != nil {
-				return 0, ""
-			}
+			return 0, "", true
+		}
+		if c.GetService() == lcServicePush {
+			s.badFrame.Inc()
+			return CloseBadFrame, "login of another installation on this connection", false
+		}
+		if err := sess.write(lcError(c.I, LCErrUnsupported, "not supported by this server: push only")); err != nil {
+			return 0, "", false
+		}
+	default:
+		// IM and LiveQuery share the SDK's socket: refuse the command, keep the pushes.
+		if err := sess.write(lcError(c.I, LCErrUnsupported, "not supported by this server: push only")); err != nil {
+			return 0, "", false
 		}
 	}
+	return 0, "", true
 }
 
 // lcSession writes the original's commands (binary frames) to one connection.

@@ -5,15 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gobwas/ws"
 
-	"github.com/pushd/pushd/internal/waitfor"
 	"github.com/pushd/pushd/loadtest/sim"
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/sender/direct"
@@ -57,34 +53,11 @@ func rawDialLC(b testing.TB, addr, iid string) net.Conn {
 }
 
 // BenchmarkDirectLCIdleConnection is BenchmarkDirectIdleConnection for the original's
-// protocol: what one idle logged-in connection costs the gateway, with 2,000 open
-// (PUSHD_BENCH_DIRECT_CONNS sets another count).
+// protocol: what one idle logged-in connection costs the gateway with each read loop, with
+// 2,000 open (PUSHD_BENCH_DIRECT_CONNS sets another count).
 func BenchmarkDirectLCIdleConnection(b *testing.B) {
-	conns := 2000
-	if v, err := strconv.Atoi(os.Getenv("PUSHD_BENCH_DIRECT_CONNS")); err == nil && v > 0 {
-		conns = v
-	}
-	r := newRig(b, direct.Config{ConnectRate: 1e6})
-	r.seedDevices(b, conns)
-	b.ReportAllocs()
-	firstRSS := -1.0
-	for b.Loop() {
-		memBefore, rssBefore := memInUse(), rss()
-		open := make([]net.Conn, 0, conns)
-		for i := range conns {
-			open = append(open, rawDialLC(b, r.srv.Addr().String(), "dev"+strconv.Itoa(i)))
-		}
-		waitfor.True(b, 30*time.Second, "every device attached", func() bool { return r.core.Connected() == conns })
-		memAfter, rssAfter := memInUse(), rss()
-		b.ReportMetric(float64(memAfter-memBefore)/float64(conns), "heap+stack-B/conn")
-		if firstRSS < 0 {
-			firstRSS = float64(int64(rssAfter)-int64(rssBefore)) / float64(conns)
-		}
-		b.ReportMetric(firstRSS, "RSS-B/conn")
-		for _, c := range open {
-			_ = c.Close()
-		}
-		waitfor.True(b, 30*time.Second, "every device detached", func() bool { return r.core.Connected() == 0 })
+	for _, loop := range readLoops {
+		b.Run(loop, func(b *testing.B) { benchIdle(b, loop, rawDialLC) })
 	}
 }
 

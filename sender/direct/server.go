@@ -68,7 +68,8 @@ type Installations interface {
 }
 
 // Server serves our protocol on /1.1/connect: WebSocket upgrade with gobwas/ws on a raw
-// listener, JSON text frames, one reading goroutine per connection.
+// listener, JSON text frames; attached connections are read by the epoll loop or a goroutine
+// each (Config.ReadLoop).
 type Server struct {
 	cfg   Config
 	core  *Core
@@ -85,6 +86,9 @@ type Server struct {
 	mu     sync.Mutex
 	open   map[net.Conn]struct{} // every accepted connection, to close on stop
 	closed bool
+	// poll is the epoll readiness loop reading idle connections (ReadLoop "epoll"), started
+	// by Run; nil: a goroutine per connection.
+	poll *poller
 }
 
 // NewServer builds the connect endpoint over core.
@@ -100,12 +104,15 @@ func NewServer(cfg Config, core *Core, apps Apps, insts Installations, log *zap.
 	return s
 }
 
-// Start binds the listener.
-func (s *Server) Start(context.Context) error {
+// Start binds the listener. Accepted connections get no TCP keep-alive (Go's default is a
+// probe every 15 s): the devices' heartbeats are the liveness check, and a probe to each idle
+// device every 15 s would be four times their traffic (twelve times the original SDK's).
+func (s *Server) Start(ctx context.Context) error {
 	if s.ln != nil {
 		return nil
 	}
-	ln, err := net.Listen("tcp", s.cfg.Addr)
+	lc := net.ListenConfig{KeepAlive: -1}
+	ln, err := lc.Listen(ctx, "tcp", s.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("cannot listen on %s for device connections: %w", s.cfg.Addr, err)
 	}
@@ -127,6 +134,15 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := s.Start(ctx); err != nil {
 		return err
 	}
+	if s.cfg.ReadLoop == ReadLoopEpoll {
+		p, err := newPoller(s)
+		if err != nil {
+			_ = s.ln.Close()
+			return err
+		}
+		s.poll = p
+		defer p.close() // after wg.Wait: no goroutine of the poller uses it then
+	}
 	stop := context.AfterFunc(ctx, func() { _ = s.ln.Close() })
 	defer stop()
 	s.log.Info("device connections listening", zap.String("addr", s.ln.Addr().String()))
@@ -144,13 +160,8 @@ func (s *Server) Run(ctx context.Context) error {
 			break
 		}
 		s.wg.Go(func() {
-			if read := s.serveConn(ctx, conn); read != nil {
-				// A fresh goroutine reads the idle connection: its stack starts small, where
-				// the handshake's grew (an idle connection's cost is mostly its stack).
-				s.wg.Go(func() {
-					defer s.untrack(conn)
-					read()
-				})
+			if r := s.serveConn(ctx, conn); r != nil {
+				s.read(r) // untracks conn when it ends
 				return
 			}
 			s.untrack(conn)
@@ -165,6 +176,9 @@ func (s *Server) Run(ctx context.Context) error {
 		_ = c.Close()
 	}
 	s.mu.Unlock()
+	if s.poll != nil {
+		s.poll.stop()
+	}
 	s.wg.Wait()
 	return err
 }
@@ -195,9 +209,9 @@ type handshake struct {
 	lc string
 }
 
-// serveConn upgrades, authenticates and attaches the device; it returns the read loop to run
-// (nil: the connection is refused or gone).
-func (s *Server) serveConn(ctx context.Context, conn net.Conn) func() {
+// serveConn upgrades, authenticates and attaches the device; it returns the reader of the
+// attached connection (nil: the connection is refused or gone).
+func (s *Server) serveConn(ctx context.Context, conn net.Conn) *reader {
 	_ = conn.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
 	var hs handshake
 	u := ws.Upgrader{
@@ -267,10 +281,11 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) func() {
 	// No deadline is cleared here: the read loop sets its own per frame, and every write its
 	// own (clearing the write deadline now could unbound a live write already under way).
 	app, iid := hs.appID, hs.iid
-	return func() {
-		defer s.core.Detach(app, iid, sess)
-		code, reason := s.readLoop(ctx, conn, sess, app, iid)
-		sess.Close(code, reason)
+	return &reader{
+		conn: conn, w: &sess.frameWriter, silent: 2 * hb, idle: "no frame for two heartbeat periods",
+		step:   func() (int, string, bool) { return s.readFrame(ctx, conn, sess, app, iid) },
+		close:  sess.Close,
+		detach: func() { s.core.Detach(app, iid, sess) },
 	}
 }
 
@@ -359,69 +374,67 @@ func authorized(app *push.App, key, sign string, now time.Time) bool {
 	return want != "" && subtle.ConstantTimeCompare([]byte(strings.ToLower(parts[0])), []byte(hex.EncodeToString(sum[:]))) == 1
 }
 
-// readLoop reads the device's frames until it leaves or breaks a rule; it returns the close
-// code and reason to end with (0 when the connection is already gone).
-func (s *Server) readLoop(ctx context.Context, conn net.Conn, sess *wsSession, app, iid string) (int, string) {
-	silent := 2 * s.cfg.Heartbeat
-	for {
-		_ = conn.SetReadDeadline(time.Now().Add(silent))
-		h, err := ws.ReadHeader(conn)
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				return CloseHeartbeat, "no frame for two heartbeat periods"
-			}
-			return 0, ""
+// readFrame reads and handles one of the device's frames (the read deadline is the caller's);
+// it returns true to go on, or false with the close code and reason to end with (0 when the
+// connection is already gone).
+func (s *Server) readFrame(ctx context.Context, conn net.Conn, sess *wsSession, app, iid string) (int, string, bool) {
+	h, err := ws.ReadHeader(conn)
+	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return CloseHeartbeat, "no frame for two heartbeat periods", false
 		}
-		if h.Length > int64(s.cfg.MaxFrame) {
-			s.badFrame.Inc()
-			return CloseTooBig, "frame larger than " + strconv.Itoa(s.cfg.MaxFrame) + " bytes"
-		}
-		if !h.Masked {
-			s.badFrame.Inc()
-			return CloseProtocol, "client frames must be masked"
-		}
-		if !h.Fin || h.OpCode == ws.OpContinuation {
-			s.badFrame.Inc()
-			return CloseProtocol, "fragmented frames are not supported"
-		}
-		payload := make([]byte, h.Length)
-		if _, err := io.ReadFull(conn, payload); err != nil {
-			return 0, ""
-		}
-		ws.Cipher(payload, h.Mask, 0)
-		switch h.OpCode {
-		case ws.OpClose:
-			return CloseNormal, ""
-		case ws.OpPing:
-			if err := sess.writeFrame(ws.NewPongFrame(payload)); err != nil {
-				return 0, ""
-			}
-		case ws.OpPong:
-		case ws.OpBinary:
-			s.badFrame.Inc()
-			return CloseBadFrame, "binary frames are not part of protocol v1"
-		case ws.OpText:
-			f, err := DecodeFrame(payload)
-			if err != nil {
-				s.badFrame.Inc()
-				return CloseBadFrame, err.Error()
-			}
-			switch f.Op {
-			case OpPing:
-				if err := sess.write(framePong); err != nil {
-					return 0, ""
-				}
-			case OpAck:
-				if err := s.core.Ack(ctx, app, iid, f.IDs); err != nil {
-					s.log.Warn("cannot record acks", zap.String("app_id", app), zap.Error(err))
-				}
-			}
-		default:
-			s.badFrame.Inc()
-			return CloseProtocol, "unknown opcode"
-		}
+		return 0, "", false
 	}
+	if h.Length > int64(s.cfg.MaxFrame) {
+		s.badFrame.Inc()
+		return CloseTooBig, "frame larger than " + strconv.Itoa(s.cfg.MaxFrame) + " bytes", false
+	}
+	if !h.Masked {
+		s.badFrame.Inc()
+		return CloseProtocol, "client frames must be masked", false
+	}
+	if !h.Fin || h.OpCode == ws.OpContinuation {
+		s.badFrame.Inc()
+		return CloseProtocol, "fragmented frames are not supported", false
+	}
+	payload := make([]byte, h.Length)
+	if _, err := io.ReadFull(conn, payload); err != nil {
+		return 0, "", false
+	}
+	ws.Cipher(payload, h.Mask, 0)
+	switch h.OpCode {
+	case ws.OpClose:
+		return CloseNormal, "", false
+	case ws.OpPing:
+		if err := sess.writeFrame(ws.NewPongFrame(payload)); err != nil {
+			return 0, "", false
+		}
+	case ws.OpPong:
+	case ws.OpBinary:
+		s.badFrame.Inc()
+		return CloseBadFrame, "binary frames are not part of protocol v1", false
+	case ws.OpText:
+		f, err := DecodeFrame(payload)
+		if err != nil {
+			s.badFrame.Inc()
+			return CloseBadFrame, err.Error(), false
+		}
+		switch f.Op {
+		case OpPing:
+			if err := sess.write(framePong); err != nil {
+				return 0, "", false
+			}
+		case OpAck:
+			if err := s.core.Ack(ctx, app, iid, f.IDs); err != nil {
+				s.log.Warn("cannot record acks", zap.String("app_id", app), zap.Error(err))
+			}
+		}
+	default:
+		s.badFrame.Inc()
+		return CloseProtocol, "unknown opcode", false
+	}
+	return 0, "", true
 }
 
 // wsSession writes our frames (text) to one connection.

@@ -19,6 +19,21 @@ type frameWriter struct {
 	mu      sync.Mutex
 	closed  bool
 	buf     []byte // one message's encoding, reused; guarded by mu
+	// onClose, when set, runs once the connection is closed (the epoll read loop's clean-up of
+	// a connection no goroutine reads); guarded by mu.
+	onClose func()
+}
+
+// setOnClose sets f to run after the close; false (f not set) when the writer is closed
+// already.
+func (w *frameWriter) setOnClose(f func()) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return false
+	}
+	w.onClose = f
+	return true
 }
 
 func (w *frameWriter) writeFrame(f ws.Frame) error {
@@ -56,8 +71,8 @@ func (w *frameWriter) deliver(msgs []push.DirectMessage, op ws.OpCode, appendMsg
 }
 
 // close sends, when code is not 0, what first writes (if any) and a close frame with code
-// and reason, then closes the connection, which ends its reading goroutine. Only the first
-// call does anything.
+// and reason, then closes the connection, which ends its reading goroutine (or, read by the
+// epoll loop, runs onClose). Only the first call does anything.
 func (w *frameWriter) close(code int, reason string, first func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -73,4 +88,7 @@ func (w *frameWriter) close(code int, reason string, first func()) {
 		_ = ws.WriteFrame(w.conn, ws.NewCloseFrame(ws.NewCloseFrameBody(ws.StatusCode(code), reason)))
 	}
 	_ = w.conn.Close()
+	if w.onClose != nil {
+		w.onClose()
+	}
 }

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package direct_test
+
+import "github.com/pushd/pushd/sender/direct"
+
+// readLoops are the read loops the connection tests and benchmarks cover: the epoll loop is
+// Linux's.
+var readLoops = []string{direct.ReadLoopGoroutine}
