@@ -14,8 +14,8 @@
 package clustertest
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -28,8 +28,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
-	"go.uber.org/zap/zaptest"
 	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest"
 
 	"github.com/pushd/pushd/api"
 	"github.com/pushd/pushd/api/pushapi"
