@@ -105,3 +105,16 @@ func Audience(t testing.TB, def int) int {
 	}
 	return def
 }
+
+// Owned is how many partitions of topic the node's members of group own now (the partitions
+// whose lag gauge it exports).
+func (n *Node) Owned(group, topic string) int {
+	prefix := fmt.Sprintf(`pushd_kafka_consumer_lag{group=%q,topic=%q,`, group, topic)
+	owned := 0
+	for _, l := range strings.Split(n.Metrics(), "\n") {
+		if strings.HasPrefix(l, prefix) {
+			owned++
+		}
+	}
+	return owned
+}
