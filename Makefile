@@ -39,6 +39,7 @@ bench: ## run the benchmarks and print their figures
 	run ./sender/vivo/ 'BenchmarkSenderVivoPool$$'; \
 	run ./sender/oppo/ 'BenchmarkSenderOppoPool$$'; \
 	run ./sender/mz/ 'BenchmarkSenderMzPool$$'; \
+	run ./internal/clustertest/ 'BenchmarkClusterFanout'; \
 	if grep -qs 'func Benchmark' bench/*_test.go; then run ./bench/ 'Benchmark'; fi
 
 loadtest: ## load test: real pushd + simulators on 127.0.0.1, per-token delivery proof (LOADTEST_FLAGS="--installations 500")
