@@ -53,6 +53,7 @@ type Options struct {
 	// Configure, if set, adjusts every node's config after the harness filled it.
 	Configure func(*node.Config)
 	// Verbose logs the nodes at info level on t.Log; by default only their errors.
+	// CLUSTERTEST_VERBOSE=1 sets it for every cluster.
 	Verbose bool
 }
 
@@ -89,6 +90,9 @@ func New(t testing.TB, o Options) *Cluster {
 	}
 	if o.SessionTimeout == 0 {
 		o.SessionTimeout = 2 * time.Second
+	}
+	if os.Getenv("CLUSTERTEST_VERBOSE") != "" {
+		o.Verbose = true
 	}
 	c := &Cluster{t: t, opts: o}
 	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(100*time.Millisecond))
