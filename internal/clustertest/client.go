@@ -59,8 +59,8 @@ func (c *Cluster) WaitDone(objectID string, timeout time.Duration) push.Notifica
 
 // Schedule writes a scheduled push of where {} due at due, as POST /1.1/push with a
 // push_time writes it (the API refuses a push_time under a minute away; the scenarios
-// cannot wait that long), and returns its record's objectId and job id.
-func (c *Cluster) Schedule(due time.Time) (objectID, jobID string) {
+// cannot wait that long), and returns its record's objectId and the schedule's id.
+func (c *Cluster) Schedule(due time.Time) (objectID string, id int64) {
 	c.t.Helper()
 	ctx := context.Background()
 	id, err := c.Store.NextID(ctx, "scheduled")
@@ -77,7 +77,7 @@ func (c *Cluster) Schedule(due time.Time) (objectID, jobID string) {
 	if err := c.Store.CreateScheduledNotification(ctx, n, sp); err != nil {
 		c.t.Fatal(err)
 	}
-	return oid, job.ID
+	return oid, id
 }
 
 // Metric reads one sample of the node's /metrics (exact name with labels), 0 when absent.

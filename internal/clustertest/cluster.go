@@ -350,6 +350,11 @@ func (n *Node) Kill() {
 // scans) waits until Resume. Its Kafka connections stay up.
 func (n *Node) Pause() { n.st.g.pause() }
 
+// PauseAt pauses the node at its next call of the named store method (only
+// "ClaimScheduled" is armed: the scheduler's claim of a due push, the worst moment for a
+// lease holder to stall), before the call reaches the store; the channel is closed then.
+func (n *Node) PauseAt(call string) <-chan struct{} { return n.st.g.pauseAt(call) }
+
 // Resume ends a Pause.
 func (n *Node) Resume() { n.st.g.resume() }
 

@@ -1,6 +1,7 @@
 package clustertest
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/pushd/pushd/internal/node"
 	"github.com/pushd/pushd/internal/waitfor"
 	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/store"
 )
 
 // The scenarios of issue 15 item 4. Each checks the simulators' per-token ledger.
@@ -127,10 +129,12 @@ func TestClusterNodeJoinsMidPush(t *testing.T) {
 }
 
 // d. Scheduled pushes fire once across three scheduler nodes while the lease holder pauses
-// (every store call it makes stalls) long enough to lose its lease: another node takes the
-// lease over and fires; the paused node wakes up fenced. The interleavings at the claim are
-// pinned down by scheduler.TestSchedulerClusterFiresOnceWhileHolderPauses; this runs the
-// real nodes on the wall clock.
+// at the worst moment: inside its claim of a due push (every store call it makes stalls),
+// long enough to lose its lease. Another node takes the lease over and fires it and the pushes
+// due after it; the paused node wakes up with the push in hand and must not fire it again. The
+// exact interleavings at the claim (a claim of an earlier epoch refused) are pinned down by
+// scheduler.TestSchedulerClusterFiresOnceWhileHolderPauses; this runs real nodes on the wall
+// clock.
 func TestClusterScheduledPushFiresOnceWhileHolderPauses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("leases expire in seconds")
@@ -152,14 +156,16 @@ func TestClusterScheduledPushFiresOnceWhileHolderPauses(t *testing.T) {
 	}
 	waitfor.True(t, 30*time.Second, "a scheduler lease holder", func() bool { return holder() != nil })
 	first := holder()
-	now := time.Now()
+	paused := first.PauseAt("ClaimScheduled")
 	var oids []string
-	oid, _ := c.Schedule(now.Add(500 * time.Millisecond))
+	oid, firstID := c.Schedule(time.Now().Add(500 * time.Millisecond))
 	oids = append(oids, oid)
-	c.WaitDone(oid, pushTimeout)
-
-	// The holder stalls; the pushes due meanwhile are fired by whoever holds the lease next.
-	first.Pause()
+	select {
+	case <-paused:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("node %s never claimed the due push", first.Name)
+	}
+	// More pushes fall due while the holder is stalled.
 	for _, d := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
 		oid, _ := c.Schedule(time.Now().Add(d))
 		oids = append(oids, oid)
@@ -168,9 +174,16 @@ func TestClusterScheduledPushFiresOnceWhileHolderPauses(t *testing.T) {
 		h := holder()
 		return h != nil && h != first
 	})
-	// Wake the old holder while the others are due or firing: it must not fire them again.
+	// The new holder fires the first push too (its fan-out may wait for the paused node: a
+	// node stalled against the store keeps its Kafka partitions while its heartbeats go on);
+	// then the old holder wakes, its claim of that push still under way, and must not fire it
+	// again.
+	waitfor.True(t, 30*time.Second, "the new holder firing the first push", func() bool {
+		_, err := c.Store.GetScheduled(t.Context(), c.App.ID, firstID)
+		return errors.Is(err, store.ErrNotFound)
+	})
 	first.Resume()
-	for _, oid := range oids[1:] {
+	for _, oid := range oids {
 		c.WaitDone(oid, pushTimeout)
 	}
 	var fired float64
@@ -183,6 +196,9 @@ func TestClusterScheduledPushFiresOnceWhileHolderPauses(t *testing.T) {
 	}
 	if int(fired) != len(oids) {
 		t.Errorf("the nodes fired %.0f times, want %d (once per scheduled push)", fired, len(oids))
+	}
+	if f := first.Metric(`pushd_scheduler_fired_total`); f != 0 {
+		t.Errorf("the node paused in its claim fired %.0f pushes, want none", f)
 	}
 	lost, dups := c.Tally(tokens, int64(len(oids)))
 	if lost != 0 || dups != 0 {

@@ -19,6 +19,10 @@ type gate struct {
 	mu     sync.Mutex
 	dead   bool
 	paused chan struct{} // non-nil while paused; closed by resume
+	// armed names the store call at which the node pauses itself next (PauseAt); hit is
+	// closed when it does.
+	armed string
+	hit   chan struct{}
 }
 
 func newGate() *gate { return &gate{} }
@@ -41,6 +45,27 @@ func (g *gate) pass(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// passAt is pass for the store call named call: an armed pause at that call begins first.
+func (g *gate) passAt(ctx context.Context, call string) error {
+	g.mu.Lock()
+	if g.armed == call && !g.dead {
+		g.armed = ""
+		if g.paused == nil {
+			g.paused = make(chan struct{})
+		}
+		close(g.hit)
+	}
+	g.mu.Unlock()
+	return g.pass(ctx)
+}
+
+func (g *gate) pauseAt(call string) <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.armed, g.hit = call, make(chan struct{})
+	return g.hit
 }
 
 func (g *gate) isDead() bool {
@@ -140,7 +165,7 @@ func (s *gatedStore) DueScheduled(ctx context.Context, before time.Time, limit i
 }
 
 func (s *gatedStore) ClaimScheduled(ctx context.Context, appID string, id int64, epoch int64) error {
-	if err := s.g.pass(ctx); err != nil {
+	if err := s.g.passAt(ctx, "ClaimScheduled"); err != nil {
 		return err
 	}
 	return s.Store.ClaimScheduled(ctx, appID, id, epoch)
