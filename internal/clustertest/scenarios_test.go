@@ -17,6 +17,16 @@ import (
 
 const pushTimeout = 120 * time.Second
 
+// timeoutFor is how long a push to audience may take on a loaded machine: pushTimeout, or
+// a second per 500 targets for larger audiences.
+func timeoutFor(audience int) time.Duration {
+	return max(pushTimeout, time.Duration(audience/500)*time.Second)
+}
+
+// paceFor is the per-node, per-channel delivery rate at which a push to audience lasts about
+// five seconds on one node: long enough to kill or add a node in its middle.
+func paceFor(audience int) float64 { return float64(audience) / 5 }
+
 // paced caps each node's APNs and FCM pools at perSecond deliveries, so that a push lasts long
 // enough for a node to die or join in its middle.
 func paced(perSecond float64) func(*node.Config) {
@@ -51,7 +61,7 @@ func TestClusterThreeNodesShareAPush(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("push: status %d", status)
 	}
-	rec := c.WaitDone(oid, pushTimeout)
+	rec := c.WaitDone(oid, timeoutFor(audience))
 	checkRecord(t, rec, audience)
 	lost, dups := c.Tally(tokens, 1)
 	if lost != 0 || dups != 0 {
@@ -70,20 +80,20 @@ func TestClusterNodeKilledMidPush(t *testing.T) {
 		t.Skip("a dead member's session must time out")
 	}
 	audience := Audience(t, 2000)
-	c := New(t, Options{Configure: paced(400)})
+	c := New(t, Options{Configure: paced(paceFor(audience))})
 	tokens := c.Seed(audience)
 	n1, n2, victim := c.Start("n1"), c.Start("n2"), c.Start("victim")
 	status, oid := c.Push(n1, `{"where":{},"data":{"alert":"kill one"},"prod":"prod"}`)
 	if status != http.StatusOK {
 		t.Fatalf("push: status %d", status)
 	}
-	waitfor.True(t, pushTimeout, "the victim sending", func() bool { return sent(victim) >= 50 })
+	waitfor.True(t, timeoutFor(audience), "the victim sending", func() bool { return sent(victim) >= 50 })
 	if rec, _ := c.Store.GetNotification(t.Context(), c.App.ID, oid); rec.Status == push.StatusDone {
 		t.Fatal("the push finished before the kill: pace it slower")
 	}
 	victim.Kill()
 	atKill := sent(victim)
-	rec := c.WaitDone(oid, pushTimeout)
+	rec := c.WaitDone(oid, timeoutFor(audience))
 	lost, dups := c.Tally(tokens, 1)
 	t.Logf("%d tokens, victim sent %.0f before the cut (%.0f in all); n1 %.0f, n2 %.0f; %d lost, %d duplicates",
 		audience, atKill, sent(victim), sent(n1), sent(n2), lost, dups)
@@ -110,16 +120,16 @@ func TestClusterNodeJoinsMidPush(t *testing.T) {
 		t.Skip("rebalances on kfake take seconds")
 	}
 	audience := Audience(t, 2000)
-	c := New(t, Options{Configure: paced(400)})
+	c := New(t, Options{Configure: paced(paceFor(audience))})
 	tokens := c.Seed(audience)
 	n1 := c.Start("n1")
 	status, oid := c.Push(n1, `{"where":{},"data":{"alert":"join"},"prod":"prod"}`)
 	if status != http.StatusOK {
 		t.Fatalf("push: status %d", status)
 	}
-	waitfor.True(t, pushTimeout, "n1 sending", func() bool { return sent(n1) >= 50 })
+	waitfor.True(t, timeoutFor(audience), "n1 sending", func() bool { return sent(n1) >= 50 })
 	n2 := c.Start("n2", "fanout")
-	rec := c.WaitDone(oid, pushTimeout)
+	rec := c.WaitDone(oid, timeoutFor(audience))
 	lost, dups := c.Tally(tokens, 1)
 	t.Logf("%d tokens: n1 sent %.0f, n2 (joined) %.0f; %d lost, %d duplicates", audience, sent(n1), sent(n2), lost, dups)
 	if lost != 0 {
