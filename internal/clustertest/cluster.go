@@ -8,9 +8,9 @@
 //
 // A node can join at any time (Start), pause (Pause: every store call it makes waits, as a
 // process stalled by the runtime or cut from Cassandra would) and be stopped abruptly (Kill):
-// its Kafka connections are cut and no new one opens, its store calls fail from then on, and
-// its roles are cancelled without a graceful drain reaching Kafka or the store. Its in-flight
-// HTTP sends may still land, as they would from a dying process.
+// its Kafka connections and its connections to the simulators (each node reaches them through
+// its own proxy) are cut and no new one opens, its store calls fail from then on, and its
+// roles are cancelled without a graceful drain reaching Kafka, the store or a gateway.
 package clustertest
 
 import (
@@ -235,13 +235,15 @@ func (c *Cluster) Tally(tokens []string, times int64) (lost, dups int64) {
 
 // config is a node's config: the defaults of `pushd serve` (each part's flag defaults), the
 // Kafka log on the shared cluster, the store given by the harness, and the gateways pointed
-// at the simulators.
-func (c *Cluster) config(roles []string) *node.Config {
+// at the simulators through the node's own proxies (apnsURL, fcmURL).
+func (c *Cluster) config(roles []string, apnsURL, fcmURL string) *node.Config {
 	cfg := &node.Config{
 		Addr: "127.0.0.1:0", Data: c.t.TempDir(), Store: "pebble", Log: "kafka", Roles: roles,
 		SweepEvery: time.Hour, LogTrimEvery: 30 * time.Second, RedriveAfter: scheduler.DefaultRedriveAfter,
 		KafkaBrokers: c.Kafka.ListenAddrs(),
-		APNsEndpoint: c.APNs.URL(), FCMEndpoint: c.FCM.URL(), FCMTokenURL: c.FCM.TokenURL(), GatewayCA: c.ca,
+		// The OAuth2 token endpoint stays direct: the simulator checks the assertion's
+		// audience against its own URL, and no delivery goes that way.
+		APNsEndpoint: apnsURL, FCMEndpoint: fcmURL, FCMTokenURL: c.FCM.TokenURL(), GatewayCA: c.ca,
 		GatewayAddr: "127.0.0.1:0",
 	}
 	fs := flag.NewFlagSet("clustertest", flag.ContinueOnError)
@@ -277,6 +279,8 @@ type Node struct {
 	n   *node.Node
 	net *cutter
 	st  *gatedStore
+	// gw are the node's paths to the simulators (APNs, FCM).
+	gw []*gatewayProxy
 
 	cancel context.CancelFunc
 	done   chan error
@@ -292,8 +296,11 @@ func (c *Cluster) Start(name string, roles ...string) *Node {
 	if len(roles) == 0 {
 		roles = []string{"api", "fanout", "scheduler"}
 	}
-	cfg := c.config(roles)
-	nd := &Node{Name: name, net: &cutter{conns: map[*cutConn]struct{}{}}, st: &gatedStore{Store: c.Store, g: newGate()}, done: make(chan error, 1)}
+	apnsGW, apnsURL := newGatewayProxy(t, c.APNs.URL())
+	fcmGW, fcmURL := newGatewayProxy(t, c.FCM.URL())
+	cfg := c.config(roles, apnsURL, fcmURL)
+	nd := &Node{Name: name, net: &cutter{conns: map[*cutConn]struct{}{}}, st: &gatedStore{Store: c.Store, g: newGate()},
+		gw: []*gatewayProxy{apnsGW, fcmGW}, done: make(chan error, 1)}
 	ready := make(chan string, 1)
 	level := zapcore.ErrorLevel
 	if c.opts.Verbose {
@@ -336,12 +343,17 @@ func (n *Node) Metrics() string {
 	return b.String()
 }
 
-// Kill stops the node abruptly: its Kafka connections are cut (and no new one opens), every
-// store call it makes fails from now on, then its roles are cancelled. Nothing it does after
-// the cut reaches Kafka or the store: no offset commit, no checkpoint, no leaving the group
-// (the coordinator waits out the session timeout, as for a dead process).
+// Kill stops the node abruptly: its Kafka connections and its connections to the simulators
+// are cut (and no new one opens), every store call it makes fails from now on, then its roles
+// are cancelled. Nothing it does after the cut reaches Kafka, the store or a gateway: no offset
+// commit, no checkpoint, no leaving the group (the coordinator waits out the session timeout,
+// as for a dead process), no delivery. A request the simulator answered just before the cut
+// counts as delivered even if the node never read the answer, as with a real crash.
 func (n *Node) Kill() {
 	n.net.cut()
+	for _, p := range n.gw {
+		p.cut()
+	}
 	n.st.g.kill()
 	n.cancel()
 }
