@@ -53,6 +53,7 @@ bench: ## run the benchmarks and print their figures
 	run ./sender/hms/ 'BenchmarkSenderHMSPool$$'; \
 	run ./sender/mi/ 'BenchmarkSenderMiPool$$'; \
 	run ./sender/honor/ 'BenchmarkSenderHonorPool$$'; \
+	run ./internal/clustertest/ 'BenchmarkClusterFanout'; \
 	if grep -qs 'func Benchmark' bench/*_test.go; then run ./bench/ 'Benchmark(DryRun|Scan|Pipeline)'; fi; \
 	echo "== BenchmarkGatewayIdle (./bench/; PUSHD_BENCH_GATEWAY_CONNS=100000 for issue 13's figure)"; \
 	$(GO) test -run '^$$' -bench 'BenchmarkGatewayIdle' -benchtime 1x -timeout 30m ./bench/ | grep -E '^Benchmark|^ok|FAIL'

@@ -14,106 +14,16 @@ import (
 
 	"github.com/pushd/pushd/api/pushapi"
 	"github.com/pushd/pushd/fanout"
-	"github.com/pushd/pushd/internal/lease"
+	"github.com/pushd/pushd/internal/node"
 	"github.com/pushd/pushd/scheduler"
-	"github.com/pushd/pushd/sender"
 	"github.com/pushd/pushd/sender/apns"
 	"github.com/pushd/pushd/sender/direct"
-	"github.com/pushd/pushd/store/cassandra"
-	"github.com/pushd/pushd/store/pebble"
 )
 
-// serveConfig is everything `pushd serve` reads. Each flag has a PUSHD_* environment
-// equivalent (flag name upper-cased, '-' → '_'); a flag given on the command line wins.
-type serveConfig struct {
-	Addr       string
-	Data       string
-	Store      string
-	Log        string
-	Roles      []string
-	Dev        bool
-	LogLevel   string
-	AdminToken string
-	PublicURL  string
-	DrainDelay time.Duration
-	SweepEvery time.Duration
-	// LogTrimEvery is how often the embedded log deletes the messages every group committed.
-	LogTrimEvery time.Duration
-	// RedriveAfter is scheduler.RedriveConfig.After: how long a push record may hold a job the
-	// planner has not taken before the scheduler role appends it again.
-	RedriveAfter time.Duration
-	// Lease times the cluster leases: the scheduler's (firing and re-driving) and the sweepers'.
-	Lease lease.Config
-
-	// Pebble sizes the embedded store's cache and memtables.
-	Pebble pebble.Options
-
-	// Cluster engines.
-	KafkaBrokers []string
-	Cassandra    cassandra.Config
-
-	// Fan-out tuning.
-	Planner fanout.PlannerConfig
-	Worker  fanout.WorkerConfig
-
-	// Sender tuning: retry horizon and backoff towards the gateways.
-	Sender sender.Config
-
-	// DryRun bounds the dry runs of pushes (the dry_run extension) on the api role.
-	DryRun pushapi.DryRunConfig
-
-	// APNsTransport is the APNs HTTP/2 client: apns.TransportLean or apns.TransportAPNs2.
-	APNsTransport string
-
-	// Gateways: endpoint overrides and extra trusted roots (simulators, staging).
-	APNsEndpoint string
-	FCMEndpoint  string
-	FCMTokenURL  string
-	HMSEndpoint  string
-	HMSTokenURL  string
-	MiEndpoint   string
-	VivoEndpoint string
-	OppoEndpoint string
-	OppoIntlURL  string
-	MzEndpoint   string
-	GatewayCA    string
-	// OppoInvalidRegIDCodes are OPPO's business codes of a dead regId (unconfirmed: none
-	// assumed), comma-separated.
-	OppoInvalidRegIDCodes string
-
-	// Honor Push: base URL and OAuth2 token URL overrides.
-	HonorEndpoint string
-	HonorTokenURL string
-
-	// Sim runs the APNs and FCM simulators in-process and points the dev app at them.
-	Sim         bool
-	SimAPNsAddr string
-	SimFCMAddr  string
-	SimHMSAddr  string
-	SimMiAddr   string
-	SimVivoAddr string
-	SimOppoAddr string
-	SimMzAddr   string
-
-	SimHonorAddr string // the in-process Honor simulator
-
-	// OpsAddr serves the ops endpoints on nodes without the api role.
-	OpsAddr string
-	// Pprof serves net/http/pprof's /debug/pprof/ on OpsAddr (off by default: a profile
-	// costs CPU and the heap dump names internals).
-	Pprof bool
-
-	// Gateway role (own Android channel): where devices connect, the URL the router gives
-	// them, and the gateway's tuning.
-	GatewayAddr string
-	GatewayURL  string
-	// GatewayAdvertise is this node's own connect URL in a cluster (--log kafka): the routers
-	// send the devices of the partitions it owns there. GatewayAdvertiseTTL is how long its
-	// advertisement lasts without a heartbeat.
-	GatewayAdvertise    string
-	GatewayAdvertiseTTL time.Duration
-	Direct              direct.Config
-}
+// serveConfig is everything `pushd serve` reads (node.Config: the node runs it). Each flag
+// has a PUSHD_* environment equivalent (flag name upper-cased, '-' → '_'); a flag given on
+// the command line wins.
+type serveConfig = node.Config
 
 var (
 	knownStores = []string{"pebble", "cassandra"}
@@ -166,6 +76,7 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	c.Lease.RegisterFlags(fs, "lease-")
 	var brokers string
 	fs.StringVar(&brokers, "kafka-brokers", envOr("PUSHD_KAFKA_BROKERS", ""), "Kafka seed brokers host:port, comma separated, for --log kafka (PUSHD_KAFKA_BROKERS)")
+	c.Kafka.RegisterFlags(fs, "kafka-")
 	c.Cassandra.RegisterFlags(fs, "cassandra-")
 	c.Pebble.RegisterFlags(fs, "pebble-")
 	c.Planner = fanout.DefaultPlannerConfig()
@@ -240,7 +151,7 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	if c.Data == "" {
 		return nil, fmt.Errorf("--data must not be empty")
 	}
-	if err := c.validateDurations(); err != nil {
+	if err := validateDurations(c); err != nil {
 		return nil, err
 	}
 	for _, b := range strings.Split(brokers, ",") {
@@ -250,6 +161,9 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	}
 	if c.Log == "kafka" && len(c.KafkaBrokers) == 0 {
 		return nil, fmt.Errorf("--log kafka needs --kafka-brokers (or PUSHD_KAFKA_BROKERS)")
+	}
+	if err := c.Kafka.ValidateTimings(); err != nil {
+		return nil, fmt.Errorf("--kafka-heartbeat-interval, --kafka-session-timeout, --kafka-rebalance-timeout: %w", err)
 	}
 	if c.Store == "cassandra" {
 		if err := c.Cassandra.Validate(); err != nil {
@@ -282,7 +196,7 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	if c.GatewayAdvertiseTTL < 300*time.Millisecond {
 		return nil, fmt.Errorf("--gateway-advertise-ttl %s is below 300ms", shortDuration(c.GatewayAdvertiseTTL))
 	}
-	if c.Log == "kafka" && c.has("gateway") {
+	if c.Log == "kafka" && c.Has("gateway") {
 		if c.GatewayAdvertise, err = advertiseURL(c.GatewayAdvertise, gwPort); err != nil {
 			return nil, err
 		}
@@ -345,7 +259,7 @@ func advertiseURL(v, port string) (string, error) {
 // validateDurations refuses durations that cannot mean anything, instead of letting a part
 // replace them with its default unseen (the sweeper runs hourly on an interval ≤ 0, the
 // Cassandra driver waits 5s on a timeout of 0).
-func (c *serveConfig) validateDurations() error {
+func validateDurations(c *serveConfig) error {
 	if c.DrainDelay < 0 {
 		return fmt.Errorf("--drain-delay must not be negative, got %s (0: no delay)", shortDuration(c.DrainDelay))
 	}
@@ -406,8 +320,6 @@ func applyEnv(fs *flag.FlagSet) error {
 func envName(flagName string) string {
 	return "PUSHD_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
-
-func (c *serveConfig) has(role string) bool { return slices.Contains(c.Roles, role) }
 
 func newFlagSet() *flag.FlagSet {
 	fs := flag.NewFlagSet("pushd serve", flag.ContinueOnError)

@@ -100,15 +100,15 @@ func checkPod(t *testing.T, p podSpec) []string {
 	}
 	// The ports this configuration listens on, and what each serves.
 	listens := map[int]string{} // port → "ops" (probes and metrics) or "ws"
-	if cfg.has("api") {
+	if cfg.Has("api") {
 		listens[portOf(t, "--addr", cfg.Addr)] = "ops"
 	}
 	if cfg.OpsAddr != "" {
 		listens[portOf(t, "--ops-addr", cfg.OpsAddr)] = "ops"
-	} else if !cfg.has("api") {
+	} else if !cfg.Has("api") {
 		t.Errorf("roles %v without --ops-addr: nothing answers probes or scrapes", cfg.Roles)
 	}
-	if cfg.has("gateway") {
+	if cfg.Has("gateway") {
 		listens[portOf(t, "--gateway-addr", cfg.GatewayAddr)] = "ws"
 	}
 	for name, port := range p.ports {

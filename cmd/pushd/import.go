@@ -33,14 +33,6 @@ type importIO struct {
 	readKey        func() (string, error) // nil: from importEnvKey, else a prompt on a terminal
 }
 
-// importerOf is the admin API's bulk import: the embedded store's; nil with another store.
-func importerOf(p *parts) api.InstallationImporter {
-	if p.pebble == nil {
-		return nil
-	}
-	return migrate.Importer{St: p.pebble}
-}
-
 // openAppStore opens the data directory's store and reads the app.
 func openAppStore(ctx context.Context, data, appID string) (*pebble.Store, push.App, error) {
 	st, err := pebble.Open(storeDir(data), pebble.Options{})

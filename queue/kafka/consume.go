@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
@@ -93,20 +94,22 @@ func (l *Log) ConsumeAssigned(ctx context.Context, topic, group string, h queue.
 				defer pcancel()
 				stop := context.AfterFunc(genCtx, pcancel)
 				defer stop()
-				l.consumePartition(pctx, gen, &commitMu, topic, a, h, log.With(zap.Int(telemetry.KeyPartition, a.ID)))
+				l.consumePartition(pctx, gen, &commitMu, topic, group, a, h, log.With(zap.Int(telemetry.KeyPartition, a.ID)))
 			})
 		}
 	}
 }
 
 func (l *Log) dialer() *kafka.Dialer {
-	return &kafka.Dialer{ClientID: l.cfg.ClientID, Timeout: l.cfg.WriteTimeout, DualStack: true}
+	return &kafka.Dialer{ClientID: l.cfg.ClientID, Timeout: l.cfg.WriteTimeout, DualStack: true, DialFunc: l.cfg.Dial}
 }
 
 // consumePartition runs one assigned partition for one generation: fetch, handle (retrying),
 // commit, in offset order, until ctx ends (consumer stopped or generation over).
 func (l *Log) consumePartition(ctx context.Context, gen *kafka.Generation, commitMu *sync.Mutex,
-	topic string, a kafka.PartitionAssignment, h queue.Handler, log *zap.Logger) {
+	topic, group string, a kafka.PartitionAssignment, h queue.Handler, log *zap.Logger) {
+	lag := l.lagGauge(group, topic, a.ID)
+	defer lag.drop()
 	r := kafka.NewReader(kafka.ReaderConfig{
 		Brokers:   l.cfg.Brokers,
 		Dialer:    l.dialer(),
@@ -145,6 +148,7 @@ func (l *Log) consumePartition(ctx context.Context, gen *kafka.Generation, commi
 			}
 			return
 		}
+		lag.set(km.HighWaterMark - km.Offset) // this message is not handled yet
 		m := queue.Message{Topic: km.Topic, Partition: km.Partition, Offset: km.Offset, Key: km.Key, Value: km.Value}
 		if err := backoff.Retry(ctx, l.retry, func() error { return h(ctx, m) }, func(attempt int, err error) {
 			log.Warn("handler failed; will retry", zap.Int64(telemetry.KeyOffset, m.Offset), zap.Int(telemetry.KeyAttempt, attempt), zap.Error(err))
@@ -167,6 +171,37 @@ func (l *Log) consumePartition(ctx context.Context, gen *kafka.Generation, commi
 		}); err != nil {
 			return
 		}
+		lag.set(km.HighWaterMark - (km.Offset + 1))
+	}
+}
+
+// partitionLag is the gauge pushd_kafka_consumer_lag{group,topic,partition}: how many messages
+// of an owned partition were not handled yet, by the high watermark of the last fetch. It lives
+// while this member owns the partition (a rebalance hands it to the new owner's gauge), so the
+// sum over the nodes' /metrics is the group's lag; a partition no member owns shows none.
+type partitionLag struct {
+	ms   *metrics.Set
+	name string
+	g    *metrics.Gauge
+}
+
+func (l *Log) lagGauge(group, topic string, partition int) partitionLag {
+	if l.cfg.Metrics == nil {
+		return partitionLag{}
+	}
+	name := fmt.Sprintf(`pushd_kafka_consumer_lag{group=%q,topic=%q,partition="%d"}`, group, topic, partition)
+	return partitionLag{ms: l.cfg.Metrics, name: name, g: l.cfg.Metrics.GetOrCreateGauge(name, nil)}
+}
+
+func (p partitionLag) set(v int64) {
+	if p.g != nil {
+		p.g.Set(float64(max(v, 0)))
+	}
+}
+
+func (p partitionLag) drop() {
+	if p.ms != nil {
+		p.ms.UnregisterMetric(p.name)
 	}
 }
 

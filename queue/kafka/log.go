@@ -64,7 +64,7 @@ func New(cfg Config) (*Log, error) {
 		BatchTimeout: cfg.BatchTimeout,
 		BatchSize:    1000,
 		WriteTimeout: cfg.WriteTimeout,
-		Transport:    &kafka.Transport{ClientID: cfg.ClientID},
+		Transport:    &kafka.Transport{ClientID: cfg.ClientID, Dial: cfg.Dial},
 	}
 	return l, nil
 }

@@ -30,6 +30,11 @@ func EnsureTopics(ctx context.Context, cfg Config) error {
 		})
 	}
 	c := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: cfg.WriteTimeout}
+	if cfg.Dial != nil {
+		tr := &kafka.Transport{ClientID: cfg.ClientID, Dial: cfg.Dial}
+		defer tr.CloseIdleConnections()
+		c.Transport = tr
+	}
 	res, err := c.CreateTopics(ctx, req)
 	if err != nil {
 		return fmt.Errorf("cannot create topics %v: %w", names, err)

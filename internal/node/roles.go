@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -86,7 +86,9 @@ func openQueue(ctx context.Context, p *parts, g *service.Group) error {
 		}
 		lg = l
 	case "kafka":
-		cfg := kafka.Config{Brokers: p.cfg.KafkaBrokers, Logger: p.log.Named("kafka")}
+		cfg := p.cfg.Kafka
+		cfg.Brokers, cfg.Logger, cfg.Dial = p.cfg.KafkaBrokers, p.log.Named("kafka"), p.opts.KafkaDial
+		cfg.Metrics = p.reg.Add(metrics.NewSet())
 		if err := kafka.EnsureTopics(ctx, cfg); err != nil {
 			return fmt.Errorf("cannot create the Kafka topics: %w", err)
 		}
@@ -110,7 +112,7 @@ func openQueue(ctx context.Context, p *parts, g *service.Group) error {
 // addScheduler wires the scheduler role: under the cluster lease "scheduler" it fires due
 // scheduled pushes into push.jobs, and re-drives the jobs whose append was lost. The lease's
 // keeper starts first and stops last, releasing the lease once this node fires no more.
-func addScheduler(p *parts, g *service.Group, _ *testHooks) error {
+func addScheduler(p *parts, g *service.Group, _ *Hooks) error {
 	set := p.reg.Add(metrics.NewSet())
 	k := p.keeper("scheduler", set)
 	g.Add("scheduler-lease", k)
@@ -130,7 +132,7 @@ func (p *parts) keeper(name string, set *metrics.Set) *lease.Keeper {
 
 // addFanout wires the fanout role: the sender pools, then the planner and the workers (so
 // that on stop the workers finish their batches before the pools close).
-func addFanout(p *parts, g *service.Group, _ *testHooks) error {
+func addFanout(p *parts, g *service.Group, _ *Hooks) error {
 	d, m, err := dispatcher(p)
 	if err != nil {
 		return err
@@ -429,7 +431,10 @@ func startSims(ctx context.Context, p *parts, g *service.Group, stdout io.Writer
 	if err != nil {
 		return fmt.Errorf("cannot make a simulator FCM service account: %w", err)
 	}
-	app, err := devApp(ctx, p.store, p.cfg.Data)
+	if p.opts.DevApp == nil {
+		return errors.New("--sim needs the dev app: Options.DevApp is not set")
+	}
+	app, err := p.opts.DevApp(ctx, p.store)
 	if err != nil {
 		return err
 	}
