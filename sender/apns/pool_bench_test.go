@@ -4,12 +4,8 @@ package apns_test
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -28,7 +24,7 @@ import (
 // connections, token auth) on each transport (sub-benchmarks apns2 and lean) to the APNs
 // simulator, next to the raw ceiling sim.Ceiling reaches against the same simulator in the
 // same run (one connection, 256 streams, bare x/net/http2). The simulator runs in a child
-// process, so cpu-µs/delivery is the sender's own CPU (and ceiling-cpu-µs/req the bare
+// process (sendertest.StartSim), so cpu-µs/delivery is the sender's own CPU (and ceiling-cpu-µs/req the bare
 // client's). Run with e.g. -benchtime=40000x.
 func BenchmarkSenderAPNsPool(b *testing.B) {
 	for _, tr := range []string{apns.TransportAPNs2, apns.TransportLean} {
@@ -36,46 +32,19 @@ func BenchmarkSenderAPNsPool(b *testing.B) {
 	}
 }
 
-// startSimProcess runs the APNs simulator in a child process (this test binary, see
-// serveBenchSim) and returns its URL, client TLS and the P8 key it trusts.
-func startSimProcess(b *testing.B) (url string, tlsCfg *tls.Config, p8 []byte) {
-	b.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "PUSHD_BENCH_APNS_SIM=1")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = stdin.Close(); _ = cmd.Wait() })
-	var info struct{ URL, CA, P8 string }
-	if err := json.NewDecoder(stdout).Decode(&info); err != nil {
-		b.Fatalf("cannot read the simulator process's address: %v", err)
-	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM([]byte(info.CA)) {
-		b.Fatal("simulator CA: no certificate")
-	}
-	return info.URL, &tls.Config{RootCAs: roots, NextProtos: []string{"h2"}, MinVersion: tls.VersionTLS12}, []byte(info.P8)
-}
-
 func benchAPNsPool(b *testing.B, transport string) {
-	simURL, simTLS, p8 := startSimProcess(b)
-	raw, _ := json.Marshal(apns.CredentialsJSON{DefaultTopic: "com.example.chat", Teams: []apns.TeamKey{{TeamID: "TEAM123456", KeyID: "KEY1234567", P8: string(p8)}}})
-	app := push.App{ID: "bench", Credentials: map[string]json.RawMessage{"apns": raw}}
-
-	key, err := sim.ParseAPNsKey(p8)
+	s := sendertest.StartSim(b, push.ChannelAPNs)
+	simURL, simTLS := s.URL, s.TLS
+	var creds apns.CredentialsJSON
+	if err := json.Unmarshal(s.Credentials, &creds); err != nil || len(creds.Teams) != 1 {
+		b.Fatalf("simulator credentials: %v", err)
+	}
+	team := creds.Teams[0]
+	key, err := sim.ParseAPNsKey([]byte(team.P8))
 	if err != nil {
 		b.Fatal(err)
 	}
-	jwt, err := sim.NewAPNsToken(key, "KEY1234567", "TEAM123456", time.Now())
+	jwt, err := sim.NewAPNsToken(key, team.KeyID, team.TeamID, time.Now())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -97,7 +66,7 @@ func benchAPNsPool(b *testing.B, transport string) {
 
 	d := sender.New(sender.Config{
 		APNs: apns.Config{ProdEndpoint: simURL, DevEndpoint: simURL, TLS: simTLS, Transport: transport},
-	}, sendertest.Apps{App: app}, nil, zap.NewNop(), metrics.NewSet())
+	}, sendertest.Apps{App: s.App("bench")}, nil, zap.NewNop(), metrics.NewSet())
 	defer d.Close()
 	msg := &push.Message{Channel: push.ChannelAPNs, Body: []byte(`{"aps":{"alert":"hi"}}`), PushType: "alert", Priority: 10}
 	ds := make([]push.Delivery, b.N)

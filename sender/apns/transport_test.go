@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"testing"
+
+	"github.com/pushd/pushd/sender/sendertest"
 )
 
 // testTransport is the transport simConfig gives every client of this package's tests.
@@ -13,8 +15,8 @@ var testTransport = TransportAPNs2
 // TestMain runs every test of the package once per transport, so the client tests are the
 // contract both transports meet. Benchmarks pick their transport themselves and run once.
 func TestMain(m *testing.M) {
-	if os.Getenv(benchSimEnv) != "" {
-		os.Exit(serveBenchSim())
+	if code, child := sendertest.ServeSimChild(); child {
+		os.Exit(code)
 	}
 	flag.Parse()
 	if f := flag.Lookup("test.bench"); f != nil && f.Value.String() != "" {

@@ -1,7 +1,8 @@
 //go:build unix
 
 // Package sendertest holds what the gateway packages' sender benchmarks share: an app source
-// of one app, and driving a dispatcher the way fan-out does (a few workers, each sending
+// of one app, a gateway simulator in a child process (so the benchmark's CPU is the
+// sender's), and driving a dispatcher the way fan-out does (a few workers, each sending
 // batches). It is imported by tests and benchmarks only.
 package sendertest
 
@@ -35,8 +36,8 @@ const (
 
 // Drive warms d with ds[0] (connections, auth tokens), then sends every delivery of ds in
 // batches from several goroutines with b's timer running, and fails b if any delivery is not
-// sent. It returns the wall time and the process's CPU µs per delivery (the in-process
-// simulator included); the timer is stopped when it returns.
+// sent. It returns the wall time and this process's CPU µs per delivery (the sender's alone
+// when the simulator runs in a child process, StartSim); the timer is stopped when it returns.
 func Drive(b *testing.B, d Sender, ds []push.Delivery) (elapsed time.Duration, cpuPerDelivery float64) {
 	b.Helper()
 	res := make([]push.Result, len(ds))

@@ -1,0 +1,18 @@
+//go:build unix
+
+package honor_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/pushd/pushd/sender/sendertest"
+)
+
+// TestMain lets BenchmarkSenderHonorPool re-execute this test binary as its simulator process.
+func TestMain(m *testing.M) {
+	if code, child := sendertest.ServeSimChild(); child {
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
