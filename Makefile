@@ -46,6 +46,7 @@ bench: ## run the benchmarks and print their figures
 	run ./api/pushapi/ 'BenchmarkPushAccept'; \
 	run ./migrate/ 'BenchmarkMigrateImportFile$$'; \
 	run ./sender/apns/ 'BenchmarkSenderAPNsPool$$'; \
+	run ./sender/fcm/ 'BenchmarkSenderFCMPool$$'; \
 	run ./sender/direct/ 'BenchmarkDirect'; \
 	run ./sender/vivo/ 'BenchmarkSenderVivoPool$$'; \
 	run ./sender/oppo/ 'BenchmarkSenderOppoPool$$'; \

@@ -266,7 +266,19 @@ func (s *noopSender) Send(_ context.Context, ds []push.Delivery, res []push.Resu
 // to a sender that does nothing: deliveries per second, and the growth of the process's RSS
 // across the run, peak VmRSS over the baseline taken after a warm-up scan (bounded memory: it
 // must not depend on the audience; PUSHD_BENCH_N=1000000 must stay under 200 MB).
+//
+// allocs/target is every allocation of the process during the pushes (the benchmark's own
+// record polling and RSS sampling included) over the targets sent. The sub-benchmarks run
+// the worker with batches of 100 (the default) and 1000 targets: scan → filter → render →
+// send allocates per batch (the batch's string arena, the checkpoint, the sender call), not per
+// target, so allocs/target falls with the batch size (issue 16 item 3).
 func BenchmarkPipelineNoop(b *testing.B) {
+	for _, size := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) { benchPipelineNoop(b, size) })
+	}
+}
+
+func benchPipelineNoop(b *testing.B, batchSize int) {
 	st, lg, n := seededStore(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -276,7 +288,9 @@ func BenchmarkPipelineNoop(b *testing.B) {
 		b.Fatal(err)
 	}
 	snd := &noopSender{}
-	w, err := fanout.NewWorker(fanout.DefaultWorkerConfig(), st, lg, snd, zap.NewNop(), metrics.NewSet())
+	wcfg := fanout.DefaultWorkerConfig()
+	wcfg.BatchSize = batchSize
+	w, err := fanout.NewWorker(wcfg, st, lg, snd, zap.NewNop(), metrics.NewSet())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -292,6 +306,8 @@ func BenchmarkPipelineNoop(b *testing.B) {
 	rss0 := rssBytes(b)
 	var peak int64
 	b.ReportAllocs()
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
 	b.ResetTimer()
 	var targets int64
 	i := 0
@@ -324,11 +340,14 @@ func BenchmarkPipelineNoop(b *testing.B) {
 		}
 	}
 	b.StopTimer()
+	runtime.ReadMemStats(&ms1)
 	if targets != int64(b.N)*int64(n) || snd.n.Load() != targets {
 		b.Fatalf("%d targets counted, %d sent, want %d", targets, snd.n.Load(), int64(b.N)*int64(n))
 	}
 	b.ReportMetric(float64(targets)/b.Elapsed().Seconds(), "deliveries/s")
 	b.ReportMetric(float64(max(peak-rss0, 0))/(1<<20), "rss-growth-MB")
+	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(targets), "allocs/target")
+	b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/float64(targets), "B/target")
 	cancel()
 	_ = g.Wait()
 }

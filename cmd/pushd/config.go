@@ -18,6 +18,7 @@ import (
 	"github.com/pushd/pushd/scheduler"
 	"github.com/pushd/pushd/sender/apns"
 	"github.com/pushd/pushd/sender/direct"
+	"github.com/pushd/pushd/sender/fcm"
 )
 
 // serveConfig is everything `pushd serve` reads (node.Config: the node runs it). Each flag
@@ -94,6 +95,7 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	fs.StringVar(&c.APNsEndpoint, "apns-endpoint", envOr("PUSHD_APNS_ENDPOINT", ""), "APNs base URL for both environments instead of Apple's (PUSHD_APNS_ENDPOINT)")
 	fs.StringVar(&c.APNsTransport, "apns-transport", envOr("PUSHD_APNS_TRANSPORT", apns.DefaultTransport), "APNs HTTP/2 client: lean (sender/h2: header blocks encoded once per push, no per-request objects) or apns2 (sideshow/apns2 over net/http, the previous one) (PUSHD_APNS_TRANSPORT)")
 	fs.StringVar(&c.FCMEndpoint, "fcm-endpoint", envOr("PUSHD_FCM_ENDPOINT", ""), "FCM base URL instead of Google's (PUSHD_FCM_ENDPOINT)")
+	fs.StringVar(&c.FCMTransport, "fcm-transport", envOr("PUSHD_FCM_TRANSPORT", fcm.DefaultTransport), "FCM HTTP/2 client: lean (sender/h2: header blocks encoded once, no per-request objects) or std (net/http over x/net/http2, the previous one) (PUSHD_FCM_TRANSPORT)")
 	fs.StringVar(&c.FCMTokenURL, "fcm-token-url", envOr("PUSHD_FCM_TOKEN_URL", ""), "OAuth2 token URL for every FCM service account instead of its token_uri (PUSHD_FCM_TOKEN_URL)")
 	fs.StringVar(&c.GatewayCA, "gateway-ca", envOr("PUSHD_GATEWAY_CA", ""), "PEM file of extra roots trusted for gateway TLS (PUSHD_GATEWAY_CA)")
 	fs.StringVar(&c.HMSEndpoint, "hms-endpoint", envOr("PUSHD_HMS_ENDPOINT", ""), "HMS Push Kit base URL instead of Huawei's, for credentials that name none (PUSHD_HMS_ENDPOINT)")
@@ -217,6 +219,10 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	c.Sender.APNs.Transport = c.APNsTransport
 	if err := c.Sender.APNs.Validate(); err != nil {
 		return nil, fmt.Errorf("--apns-transport: %w", err)
+	}
+	c.Sender.FCM.Transport = c.FCMTransport
+	if err := c.Sender.FCM.Validate(); err != nil {
+		return nil, fmt.Errorf("--fcm-transport: %w", err)
 	}
 	codes, err := parseCodes(c.OppoInvalidRegIDCodes)
 	if err != nil {

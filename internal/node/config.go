@@ -58,6 +58,8 @@ type Config struct {
 
 	// APNsTransport is the APNs HTTP/2 client: apns.TransportLean or apns.TransportAPNs2.
 	APNsTransport string
+	// FCMTransport is the FCM HTTP/2 client: fcm.TransportLean or fcm.TransportStd.
+	FCMTransport string
 
 	// Gateways: endpoint overrides and extra trusted roots (simulators, staging).
 	APNsEndpoint string

@@ -80,6 +80,7 @@ func ParseCredentials(raw []byte) error {
 type Credentials struct {
 	defaultTopic string
 	teams        map[string]*token.Token // by team id
+	teamRoutes   map[string][2]string    // by team id: Route's answers, [dev, prod], built once
 	onlyTeam     string                  // the team when exactly one is configured
 	prod, dev    *tls.Certificate
 	profiles     map[string]profileCert
@@ -88,8 +89,9 @@ type Credentials struct {
 }
 
 type profileCert struct {
-	cert tls.Certificate
-	env  string // "", "prod", "dev"
+	cert   tls.Certificate
+	env    string    // "", "prod", "dev"
+	routes [2]string // Route's answers for a dev and a prod delivery, built once
 }
 
 // Load parses raw (App.Credentials["apns"]).
@@ -103,6 +105,7 @@ func Load(raw []byte) (*Credentials, error) {
 	c := &Credentials{
 		defaultTopic: j.DefaultTopic,
 		teams:        make(map[string]*token.Token, len(j.Teams)),
+		teamRoutes:   make(map[string][2]string, len(j.Teams)),
 		profiles:     make(map[string]profileCert, len(j.Profiles)),
 		prodURL:      firstNonEmpty(j.ProdEndpoint, j.Endpoint),
 		devURL:       firstNonEmpty(j.DevEndpoint, j.Endpoint),
@@ -119,6 +122,7 @@ func Load(raw []byte) (*Credentials, error) {
 			return nil, fmt.Errorf("cannot load the p8 key of apns team %s: %w", t.TeamID, keyError(err))
 		}
 		c.teams[t.TeamID] = newToken(key, t.KeyID, t.TeamID)
+		c.teamRoutes[t.TeamID] = [2]string{routeTeam + "/" + t.TeamID + "/dev", routeTeam + "/" + t.TeamID + "/prod"}
 		c.onlyTeam = t.TeamID
 	}
 	if len(c.teams) != 1 {
@@ -146,7 +150,15 @@ func Load(raw []byte) (*Credentials, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cannot load the certificate of apns profile %q: %w", name, err)
 		}
-		c.profiles[name] = profileCert{cert: *cert, env: pj.Env}
+		pc := profileCert{cert: *cert, env: pj.Env}
+		for i, prod := range [2]bool{false, true} {
+			env := pc.env
+			if env == "" {
+				env = envOf(prod)
+			}
+			pc.routes[i] = routeProfile + "/" + name + "/" + env
+		}
+		c.profiles[name] = pc
 	}
 	if len(c.teams) == 0 && c.prod == nil && c.dev == nil && len(c.profiles) == 0 {
 		return nil, errors.New("cannot load apns credentials: no team key and no certificate")
@@ -247,11 +259,7 @@ func (c *Credentials) Route(d *push.Delivery) (string, error) {
 		if !ok {
 			return "", fmt.Errorf("apns deviceProfile %q has no certificate", p)
 		}
-		env := pc.env
-		if env == "" {
-			env = envOf(d.Prod)
-		}
-		return routeProfile + "/" + p + "/" + env, nil
+		return pc.routes[envIndex(d.Prod)], nil
 	}
 	if len(c.teams) > 0 {
 		team := d.Message.TeamID
@@ -264,10 +272,11 @@ func (c *Credentials) Route(d *push.Delivery) (string, error) {
 		if team == "" {
 			return "", errors.New("apns_team_id required: the app has several apns teams and neither the request nor the installation names one")
 		}
-		if _, ok := c.teams[team]; !ok {
+		routes, ok := c.teamRoutes[team]
+		if !ok {
 			return "", fmt.Errorf("apns team %s is not configured", team)
 		}
-		return routeTeam + "/" + team + "/" + envOf(d.Prod), nil
+		return routes[envIndex(d.Prod)], nil
 	}
 	if d.Prod && c.prod == nil {
 		return "", errors.New("no apns production certificate configured")
@@ -275,7 +284,18 @@ func (c *Credentials) Route(d *push.Delivery) (string, error) {
 	if !d.Prod && c.dev == nil {
 		return "", errors.New("no apns development certificate configured")
 	}
-	return routeCert + "/" + envOf(d.Prod), nil
+	return certRoutes[envIndex(d.Prod)], nil
+}
+
+// certRoutes are Route's answers for a certificate's dev and prod deliveries: Route runs per
+// delivery and builds no string.
+var certRoutes = [2]string{routeCert + "/dev", routeCert + "/prod"}
+
+func envIndex(prod bool) int {
+	if prod {
+		return 1
+	}
+	return 0
 }
 
 func envOf(prod bool) string {

@@ -26,7 +26,8 @@ type Client struct {
 	url     string
 	ts      *tokenSource
 	tokenHC *http.Client
-	conns   *gateway.Conns[*http.Client]
+	conns   *gateway.Conns[*http.Client] // TransportStd
+	lean    *lean                        // TransportLean
 }
 
 // NewClient builds the client of the route returned by Route. It does not connect:
@@ -61,6 +62,14 @@ func (c *Credentials) NewClient(route string, cfg Config) (*Client, error) {
 			hc: tokenHC, timeout: cfg.RequestTimeout, now: time.Now,
 		},
 		tokenHC: tokenHC,
+	}
+	if cfg.Transport == TransportLean {
+		l, err := newLean(cfg, cl.url)
+		if err != nil {
+			return nil, err
+		}
+		cl.lean = l
+		return cl, nil
 	}
 	dial := func() (*http.Client, error) { return newConn(cfg), nil }
 	cl.conns = gateway.NewBoundedConns(cfg.MaxConns, cfg.StreamsPerConn, dial, func(h *http.Client) { h.CloseIdleConnections() })
@@ -103,14 +112,23 @@ func newConn(cfg Config) *http.Client {
 }
 
 // Conns is the number of open connections.
-func (cl *Client) Conns() int { return cl.conns.Len() }
+func (cl *Client) Conns() int {
+	if cl.lean != nil {
+		return cl.lean.conns.Len()
+	}
+	return cl.conns.Len()
+}
 
 // TokensMinted counts the access tokens this client obtained.
 func (cl *Client) TokensMinted() int64 { return cl.ts.mints.Load() }
 
 // Close closes the connections; call it once no Send is running.
 func (cl *Client) Close() {
-	cl.conns.Close()
+	if cl.lean != nil {
+		cl.lean.conns.Close()
+	} else {
+		cl.conns.Close()
+	}
 	cl.tokenHC.CloseIdleConnections()
 }
 
@@ -128,6 +146,9 @@ func (cl *Client) Send(ctx context.Context, d *push.Delivery) gateway.Reply {
 			return gateway.Reply{Kind: gateway.KindRetry, Reason: "canceled"}
 		}
 		return gateway.Reply{Kind: gateway.KindRetry, Reason: "cannot get an oauth2 access token"}
+	}
+	if cl.lean != nil {
+		return cl.sendLean(ctx, d, bearer)
 	}
 	pl := newPayload()
 	defer pl.release()

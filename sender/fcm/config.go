@@ -2,6 +2,7 @@ package fcm
 
 import (
 	"crypto/tls"
+	"fmt"
 
 	"github.com/pushd/pushd/sender/gateway"
 )
@@ -25,6 +26,9 @@ type Config struct {
 	// open, further sends wait for a free stream. A server advertising fewer streams gets an
 	// extra connection per transport rather than a queue on it.
 	gateway.ConnConfig
+	// Transport is the HTTP/2 client: TransportLean (sender/h2, the default) or TransportStd
+	// (net/http over x/net/http2); see docs/decisions.md, "Lean FCM transport".
+	Transport string
 	// TLS is the base client TLS configuration (nil: system roots); tests set the simulator's.
 	TLS *tls.Config
 }
@@ -34,9 +38,19 @@ func (c Config) WithDefaults() Config {
 	if c.Endpoint == "" {
 		c.Endpoint = DefaultEndpoint
 	}
+	if c.Transport == "" {
+		c.Transport = DefaultTransport
+	}
 	c.ConnConfig = c.ConnConfig.WithDefaults(100)
 	return c
 }
 
 // Validate reports a configuration that cannot work.
-func (c Config) Validate() error { return c.ConnConfig.Validate("fcm") }
+func (c Config) Validate() error {
+	switch c.Transport {
+	case "", TransportStd, TransportLean:
+	default:
+		return fmt.Errorf("fcm: unknown transport %q: want %s or %s", c.Transport, TransportLean, TransportStd)
+	}
+	return c.ConnConfig.Validate("fcm")
+}

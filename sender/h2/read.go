@@ -11,19 +11,21 @@ import (
 func (c *Conn) readLoop() {
 	for {
 		f, err := c.fr.ReadFrame()
-		var se http2.StreamError
-		if errors.As(err, &se) { // a malformed frame of one stream: that stream ends
-			c.mu.Lock()
-			s := c.streams[se.StreamID]
-			c.ctl.resets = append(c.ctl.resets, idVal{se.StreamID, uint32(se.Code)})
-			c.mu.Unlock()
-			c.kick()
-			if s != nil {
-				c.complete(s, &StreamError{Code: se.Code})
-			}
-			continue
-		}
 		if err != nil {
+			// se lives only on this path: errors.As makes it escape, an allocation per frame
+			// if it were declared for every frame.
+			var se http2.StreamError
+			if errors.As(err, &se) { // a malformed frame of one stream: that stream ends
+				c.mu.Lock()
+				s := c.streams[se.StreamID]
+				c.ctl.resets = append(c.ctl.resets, idVal{se.StreamID, uint32(se.Code)})
+				c.mu.Unlock()
+				c.kick()
+				if s != nil {
+					c.complete(s, &StreamError{Code: se.Code})
+				}
+				continue
+			}
 			c.fail(err)
 			return
 		}

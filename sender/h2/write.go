@@ -1,6 +1,8 @@
 package h2
 
 import (
+	"runtime"
+
 	"golang.org/x/net/http2"
 )
 
@@ -14,6 +16,7 @@ func (c *Conn) writeLoop() {
 		case <-c.closed:
 			return
 		}
+		yielded := false
 		for {
 			ctl, ok := c.plan()
 			if !ok {
@@ -24,6 +27,13 @@ func (c *Conn) writeLoop() {
 				return
 			}
 			if len(c.ops) == 0 && ctl.empty() {
+				if !yielded && c.bw.Buffered() > 0 {
+					// Once before the syscall, let the callers the last answers woke queue
+					// their next requests: they then share this flush.
+					yielded = true
+					runtime.Gosched()
+					continue
+				}
 				break
 			}
 			if err := c.writeOps(); err != nil {
