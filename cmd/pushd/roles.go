@@ -131,6 +131,7 @@ func (p *parts) keeper(name string, set *metrics.Set) *lease.Keeper {
 // addFanout wires the fanout role: the sender pools, then the planner and the workers (so
 // that on stop the workers finish their batches before the pools close).
 func addFanout(p *parts, g *service.Group, _ *testHooks) error {
+	hooks := p.webhooks(g)
 	d, m, err := dispatcher(p)
 	if err != nil {
 		return err
@@ -148,6 +149,7 @@ func addFanout(p *parts, g *service.Group, _ *testHooks) error {
 	if err != nil {
 		return err
 	}
+	w.SetEvents(hooks)
 	g.Add("worker", w)
 	return nil
 }
