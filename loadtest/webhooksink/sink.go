@@ -168,3 +168,14 @@ func (s *Sink) Changed() <-chan struct{} {
 	defer s.mu.Unlock()
 	return s.changed
 }
+
+// Events returns the events received, once each by id.
+func (s *Sink) Events() []webhook.Wire {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]webhook.Wire, 0, len(s.events))
+	for _, e := range s.events {
+		out = append(out, e)
+	}
+	return out
+}
