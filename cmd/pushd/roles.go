@@ -136,6 +136,7 @@ func addFanout(p *parts, g *service.Group, _ *testHooks) error {
 	if err != nil {
 		return err
 	}
+	d.SetEvents(hooks)
 	g.Add("sender-membership", m)
 	g.Add("sender", d)
 	set := p.reg.Add(metrics.NewSet())
