@@ -37,6 +37,7 @@ func (s *Server) registerAdmin() {
 type AppRequest struct {
 	Name     *string          `json:"name"`
 	Settings *SettingsRequest `json:"settings"`
+	Webhook  *WebhookRequest  `json:"webhook"`
 }
 
 // adminCreateRequest is the body of POST /admin/apps: an AppRequest, plus optionally the
@@ -44,6 +45,7 @@ type AppRequest struct {
 type adminCreateRequest struct {
 	Name     *string          `json:"name"`
 	Settings *SettingsRequest `json:"settings"`
+	Webhook  *WebhookRequest  `json:"webhook"`
 	Identity *Identity        `json:"identity"`
 }
 
@@ -65,6 +67,7 @@ type AppView struct {
 	Name        string           `json:"name"`
 	Settings    push.AppSettings `json:"settings"`
 	Credentials []string         `json:"credentials"`
+	Webhook     *WebhookView     `json:"webhook,omitempty"`
 	CreatedAt   string           `json:"createdAt"`
 	UpdatedAt   string           `json:"updatedAt"`
 }
@@ -82,7 +85,7 @@ func viewOf(a *push.App) AppView {
 		kinds = append(kinds, k)
 	}
 	slices.Sort(kinds)
-	return AppView{ID: a.ID, Name: a.Name, Settings: a.Settings, Credentials: kinds,
+	return AppView{ID: a.ID, Name: a.Name, Settings: a.Settings, Credentials: kinds, Webhook: viewOfWebhook(a.Webhook),
 		CreatedAt: push.FormatTime(a.CreatedAt), UpdatedAt: push.FormatTime(a.UpdatedAt)}
 }
 
@@ -243,7 +246,13 @@ func newAppFromRequest(req AppRequest, now time.Time) (push.App, *push.Error) {
 	if perr != nil {
 		return push.App{}, perr
 	}
-	return NewApp(name, settings, now), nil
+	hook, perr := applyWebhook(push.AppWebhook{}, req.Webhook)
+	if perr != nil {
+		return push.App{}, perr
+	}
+	app := NewApp(name, settings, now)
+	app.Webhook = hook
+	return app, nil
 }
 
 func (s *Server) adminCreateApp(ctx *fasthttp.RequestCtx, c *Call) error {
@@ -251,7 +260,7 @@ func (s *Server) adminCreateApp(ctx *fasthttp.RequestCtx, c *Call) error {
 	if perr := decodeStrict(ctx.PostBody(), &req); perr != nil {
 		return perr
 	}
-	ar := AppRequest{Name: req.Name, Settings: req.Settings}
+	ar := AppRequest{Name: req.Name, Settings: req.Settings, Webhook: req.Webhook}
 	var (
 		app  push.App
 		perr *push.Error
@@ -334,7 +343,12 @@ func (s *Server) adminUpdateApp(ctx *fasthttp.RequestCtx, c *Call) error {
 	if perr != nil {
 		return perr
 	}
+	hook, perr := applyWebhook(app.Webhook, req.Webhook)
+	if perr != nil {
+		return perr
+	}
 	app.Settings = settings
+	app.Webhook = hook
 	app.UpdatedAt = c.Now.UTC().Truncate(time.Millisecond)
 	if err := s.deps.Apps.PutApp(context.Background(), app); err != nil {
 		return fmt.Errorf("cannot update app %s: %w", app.ID, err)

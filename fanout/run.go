@@ -11,6 +11,7 @@ import (
 	"github.com/pushd/pushd/internal/telemetry"
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/store"
+	"github.com/pushd/pushd/webhook"
 )
 
 // batchDrain bounds how long a stopping worker waits for the batch it is sending.
@@ -52,6 +53,7 @@ type run struct {
 	recAt   time.Time
 
 	day string // the UTC day whose volume the task counts
+	ev  Events // nil unless the app has a webhook
 }
 
 // newRun starts a run of t; rec is the task's push record as read at recAt.
@@ -76,6 +78,7 @@ func (w *Worker) newRun(t *push.Task, js *jobState, prog *push.TaskProgress, rec
 		expires: t.Job.ExpiresAt,
 		recAt:   recAt,
 		day:     now.UTC().Format(time.DateOnly),
+		ev:      w.eventsFor(t.Job.AppID),
 	}
 	return r
 }
@@ -184,6 +187,9 @@ func (r *run) deliver(ctx context.Context, b *batch) error {
 	ds, res := b.ds, b.res[:len(b.ds)]
 	if r.stopped != "" {
 		r.countAll(b.ch, push.OutcomeFailed, r.stopped)
+		if r.ev != nil {
+			r.emitAll(ds, webhook.Failed, r.stopped, w.clock.Now())
+		}
 		return nil
 	}
 	if !r.expires.IsZero() && !w.clock.Now().Before(r.expires) {
@@ -198,6 +204,9 @@ func (r *run) deliver(ctx context.Context, b *batch) error {
 	if allowed < len(ds) {
 		// The day's volume is used up: what this task was granted is the last of it.
 		r.countAll(b.ch[allowed:], push.OutcomeFailed, ReasonDailyVolume)
+		if r.ev != nil {
+			r.emitAll(ds[allowed:], webhook.Failed, ReasonDailyVolume, w.clock.Now())
+		}
 		if err := r.stop(ctx, ReasonDailyVolume); err != nil {
 			r.release(ctx, allowed)
 			return err
@@ -253,6 +262,9 @@ func (r *run) deliver(ctx context.Context, b *batch) error {
 			r.addReason(reason)
 		}
 	}
+	if r.ev != nil {
+		r.emit(ds, res, w.clock.Now())
+	}
 	w.m.sent.Add(sent)
 	w.m.failed.Add(failed)
 	w.m.expired.Add(expired)
@@ -277,6 +289,9 @@ func (r *run) countExpired(ctx context.Context, b *batch) {
 	hr, ok := r.w.snd.(heldReasons)
 	if !ok {
 		r.countAll(b.ch, push.OutcomeExpired, "")
+		if r.ev != nil {
+			r.emitAll(b.ds, webhook.Expired, "", r.w.clock.Now())
+		}
 		return
 	}
 	failed := 0
@@ -285,8 +300,14 @@ func (r *run) countExpired(ctx context.Context, b *batch) {
 			r.tl.count(b.ch[i], push.OutcomeFailed)
 			r.addReason(reason)
 			failed++
+			if r.ev != nil {
+				r.emitOne(&b.ds[i], webhook.Event{Type: webhook.Failed, Reason: reason}, r.w.clock.Now())
+			}
 		} else {
 			r.tl.count(b.ch[i], push.OutcomeExpired)
+			if r.ev != nil {
+				r.emitOne(&b.ds[i], webhook.Event{Type: webhook.Expired}, r.w.clock.Now())
+			}
 		}
 	}
 	r.w.m.failed.Add(failed)

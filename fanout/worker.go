@@ -33,6 +33,7 @@ type Worker struct {
 	// newMessages builds a job's renderer (render.NewCache; tests may swap it).
 	newMessages func(*push.Job) Messages
 	m           workerMetrics
+	events      Events // nil: no webhook events (SetEvents)
 }
 
 type workerMetrics struct {

@@ -32,8 +32,17 @@ type App struct {
 	// Credentials holds gateway credentials by kind (apns, fcm, mi, ...). Their shapes are
 	// owned by the sender packages; the store keeps them opaque.
 	Credentials map[string]json.RawMessage `json:"credentials,omitempty"`
-	CreatedAt   time.Time                  `json:"createdAt"`
-	UpdatedAt   time.Time                  `json:"updatedAt"`
+	// Webhook is where per-device delivery events go (package webhook); zero: none.
+	Webhook   AppWebhook `json:"webhook,omitzero"`
+	CreatedAt time.Time  `json:"createdAt"`
+	UpdatedAt time.Time  `json:"updatedAt"`
+}
+
+// AppWebhook is an app's delivery-event webhook. Secret signs each request; like the keys,
+// it is never written to logs or echoed by the admin API.
+type AppWebhook struct {
+	URL    string `json:"url,omitempty"`
+	Secret string `json:"secret,omitempty"`
 }
 
 // AppSettings are the per-app knobs of the spec.

@@ -200,7 +200,7 @@ func (p *pool) deliver(ctx context.Context, d *push.Delivery) (res push.Result, 
 		}
 		// Before the expiry check: a delivery whose push expires while the quota is spent
 		// fails with the quota's reason.
-		r, final, done, waited := p.waitQuota(ctx, exp)
+		r, final, done, waited := p.waitQuota(ctx, d)
 		if done {
 			return r, final
 		}

@@ -18,6 +18,8 @@ import (
 type quotas struct {
 	mu sync.Mutex
 	m  map[poolKey]quotaPark // guarded by mu
+
+	events Events // set once before the first Send (Dispatcher.SetEvents); nil: none
 }
 
 type quotaPark struct {
@@ -107,12 +109,14 @@ func (p *pool) parkQuota(reason string, hint time.Duration) {
 // false, waited true: the caller attempts it with a new retry horizon), or until its push
 // expires if that comes first: then it is failed with the quota reason (done true). A
 // delivery without expiration waits for the reset.
-func (p *pool) waitQuota(ctx context.Context, exp time.Time) (res push.Result, final, done, waited bool) {
+func (p *pool) waitQuota(ctx context.Context, dl *push.Delivery) (res push.Result, final, done, waited bool) {
+	exp := dl.Message.Expiration
 	qp, ok := p.quota.parked(p.key, p.cfg.now())
 	if !ok {
 		return push.Result{}, false, false, false
 	}
 	now := p.cfg.now()
+	p.quota.deferred(dl, qp.reason, now)
 	expiresFirst := !exp.IsZero() && !exp.After(qp.until)
 	wait := qp.until.Sub(now)
 	if expiresFirst {

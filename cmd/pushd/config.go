@@ -92,6 +92,7 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	fs.StringVar(&c.GatewayAdvertise, "gateway-advertise", "", "with --log kafka: this gateway node's own connect URL, which the routers give the devices of the partitions it owns, e.g. wss://gw-1.push.example.com/1.1/connect; empty: ws://<hostname>:<gateway port>/1.1/connect (PUSHD_GATEWAY_ADVERTISE)")
 	fs.DurationVar(&c.GatewayAdvertiseTTL, "gateway-advertise-ttl", direct.DefaultAdvertiseTTL, "with --log kafka: how long a gateway node's advertisement lasts without its heartbeat (every third of it); a node that died is routed to until then (PUSHD_GATEWAY_ADVERTISE_TTL)")
 	c.Direct.RegisterFlags(fs, "direct-")
+	c.Webhook.RegisterFlags(fs, "webhook-")
 	fs.StringVar(&c.APNsEndpoint, "apns-endpoint", envOr("PUSHD_APNS_ENDPOINT", ""), "APNs base URL for both environments instead of Apple's (PUSHD_APNS_ENDPOINT)")
 	fs.StringVar(&c.APNsTransport, "apns-transport", envOr("PUSHD_APNS_TRANSPORT", apns.DefaultTransport), "APNs HTTP/2 client: lean (sender/h2: header blocks encoded once per push, no per-request objects) or apns2 (sideshow/apns2 over net/http, the previous one) (PUSHD_APNS_TRANSPORT)")
 	fs.StringVar(&c.FCMEndpoint, "fcm-endpoint", envOr("PUSHD_FCM_ENDPOINT", ""), "FCM base URL instead of Google's (PUSHD_FCM_ENDPOINT)")
@@ -189,6 +190,9 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	}
 	c.Direct.Addr = c.GatewayAddr
 	if err := c.Direct.Validate(); err != nil {
+		return nil, err
+	}
+	if err := c.Webhook.Validate(); err != nil {
 		return nil, err
 	}
 	_, gwPort, err := net.SplitHostPort(c.GatewayAddr)

@@ -12,6 +12,7 @@ import (
 	"github.com/pushd/pushd/sender/direct"
 	"github.com/pushd/pushd/store/cassandra"
 	"github.com/pushd/pushd/store/pebble"
+	"github.com/pushd/pushd/webhook"
 )
 
 // Config is everything a node runs with: what `pushd serve` reads from its flags and
@@ -109,6 +110,8 @@ type Config struct {
 	GatewayAdvertise    string
 	GatewayAdvertiseTTL time.Duration
 	Direct              direct.Config
+	// Webhook tunes the delivery-event webhooks of the fanout and gateway roles.
+	Webhook webhook.Config
 }
 
 // Has tells whether the node runs role.

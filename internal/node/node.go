@@ -26,6 +26,7 @@ import (
 	"github.com/pushd/pushd/sender/direct"
 	"github.com/pushd/pushd/store"
 	"github.com/pushd/pushd/store/pebble"
+	"github.com/pushd/pushd/webhook"
 )
 
 // StoreDir is where the embedded store lives inside the data directory.
@@ -48,6 +49,18 @@ type parts struct {
 	gateway *direct.Server
 	// owner is this process's name as a lease holder (internal/lease), set by the first keeper.
 	owner string
+	// hooks sends the delivery events of the fanout and gateway roles (webhooks).
+	hooks *webhook.Dispatcher
+}
+
+// webhooks returns the node's delivery-event dispatcher, adding it to g the first time: before
+// the roles that emit, so that it stops after them.
+func (p *parts) webhooks(g *service.Group) *webhook.Dispatcher {
+	if p.hooks == nil {
+		p.hooks = webhook.New(p.cfg.Webhook, p.store, p.log, p.reg.Add(metrics.NewSet()))
+		g.Add("webhook", p.hooks)
+	}
+	return p.hooks
 }
 
 // Hooks let a caller observe a running node. nil in production.
@@ -225,6 +238,7 @@ func addGateway(p *parts, g *service.Group, hooks *Hooks) error {
 	cfg := p.cfg.Direct
 	cfg.Addr = p.cfg.GatewayAddr
 	core := direct.NewCore(cfg, p.store, p.log, set)
+	core.SetEvents(p.webhooks(g))
 	cluster := p.cfg.Log == "kafka"
 	if cluster {
 		// Several gateway nodes share push.direct: each serves the devices of the

@@ -133,10 +133,12 @@ func (p *parts) keeper(name string, set *metrics.Set) *lease.Keeper {
 // addFanout wires the fanout role: the sender pools, then the planner and the workers (so
 // that on stop the workers finish their batches before the pools close).
 func addFanout(p *parts, g *service.Group, _ *Hooks) error {
+	hooks := p.webhooks(g)
 	d, m, err := dispatcher(p)
 	if err != nil {
 		return err
 	}
+	d.SetEvents(hooks)
 	g.Add("sender-membership", m)
 	g.Add("sender", d)
 	set := p.reg.Add(metrics.NewSet())
@@ -150,6 +152,7 @@ func addFanout(p *parts, g *service.Group, _ *Hooks) error {
 	if err != nil {
 		return err
 	}
+	w.SetEvents(hooks)
 	g.Add("worker", w)
 	return nil
 }

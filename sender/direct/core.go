@@ -14,6 +14,7 @@ import (
 	"github.com/pushd/pushd/internal/faultpoint"
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/queue"
+	"github.com/pushd/pushd/webhook"
 )
 
 // fpAfterCache is between a message's cache write (and count) and its offset's commit.
@@ -85,6 +86,8 @@ type Core struct {
 	// afterAttach, set by tests only, runs in Attach between registering the session and
 	// reading the offline cache.
 	afterAttach func()
+
+	events Events // nil: no webhook events (SetEvents)
 }
 
 type coreMetrics struct {
@@ -240,9 +243,11 @@ func (c *Core) Handle(ctx context.Context, qm queue.Message) error {
 		return nil
 	case push.CacheExpired:
 		c.m.expired.Inc()
+		c.emit(webhook.Expired, m.AppID, m.InstallationID, m.ID, m.NotificationID, c.now())
 		return nil
 	}
 	c.m.cached.Inc()
+	c.emit(webhook.Sent, m.AppID, m.InstallationID, m.ID, m.NotificationID, c.now())
 	fpAfterCache.Hit()
 	c.mu.Lock()
 	a := c.sessions[devKey{m.AppID, m.InstallationID}]
@@ -333,10 +338,18 @@ func (c *Core) Detach(app, iid string, s Session) {
 	c.mu.Unlock()
 }
 
-// Ack removes the acked messages from the cache and counts their arrivals.
+// Ack removes the acked messages from the cache and counts their arrivals. The webhook gets
+// an arrived event per id of an ack that counted any: an id acked before repeats its event
+// id, which receivers de-duplicate (docs/decisions.md, "Receipts out").
 func (c *Core) Ack(ctx context.Context, app, iid string, ids []string) error {
-	n, err := c.cache.AckDirect(ctx, app, iid, ids, c.now())
+	now := c.now()
+	n, err := c.cache.AckDirect(ctx, app, iid, ids, now)
 	c.m.acked.Add(n)
+	if n > 0 {
+		for _, id := range ids {
+			c.emit(webhook.Arrived, app, iid, id, "", now)
+		}
+	}
 	return err
 }
 
