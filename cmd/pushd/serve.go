@@ -41,6 +41,7 @@ type parts struct {
 	sims *sims
 	// gateway is the own channel's device endpoint when this node runs the gateway role.
 	gateway *direct.Server
+	core    *direct.Core // the gateway role's own-channel core: fan-out's presence (own_first)
 	// owner is this process's name as a lease holder (internal/lease), set by the first keeper.
 	owner string
 }
@@ -177,6 +178,7 @@ func addGateway(p *parts, g *service.Group, hooks *testHooks) error {
 	cfg := p.cfg.Direct
 	cfg.Addr = p.cfg.GatewayAddr
 	core := direct.NewCore(cfg, p.store, p.log, set)
+	p.core = core
 	cluster := p.cfg.Log == "kafka"
 	if cluster {
 		// Several gateway nodes share push.direct: each serves the devices of the

@@ -360,3 +360,11 @@ func (c *Core) CloseAll(code int, reason string) {
 		a.s.Close(code, reason)
 	}
 }
+
+// Online says whether the installation has a live session on this node (fan-out's
+// Presence: own_first asks it).
+func (c *Core) Online(app, iid string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sessions[devKey{app, iid}] != nil
+}
