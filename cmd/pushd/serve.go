@@ -179,6 +179,12 @@ func addGateway(p *parts, g *service.Group, hooks *testHooks) error {
 	cfg.Addr = p.cfg.GatewayAddr
 	core := direct.NewCore(cfg, p.store, p.log, set)
 	p.core = core
+	if ps, ok := p.store.(direct.PresenceStore); ok { // the presence endpoint (api.RegisterPresence)
+		if p.owner == "" {
+			p.owner = lease.Owner()
+		}
+		core.SetPresence(ps, p.owner)
+	}
 	cluster := p.cfg.Log == "kafka"
 	if cluster {
 		// Several gateway nodes share push.direct: each serves the devices of the
@@ -292,6 +298,16 @@ func addAPI(p *parts, g *service.Group, hooks *testHooks) error {
 		rc.Gateways, rc.Partitions = p.store, p.queue.Partitions(queue.TopicDirect)
 	}
 	srv.RegisterRouter(rc)
+	if ps, ok := p.store.(api.PresenceReader); ok {
+		pc := api.PresenceConfig{Store: ps}
+		if p.core != nil {
+			pc.Local = p.core
+		}
+		if p.cfg.Log == "kafka" {
+			pc.Gateways = p.store
+		}
+		srv.RegisterPresence(pc)
+	}
 	if p.cfg.AdminToken == "" {
 		p.log.Info("admin API disabled: set PUSHD_ADMIN_TOKEN to enable /admin/")
 	}

@@ -85,7 +85,26 @@ type Core struct {
 	// afterAttach, set by tests only, runs in Attach between registering the session and
 	// reading the offline cache.
 	afterAttach func()
+
+	// presence, when set, records connects, disconnects and acks for the presence endpoint
+	// (SetPresence); node is this gateway's name there.
+	presence PresenceStore
+	node     string
 }
+
+// PresenceStore records a device's own-channel presence: on connect, disconnect and ack,
+// never per message (store/pebble implements it).
+type PresenceStore interface {
+	DeviceOnline(ctx context.Context, app, iid, node string, at time.Time) error
+	DeviceOffline(ctx context.Context, app, iid, node string, at time.Time) error
+	DeviceAcked(ctx context.Context, app, iid string, at time.Time) error
+}
+
+// SetPresence makes the core record presence in ps as node; call it before devices connect.
+func (c *Core) SetPresence(ps PresenceStore, node string) { c.presence, c.node = ps, node }
+
+// Node is this gateway's name in the presence records.
+func (c *Core) Node() string { return c.node }
 
 type coreMetrics struct {
 	connected  *metrics.Gauge
@@ -293,6 +312,11 @@ func (c *Core) Attach(ctx context.Context, app, iid string, s Session, hello fun
 	if old != nil {
 		old.s.Close(CloseReplaced, "replaced by a newer connection")
 	}
+	if c.presence != nil {
+		if err := c.presence.DeviceOnline(ctx, app, iid, c.node, c.now()); err != nil {
+			c.log.Warn("cannot record a device's presence", zap.String("app_id", app), zap.Error(err))
+		}
+	}
 	if c.afterAttach != nil {
 		c.afterAttach()
 	}
@@ -327,16 +351,28 @@ func (c *Core) Attach(ctx context.Context, app, iid string, s Session, hello fun
 func (c *Core) Detach(app, iid string, s Session) {
 	k := devKey{app, iid}
 	c.mu.Lock()
-	if a := c.sessions[k]; a != nil && a.s == s {
+	a := c.sessions[k]
+	gone := a != nil && a.s == s
+	if gone {
 		delete(c.sessions, k)
 	}
 	c.mu.Unlock()
+	if gone && c.presence != nil {
+		if err := c.presence.DeviceOffline(context.Background(), app, iid, c.node, c.now()); err != nil {
+			c.log.Warn("cannot record a device's presence", zap.String("app_id", app), zap.Error(err))
+		}
+	}
 }
 
 // Ack removes the acked messages from the cache and counts their arrivals.
 func (c *Core) Ack(ctx context.Context, app, iid string, ids []string) error {
 	n, err := c.cache.AckDirect(ctx, app, iid, ids, c.now())
 	c.m.acked.Add(n)
+	if err == nil && c.presence != nil {
+		if perr := c.presence.DeviceAcked(ctx, app, iid, c.now()); perr != nil {
+			c.log.Warn("cannot record a device's presence", zap.String("app_id", app), zap.Error(perr))
+		}
+	}
 	return err
 }
 
@@ -350,14 +386,17 @@ func (c *Core) Connected() int {
 // CloseAll closes every session with code and reason (shutdown: 1001 going away).
 func (c *Core) CloseAll(code int, reason string) {
 	c.mu.Lock()
-	all := make([]*attached, 0, len(c.sessions))
-	for _, a := range c.sessions {
-		all = append(all, a)
-	}
+	all := c.sessions
 	c.sessions = map[devKey]*attached{}
 	c.mu.Unlock()
-	for _, a := range all {
+	now := c.now()
+	for k, a := range all {
 		a.s.Close(code, reason)
+		if c.presence != nil {
+			if err := c.presence.DeviceOffline(context.Background(), k.app, k.iid, c.node, now); err != nil {
+				c.log.Warn("cannot record a device's presence", zap.String("app_id", k.app), zap.Error(err))
+			}
+		}
 	}
 }
 
