@@ -271,11 +271,9 @@ func (p *pool) deliver(ctx context.Context, d *push.Delivery) (res push.Result, 
 			return push.Result{Outcome: push.OutcomeFailed, Reason: "credentials rejected: " + rep.Reason}, true
 		case gateway.KindQuota:
 			// The vendor's daily quota is spent: park the app+vendor (quota.go); this delivery
-			// waits for the reset (or fails when its push expires first) in waitQuota.
+			// waits for the reset (or fails when its push expires first) in waitQuota; one with an
+			// own-channel fallback (vendor_first) is refused at the top of the loop instead.
 			p.parkQuota(rep.Reason, rep.RetryAfter)
-			if d.Fallback != nil {
-				return push.Result{Outcome: push.OutcomeFailed, Reason: rep.Reason, Refused: true}, true
-			}
 			attempt--
 			continue
 		case gateway.KindAuth:
