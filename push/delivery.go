@@ -81,7 +81,7 @@ type Result struct {
 	// Channel is the channel that carried the delivery when it is not the target's (a
 	// vendor_first delivery that fell back to the own channel); "" otherwise.
 	Channel string
-	// Refused says the vendor refused this target for good (a dead token, a refused message,
-	// or a spent quota of a delivery with a Fallback): the sender's hint for a fallback.
+	// Refused, on a delivery with a Fallback only, says the vendor refused the target for good
+	// (a dead token, a refused message, or a spent quota): the sender's hint to fall back.
 	Refused bool
 }

@@ -257,12 +257,12 @@ func (p *pool) deliver(ctx context.Context, d *push.Delivery) (res push.Result, 
 			// reaches a few sandbox devices and many production tokens must not delete those.
 			if n := p.invalid.Add(1); p.cfg.InvalidGuard > 0 && n > int64(p.cfg.InvalidGuard) && n > p.sent.Load() {
 				p.guarded(rep.Reason)
-				return push.Result{Outcome: push.OutcomeFailed, Reason: rep.Reason + ": not deleted, the gateway rejects most tokens of this pool (wrong environment or credentials?)", Refused: true}, true
+				return push.Result{Outcome: push.OutcomeFailed, Reason: rep.Reason + ": not deleted, the gateway rejects most tokens of this pool (wrong environment or credentials?)", Refused: d.Fallback != nil}, true
 			}
 			p.invalidate(ctx, d, rep)
-			return push.Result{Outcome: push.OutcomeInvalidToken, Reason: rep.Reason, Refused: true}, true
+			return push.Result{Outcome: push.OutcomeInvalidToken, Reason: rep.Reason, Refused: d.Fallback != nil}, true
 		case gateway.KindFailed:
-			return push.Result{Outcome: push.OutcomeFailed, Reason: rep.Reason, Refused: true}, true
+			return push.Result{Outcome: push.OutcomeFailed, Reason: rep.Reason, Refused: d.Fallback != nil}, true
 		case gateway.KindCredentials:
 			if rep.TokenScoped && p.sent.Load() > 0 {
 				return push.Result{Outcome: push.OutcomeFailed, Reason: rep.Reason}, true
