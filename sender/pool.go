@@ -198,14 +198,14 @@ func (p *pool) deliver(ctx context.Context, d *push.Delivery) (res push.Result, 
 		if r, ok := p.rejected(); ok {
 			return r, true
 		}
-		// Before the expiry check: a delivery whose push expires while the quota is spent
-		// fails with the quota's reason.
 		if d.Fallback != nil {
 			// vendor_first: a spent quota is a refusal the own channel takes over, not a wait.
 			if qp, ok := p.quota.parked(p.key, p.cfg.now()); ok {
 				return push.Result{Outcome: push.OutcomeFailed, Reason: qp.reason, Refused: true}, true
 			}
 		}
+		// Before the expiry check: a delivery whose push expires while the quota is spent
+		// fails with the quota's reason.
 		r, final, done, waited := p.waitQuota(ctx, exp)
 		if done {
 			return r, final
