@@ -59,6 +59,9 @@ type SettingsRequest struct {
 	// SenderRates replaces the app's per-channel delivery rates (deliveries/s, cluster-wide):
 	// a channel left out is 0 (the nodes' --sender-rates); {} clears them all.
 	SenderRates *push.ChannelRates `json:"senderRates"`
+	// ChannelPolicy is the app's default channel policy for hybrid Android installations
+	// (push/policy.go; a pushd extension): vendor, own_first, vendor_first or own_only.
+	ChannelPolicy *string `json:"channelPolicy"`
 }
 
 // AppView is an app as the admin API shows it: no secrets, credential kinds only.
@@ -166,6 +169,12 @@ func ApplySettings(cur push.AppSettings, req *SettingsRequest, creating bool) (p
 	if req.SenderRates != nil {
 		out.SenderRates = *req.SenderRates
 	}
+	if req.ChannelPolicy != nil {
+		out.ChannelPolicy = *req.ChannelPolicy
+		if out.ChannelPolicy == push.PolicyVendor {
+			out.ChannelPolicy = "" // the default, stored as such
+		}
+	}
 	if req.Buckets != nil {
 		if !creating && *req.Buckets != cur.Buckets {
 			return cur, push.Errorf(push.CodeReadOnlyKey, "buckets is fixed when the app is created")
@@ -179,6 +188,8 @@ func ApplySettings(cur push.AppSettings, req *SettingsRequest, creating bool) (p
 		return cur, push.Errorf(push.CodeValidation, "dailyVolume must be at least 1")
 	case out.Edition != push.EditionChina && out.Edition != push.EditionInternational:
 		return cur, push.Errorf(push.CodeValidation, "edition must be china or international")
+	case out.ChannelPolicy != "" && !push.ValidChannelPolicy(out.ChannelPolicy):
+		return cur, push.Errorf(push.CodeValidation, "channelPolicy must be %q, %q, %q or %q", push.PolicyVendor, push.PolicyOwnFirst, push.PolicyVendorFirst, push.PolicyOwnOnly)
 	case out.Buckets < 1 || out.Buckets > 65536 || out.Buckets&(out.Buckets-1) != 0:
 		return cur, push.Errorf(push.CodeValidation, "buckets must be a power of two from 1 to 65536")
 	}

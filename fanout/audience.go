@@ -53,7 +53,7 @@ func (a *Audience) Count(ctx context.Context, job *push.Job) (push.Audience, err
 	if err != nil {
 		return push.Audience{}, fmt.Errorf("cannot read app %s for a dry run: %w", job.AppID, err)
 	}
-	js := &jobState{app: app, buckets: app.Settings.Buckets}
+	js := &jobState{app: app, buckets: app.Settings.Buckets, policy: channelPolicy(job, &app)}
 	if js.buckets <= 0 {
 		js.buckets = push.DefaultBuckets
 	}

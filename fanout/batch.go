@@ -9,7 +9,7 @@ type batch struct {
 	ds    []push.Delivery
 	res   []push.Result
 	ch    []uint8     // channel index of ds[i]
-	offs  [][6]uint32 // ds[i]'s strings in arena: objectId, deviceId, topic, teamId, profile
+	offs  [][7]uint32 // ds[i]'s strings in arena: objectId, deviceId, topic, teamId, profile, installationId
 	arena []byte
 	pre   tally // targets already final at scan time (no message could be rendered)
 	npre  int   // how many targets pre holds
@@ -25,7 +25,7 @@ func newBatch(size int) *batch {
 		ds:    make([]push.Delivery, 0, size),
 		res:   make([]push.Result, size),
 		ch:    make([]uint8, 0, size),
-		offs:  make([][6]uint32, 0, size),
+		offs:  make([][7]uint32, 0, size),
 		arena: make([]byte, 0, size*96),
 	}
 }
@@ -43,17 +43,26 @@ func (b *batch) reset() {
 }
 
 // add appends a delivery to route r; strings are copied into the arena and bound by seal.
-func (b *batch) add(tmpl *push.Delivery, msg *push.Message, ch uint8, channel string, r *push.Route) {
+//
+// own sends a hybrid installation's delivery on the own channel (its installation id is the
+// device id); fallback, when set, is the own-channel message a vendor_first delivery falls
+// back to (the target then carries its installation id too).
+func (b *batch) add(tmpl *push.Delivery, msg *push.Message, ch uint8, channel string, r *push.Route, own bool, fallback *push.Message) {
 	b.ds = append(b.ds, *tmpl)
 	d := &b.ds[len(b.ds)-1]
 	d.Message = msg
+	d.Fallback = fallback
 	d.Target = push.Target{Channel: channel, DeviceType: constDeviceType(r.DeviceType)}
-	var o [6]uint32
+	var o [7]uint32
 	a := b.arena
 	o[0] = uint32(len(a))
 	a = append(a, r.ObjectID...)
 	o[1] = uint32(len(a))
-	a = append(a, r.DeviceID()...)
+	if own {
+		a = append(a, r.InstallationID...)
+	} else {
+		a = append(a, r.DeviceID()...)
+	}
 	o[2] = uint32(len(a))
 	a = append(a, r.APNsTopic...)
 	o[3] = uint32(len(a))
@@ -61,6 +70,10 @@ func (b *batch) add(tmpl *push.Delivery, msg *push.Message, ch uint8, channel st
 	o[4] = uint32(len(a))
 	a = append(a, r.DeviceProfile...)
 	o[5] = uint32(len(a))
+	if fallback != nil {
+		a = append(a, r.InstallationID...)
+	}
+	o[6] = uint32(len(a))
 	if d.Target.DeviceType == "" && r.DeviceType != "" {
 		// An unusual device type: keep a copy (rare, so allocating is fine).
 		d.Target.DeviceType = string([]byte(r.DeviceType))
@@ -85,6 +98,7 @@ func (b *batch) seal() {
 		t.Topic = s[o[2]:o[3]]
 		t.TeamID = s[o[3]:o[4]]
 		t.Profile = s[o[4]:o[5]]
+		t.InstallationID = s[o[5]:o[6]]
 	}
 }
 

@@ -26,6 +26,9 @@ type jobState struct {
 	// badge is the APNs payload template of a push whose badge is "Increment": each iOS
 	// target gets its own payload (see badges.go). nil for every other push.
 	badge *render.Badged
+	// policy is the push's channel policy for hybrid Android installations (push/policy.go):
+	// its channel_policy, else the app's, else push.PolicyVendor.
+	policy string
 }
 
 // buildJob reads the app, parses and resolves the where, and renders the messages.
@@ -34,7 +37,7 @@ func (w *Worker) buildJob(ctx context.Context, job *push.Job) (*jobState, error)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read app %s of job %s: %w", job.AppID, job.ID, err)
 	}
-	js := &jobState{app: app, buckets: app.Settings.Buckets}
+	js := &jobState{app: app, buckets: app.Settings.Buckets, policy: channelPolicy(job, &app)}
 	if js.buckets <= 0 {
 		js.buckets = push.DefaultBuckets
 	}
@@ -168,4 +171,15 @@ func (c *jobCache) get(ctx context.Context, jobID string, build func() (*jobStat
 	}
 	close(e.ready)
 	return e.js, e.err
+}
+
+// channelPolicy is job's channel policy: its channel_policy, else its app's, else vendor.
+func channelPolicy(job *push.Job, app *push.App) string {
+	switch {
+	case job.ChannelPolicy != "":
+		return job.ChannelPolicy
+	case app.Settings.ChannelPolicy != "":
+		return app.Settings.ChannelPolicy
+	}
+	return push.PolicyVendor
 }

@@ -244,7 +244,11 @@ func (r *run) deliver(ctx context.Context, b *batch) error {
 	var sent, failed, expired, invalid int
 	for i := range res {
 		o := res[i].Outcome
-		r.tl.count(b.ch[i], o)
+		ci := b.ch[i]
+		if res[i].Channel != "" { // carried by another channel (a vendor_first fallback)
+			ci = channelIndex(res[i].Channel)
+		}
+		r.tl.count(ci, o)
 		switch o {
 		case push.OutcomeSent:
 			sent++

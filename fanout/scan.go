@@ -111,6 +111,21 @@ func (s *scanner) emit(ctx context.Context) error {
 func (s *scanner) target(rt *push.Route) {
 	r := s.r
 	ch := deliveryChannel(rt, &r.js.app)
+	own, fallback := false, (*push.Message)(nil)
+	if r.js.policy != push.PolicyVendor && ch != push.ChannelDirect && rt.DeviceType == push.DeviceAndroid && rt.InstallationID != "" {
+		// A hybrid installation (one with a vendor): its channel policy decides.
+		switch r.js.policy {
+		case push.PolicyOwnOnly:
+			own = true
+		case push.PolicyOwnFirst:
+			own = s.counts == nil && r.w.presence != nil && r.w.presence.Online(r.js.app.ID, rt.InstallationID)
+		case push.PolicyVendorFirst:
+			fallback = r.js.msgs[channelIndex(push.ChannelDirect)]
+		}
+		if own {
+			ch = push.ChannelDirect
+		}
+	}
 	ci := channelIndex(ch)
 	s.hits++
 	if s.counts != nil {
@@ -123,7 +138,7 @@ func (s *scanner) target(rt *push.Route) {
 		if o == push.OutcomeExpired && r.asksHeld() {
 			// The push expired before its message was rendered: deliver (countExpired) asks
 			// the Sender whether a gateway's quota held the target back. It is never sent.
-			s.b.add(&r.tmpl, nil, ci, ch, rt)
+			s.b.add(&r.tmpl, nil, ci, ch, rt, own, nil)
 			return
 		}
 		s.b.pre.count(ci, o)
@@ -133,7 +148,7 @@ func (s *scanner) target(rt *push.Route) {
 		}
 		return
 	}
-	s.b.add(&r.tmpl, msg, ci, ch, rt)
+	s.b.add(&r.tmpl, msg, ci, ch, rt, own, fallback)
 }
 
 // isFull says whether the batch should be handed on now.

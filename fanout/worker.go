@@ -34,7 +34,18 @@ type Worker struct {
 	newMessages func(*push.Job) Messages
 	m           workerMetrics
 	events      Events // nil: no webhook events (SetEvents)
+	presence    Presence // nil: no own channel on this node (own_first goes to the vendor)
 }
+
+// Presence says whether an installation is connected to the own channel right now: the
+// gateway that owns the device (sender/direct.Core) answers. own_first asks it per hybrid
+// target (docs/decisions.md, "Channel policy").
+type Presence interface {
+	Online(appID, installationID string) bool
+}
+
+// SetPresence gives the worker the own channel's presence; call it before Run.
+func (w *Worker) SetPresence(p Presence) { w.presence = p }
 
 type workerMetrics struct {
 	tasksDone, tasksSkipped, tasksCancelled, tasksFailed, tasksInvalid *metrics.Counter

@@ -55,6 +55,9 @@ type AppSettings struct {
 	// SenderRates caps the app's deliveries per second per channel across the cluster; a
 	// channel left 0 takes the nodes' --sender-rates. Each sending node takes its share.
 	SenderRates ChannelRates `json:"senderRates"`
+	// ChannelPolicy is the app's default channel policy for hybrid Android installations
+	// (push/policy.go); "" is PolicyVendor. A push's channel_policy wins.
+	ChannelPolicy string `json:"channelPolicy,omitempty"`
 }
 
 // ChannelRates are deliveries per second per gateway channel, cluster-wide; 0 is "not set".

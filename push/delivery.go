@@ -28,6 +28,8 @@ type Target struct {
 	Topic      string // apnsTopic of the installation
 	TeamID     string // apnsTeamId of the installation
 	Profile    string // deviceProfile ("" ⇒ _default for vendors; certificate choice for iOS)
+	// InstallationID is set on a delivery with a Fallback: the own channel's device id.
+	InstallationID string
 }
 
 // Delivery is one target and the message for it.
@@ -38,6 +40,9 @@ type Delivery struct {
 	Prod                 bool // APNs production environment
 	Message              *Message
 	Target               Target
+	// Fallback is the own-channel message of a vendor_first delivery (PolicyVendorFirst):
+	// a target its vendor refuses (DROP, QUOTA or FIX) goes to the own channel with it.
+	Fallback *Message
 }
 
 // Outcome is how a delivery ended.
@@ -73,4 +78,10 @@ func (o Outcome) String() string {
 type Result struct {
 	Outcome Outcome
 	Reason  string // for failures: a short, token-free reason
+	// Channel is the channel that carried the delivery when it is not the target's (a
+	// vendor_first delivery that fell back to the own channel); "" otherwise.
+	Channel string
+	// Refused, on a delivery with a Fallback only, says the vendor refused the target for good
+	// (a dead token, a refused message, or a spent quota): the sender's hint to fall back.
+	Refused bool
 }

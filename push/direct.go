@@ -34,3 +34,13 @@ const (
 	CacheCancelled                         // its push record is gone (cancelled): not delivered
 	CacheExpired                           // expired before it was cached: counted expired
 )
+
+// DevicePresence is what the store knows of an installation's own-channel connection: the
+// node holding it (and since when) while connected, when it was last seen (the end of its
+// last connection) and when it last acked a message. Zero times: never.
+type DevicePresence struct {
+	Node        string
+	ConnectedAt time.Time
+	LastSeen    time.Time
+	LastAck     time.Time
+}

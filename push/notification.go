@@ -82,6 +82,7 @@ type Notification struct {
 	ExpirationInterval int64           `json:"expirationInterval,omitempty"`
 	FlowControl        int             `json:"flowControl,omitempty"`
 	ReqID              string          `json:"reqId,omitempty"`
+	ChannelPolicy      string          `json:"channelPolicy,omitempty"` // channel_policy, a pushd extension
 	ScheduledID        int64           `json:"scheduledId,omitempty"`
 
 	// Progress, filled by fan-out.

@@ -198,6 +198,12 @@ func (p *pool) deliver(ctx context.Context, d *push.Delivery) (res push.Result, 
 		if r, ok := p.rejected(); ok {
 			return r, true
 		}
+		if d.Fallback != nil {
+			// vendor_first: a spent quota is a refusal the own channel takes over, not a wait.
+			if qp, ok := p.quota.parked(p.key, p.cfg.now()); ok {
+				return push.Result{Outcome: push.OutcomeFailed, Reason: qp.reason, Refused: true}, true
+			}
+		}
 		// Before the expiry check: a delivery whose push expires while the quota is spent
 		// fails with the quota's reason.
 		r, final, done, waited := p.waitQuota(ctx, d)
@@ -251,12 +257,12 @@ func (p *pool) deliver(ctx context.Context, d *push.Delivery) (res push.Result, 
 			// reaches a few sandbox devices and many production tokens must not delete those.
 			if n := p.invalid.Add(1); p.cfg.InvalidGuard > 0 && n > int64(p.cfg.InvalidGuard) && n > p.sent.Load() {
 				p.guarded(rep.Reason)
-				return push.Result{Outcome: push.OutcomeFailed, Reason: rep.Reason + ": not deleted, the gateway rejects most tokens of this pool (wrong environment or credentials?)"}, true
+				return push.Result{Outcome: push.OutcomeFailed, Reason: rep.Reason + ": not deleted, the gateway rejects most tokens of this pool (wrong environment or credentials?)", Refused: d.Fallback != nil}, true
 			}
 			p.invalidate(ctx, d, rep)
-			return push.Result{Outcome: push.OutcomeInvalidToken, Reason: rep.Reason}, true
+			return push.Result{Outcome: push.OutcomeInvalidToken, Reason: rep.Reason, Refused: d.Fallback != nil}, true
 		case gateway.KindFailed:
-			return push.Result{Outcome: push.OutcomeFailed, Reason: rep.Reason}, true
+			return push.Result{Outcome: push.OutcomeFailed, Reason: rep.Reason, Refused: d.Fallback != nil}, true
 		case gateway.KindCredentials:
 			if rep.TokenScoped && p.sent.Load() > 0 {
 				return push.Result{Outcome: push.OutcomeFailed, Reason: rep.Reason}, true
@@ -265,7 +271,8 @@ func (p *pool) deliver(ctx context.Context, d *push.Delivery) (res push.Result, 
 			return push.Result{Outcome: push.OutcomeFailed, Reason: "credentials rejected: " + rep.Reason}, true
 		case gateway.KindQuota:
 			// The vendor's daily quota is spent: park the app+vendor (quota.go); this delivery
-			// waits for the reset (or fails when its push expires first) in waitQuota.
+			// waits for the reset (or fails when its push expires first) in waitQuota; one with an
+			// own-channel fallback (vendor_first) is refused at the top of the loop instead.
 			p.parkQuota(rep.Reason, rep.RetryAfter)
 			attempt--
 			continue

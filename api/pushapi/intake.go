@@ -162,6 +162,7 @@ func newRecord(appID string, cm *wire.Common, now time.Time) push.Notification {
 		ExpiresAt:          cm.ExpiresAt,
 		ExpirationInterval: cm.ExpirationInterval,
 		ReqID:              cm.ReqID,
+		ChannelPolicy:      cm.ChannelPolicy,
 	}
 }
 
@@ -177,6 +178,7 @@ func newJob(n *push.Notification, cm *wire.Common) push.Job {
 		APNsTeamID:           cm.APNsTeamID,
 		NotificationChannel:  cm.NotificationChannel,
 		ExpiresAt:            cm.ExpiresAt,
+		ChannelPolicy:        cm.ChannelPolicy,
 		CreatedAt:            n.CreatedAt,
 	}
 }

@@ -90,6 +90,9 @@ func recordJSON(n *push.Notification) map[string]any {
 	if n.ExpirationInterval != 0 {
 		m["expiration_interval"] = n.ExpirationInterval
 	}
+	if n.ChannelPolicy != "" {
+		m["channel_policy"] = n.ChannelPolicy
+	}
 	if n.FlowControl != 0 {
 		m["flow_control"] = n.FlowControl
 	}

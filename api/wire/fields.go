@@ -62,6 +62,9 @@ func (f fields) common(c *Common, prodHeader string) *push.Error {
 	if c.DryRun, perr = f.dryRun(); perr != nil {
 		return perr
 	}
+	if c.ChannelPolicy, perr = f.channelPolicy(); perr != nil {
+		return perr
+	}
 	if c.NotificationID, perr = f.id("notification_id"); perr != nil {
 		return perr
 	}
@@ -292,4 +295,16 @@ func compact(raw json.RawMessage) json.RawMessage {
 		panic("BUG: compact of a decoded JSON value failed: " + err.Error())
 	}
 	return b.Bytes()
+}
+
+// channelPolicy reads the pushd extension channel_policy: one of push's channel policies.
+func (f fields) channelPolicy() (string, *push.Error) {
+	p, ok, perr := f.str("channel_policy")
+	if perr != nil || !ok {
+		return "", perr
+	}
+	if !push.ValidChannelPolicy(p) {
+		return "", push.Errorf(push.CodeValidation, "channel_policy must be %q, %q, %q or %q", push.PolicyVendor, push.PolicyOwnFirst, push.PolicyVendorFirst, push.PolicyOwnOnly)
+	}
+	return p, nil
 }

@@ -21,7 +21,8 @@ var pushParams = []string{
 	"data", "where", "channels", "push_time", "expiration_time", "expiration_interval",
 	"notification_id", "req_id", "prod", "topic", "apns_team_id", "flow_control",
 	"_notificationChannel",
-	"dry_run", // pushd extension: validate and count, send nothing
+	"dry_run",        // pushd extension: validate and count, send nothing
+	"channel_policy", // pushd extension: how hybrid Android installations are reached
 }
 
 // devicesParams are the top-level parameters of POST /1.1/push/devices: those the spec names,
@@ -33,6 +34,7 @@ var devicesParams = []string{
 	"vendor",
 	"_notificationChannel", // pushd extension
 	"dry_run",              // pushd extension
+	"channel_policy",       // pushd extension
 }
 
 // checkNames refuses the first member of f (in key order) that is not one of allowed, null

@@ -31,6 +31,7 @@ var paramValues = map[string]string{
 	"channel":              `"chat"`,
 	"vendor":               `"mi"`,
 	"dry_run":              `true`,
+	"channel_policy":       `"own_first"`,
 }
 
 type endpoint struct {

@@ -65,6 +65,9 @@ type Common struct {
 	// DryRun is the pushd extension dry_run: validate the push and count its audience, but
 	// store and send nothing (docs/decisions.md, "Dry runs").
 	DryRun bool
+	// ChannelPolicy is the pushd extension channel_policy (push/policy.go): how hybrid
+	// Android installations are reached; "" when absent (the app's setting applies).
+	ChannelPolicy string
 }
 
 // PushRequest is a decoded POST /1.1/push body.

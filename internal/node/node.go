@@ -47,6 +47,7 @@ type parts struct {
 	sims *sims
 	// gateway is the own channel's device endpoint when this node runs the gateway role.
 	gateway *direct.Server
+	core    *direct.Core // the gateway role's own-channel core: fan-out's presence (own_first)
 	// owner is this process's name as a lease holder (internal/lease), set by the first keeper.
 	owner string
 	// hooks sends the delivery events of the fanout and gateway roles (webhooks).
@@ -238,6 +239,13 @@ func addGateway(p *parts, g *service.Group, hooks *Hooks) error {
 	cfg := p.cfg.Direct
 	cfg.Addr = p.cfg.GatewayAddr
 	core := direct.NewCore(cfg, p.store, p.log, set)
+	p.core = core
+	if ps, ok := p.store.(direct.PresenceStore); ok { // the presence endpoint (api.RegisterPresence)
+		if p.owner == "" {
+			p.owner = lease.Owner()
+		}
+		core.SetPresence(ps, p.owner)
+	}
 	core.SetEvents(p.webhooks(g))
 	cluster := p.cfg.Log == "kafka"
 	if cluster {
@@ -352,6 +360,16 @@ func addAPI(p *parts, g *service.Group, hooks *Hooks) error {
 		rc.Gateways, rc.Partitions = p.store, p.queue.Partitions(queue.TopicDirect)
 	}
 	srv.RegisterRouter(rc)
+	if ps, ok := p.store.(api.PresenceReader); ok {
+		pc := api.PresenceConfig{Store: ps}
+		if p.core != nil {
+			pc.Local = p.core
+		}
+		if p.cfg.Log == "kafka" {
+			pc.Gateways = p.store
+		}
+		srv.RegisterPresence(pc)
+	}
 	if p.cfg.AdminToken == "" {
 		p.log.Info("admin API disabled: set PUSHD_ADMIN_TOKEN to enable /admin/")
 	}

@@ -153,8 +153,19 @@ func addFanout(p *parts, g *service.Group, _ *Hooks) error {
 		return err
 	}
 	w.SetEvents(hooks)
+	// own_first asks the gateway that owns the device whether it is connected: this node's,
+	// when it runs the gateway role too (docs/decisions.md, "Channel policy").
+	w.SetPresence(localPresence{p})
 	g.Add("worker", w)
 	return nil
+}
+
+// localPresence is fan-out's Presence on a node that runs the gateway role too; on a node
+// without it no device is online here, and own_first targets go to their vendor.
+type localPresence struct{ p *parts }
+
+func (l localPresence) Online(app, iid string) bool {
+	return l.p.core != nil && l.p.core.Online(app, iid)
 }
 
 // dispatcher builds the sender pools with the gateway endpoints and trust of the config

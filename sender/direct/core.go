@@ -88,7 +88,25 @@ type Core struct {
 	afterAttach func()
 
 	events Events // nil: no webhook events (SetEvents)
+	// presence, when set, records connects, disconnects and acks for the presence endpoint
+	// (SetPresence); node is this gateway's name there.
+	presence PresenceStore
+	node     string
 }
+
+// PresenceStore records a device's own-channel presence: on connect, disconnect and ack,
+// never per message (store/pebble implements it).
+type PresenceStore interface {
+	DeviceOnline(ctx context.Context, app, iid, node string, at time.Time) error
+	DeviceOffline(ctx context.Context, app, iid, node string, at time.Time) error
+	DeviceAcked(ctx context.Context, app, iid string, at time.Time) error
+}
+
+// SetPresence makes the core record presence in ps as node; call it before devices connect.
+func (c *Core) SetPresence(ps PresenceStore, node string) { c.presence, c.node = ps, node }
+
+// Node is this gateway's name in the presence records.
+func (c *Core) Node() string { return c.node }
 
 type coreMetrics struct {
 	connected  *metrics.Gauge
@@ -298,6 +316,11 @@ func (c *Core) Attach(ctx context.Context, app, iid string, s Session, hello fun
 	if old != nil {
 		old.s.Close(CloseReplaced, "replaced by a newer connection")
 	}
+	if c.presence != nil {
+		if err := c.presence.DeviceOnline(ctx, app, iid, c.node, c.now()); err != nil {
+			c.log.Warn("cannot record a device's presence", zap.String("app_id", app), zap.Error(err))
+		}
+	}
 	if c.afterAttach != nil {
 		c.afterAttach()
 	}
@@ -332,10 +355,17 @@ func (c *Core) Attach(ctx context.Context, app, iid string, s Session, hello fun
 func (c *Core) Detach(app, iid string, s Session) {
 	k := devKey{app, iid}
 	c.mu.Lock()
-	if a := c.sessions[k]; a != nil && a.s == s {
+	a := c.sessions[k]
+	gone := a != nil && a.s == s
+	if gone {
 		delete(c.sessions, k)
 	}
 	c.mu.Unlock()
+	if gone && c.presence != nil {
+		if err := c.presence.DeviceOffline(context.Background(), app, iid, c.node, c.now()); err != nil {
+			c.log.Warn("cannot record a device's presence", zap.String("app_id", app), zap.Error(err))
+		}
+	}
 }
 
 // Ack removes the acked messages from the cache and counts their arrivals. The webhook gets
@@ -348,6 +378,11 @@ func (c *Core) Ack(ctx context.Context, app, iid string, ids []string) error {
 	if n > 0 {
 		for _, id := range ids {
 			c.emit(webhook.Arrived, app, iid, id, "", now)
+		}
+	}
+	if err == nil && c.presence != nil {
+		if perr := c.presence.DeviceAcked(ctx, app, iid, c.now()); perr != nil {
+			c.log.Warn("cannot record a device's presence", zap.String("app_id", app), zap.Error(perr))
 		}
 	}
 	return err
@@ -363,13 +398,24 @@ func (c *Core) Connected() int {
 // CloseAll closes every session with code and reason (shutdown: 1001 going away).
 func (c *Core) CloseAll(code int, reason string) {
 	c.mu.Lock()
-	all := make([]*attached, 0, len(c.sessions))
-	for _, a := range c.sessions {
-		all = append(all, a)
-	}
+	all := c.sessions
 	c.sessions = map[devKey]*attached{}
 	c.mu.Unlock()
-	for _, a := range all {
+	now := c.now()
+	for k, a := range all {
 		a.s.Close(code, reason)
+		if c.presence != nil {
+			if err := c.presence.DeviceOffline(context.Background(), k.app, k.iid, c.node, now); err != nil {
+				c.log.Warn("cannot record a device's presence", zap.String("app_id", k.app), zap.Error(err))
+			}
+		}
 	}
+}
+
+// Online says whether the installation has a live session on this node (fan-out's
+// Presence: own_first asks it).
+func (c *Core) Online(app, iid string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sessions[devKey{app, iid}] != nil
 }

@@ -59,7 +59,10 @@ func (h *Handoff) Send(ctx context.Context, ds []push.Delivery, res []push.Resul
 		}
 	}
 	if nDirect == 0 {
-		return h.next.Send(ctx, ds, res)
+		if err := h.next.Send(ctx, ds, res); err != nil {
+			return err
+		}
+		return h.fallBack(ctx, ds, res)
 	}
 	now := h.now()
 	parts := h.log.Partitions(queue.TopicDirect)
@@ -113,5 +116,70 @@ func (h *Handoff) Send(ctx context.Context, ds []push.Delivery, res []push.Resul
 	for j, i := range otherIdx {
 		res[i] = otherRes[j]
 	}
+	return h.fallBack(ctx, ds, res)
+}
+
+// fallBack hands the vendor_first deliveries their vendor refused (Result.Refused) to the own
+// channel: a push.direct record each, counted on the own channel (Result.Channel) as the
+// gateway will count it. An append error fails the batch like any other: the retry sends
+// the batch again (at least once).
+func (h *Handoff) fallBack(ctx context.Context, ds []push.Delivery, res []push.Result) error {
+	var (
+		recs  []queue.Record
+		moved []int
+	)
+	now := h.now()
+	for i := range ds {
+		d := &ds[i]
+		if d.Fallback == nil || !res[i].Refused || d.Target.InstallationID == "" {
+			continue
+		}
+		m := directMessage(d, d.Fallback, d.Target.InstallationID)
+		if m.Expired(now) {
+			res[i] = push.Result{Outcome: push.OutcomeExpired, Channel: push.ChannelDirect}
+			continue
+		}
+		rec, err := directRecord(&m, h.log.Partitions(queue.TopicDirect))
+		if err != nil {
+			return err
+		}
+		recs = append(recs, rec)
+		moved = append(moved, i)
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	if err := h.log.Append(ctx, queue.TopicDirect, recs...); err != nil {
+		return fmt.Errorf("cannot hand %d vendor-refused deliveries to the own channel: %w", len(recs), err)
+	}
+	for _, i := range moved {
+		res[i] = push.Result{Outcome: push.OutcomeQueued, Channel: push.ChannelDirect}
+	}
 	return nil
+}
+
+// directMessage is the push.direct message of d with the own-channel message msg for
+// installation iid.
+func directMessage(d *push.Delivery, msg *push.Message, iid string) push.DirectMessage {
+	m := push.DirectMessage{
+		AppID:          d.AppID,
+		InstallationID: iid,
+		ID:             d.NotificationObjectID,
+		NotificationID: d.NotificationID,
+		Data:           msg.Body,
+	}
+	if exp := msg.Expiration; !exp.IsZero() {
+		m.Expires = exp.UnixMilli()
+	}
+	return m
+}
+
+// directRecord encodes m as a push.direct record keyed by its installation id.
+func directRecord(m *push.DirectMessage, parts int) (queue.Record, error) {
+	v, err := json.Marshal(m)
+	if err != nil {
+		return queue.Record{}, fmt.Errorf("BUG: cannot encode a push.direct record: %w", err)
+	}
+	key := []byte(m.InstallationID)
+	return queue.Record{Partition: queue.PartitionForKey(key, parts), Key: key, Value: v}, nil
 }

@@ -316,7 +316,8 @@ func (s *Server) admit(ctx context.Context, hs *handshake) (int, string, string)
 }
 
 // admitDevice checks what both protocols check once the app is known: the connect rate, and
-// an Android installation without vendor of this id.
+// an Android installation of this id without vendor (or with one, under a channel policy
+// that uses the own channel).
 func (s *Server) admitDevice(ctx context.Context, app *push.App, iid string) (int, string, string) {
 	if !s.lim.allow(app.ID, time.Now()) {
 		return CloseTooMany, "too many connects for this app: retry later", "too_many"
@@ -336,7 +337,10 @@ func (s *Server) admitDevice(ctx context.Context, app *push.App, iid string) (in
 		s.log.Warn("cannot read an installation for a device connection", zap.String("app_id", app.ID), zap.Error(err))
 		return CloseInternal, "cannot check the installation: retry later", "error"
 	}
-	if inst.DeviceType != push.DeviceAndroid || inst.DeliveryChannel(app.Settings.Edition) != push.ChannelDirect {
+	// A hybrid installation (with a vendor) may hold an own-channel connection too when the
+	// app's channel policy uses the own channel (own_first, vendor_first, own_only).
+	if inst.DeviceType != push.DeviceAndroid ||
+		(inst.DeliveryChannel(app.Settings.Edition) != push.ChannelDirect && !push.AdmitsHybrid(app.Settings.ChannelPolicy)) {
 		return CloseNotDirect, "installation is not an Android one without vendor", "not_direct"
 	}
 	return 0, "", "ok"

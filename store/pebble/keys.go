@@ -67,6 +67,7 @@ const (
 	tLease       = 'l'
 	tSchedClaim  = 'h'
 	tGateway     = 'y'
+	tPresence    = 'z' // own-channel presence of a device: app, iid, kind (presence.go)
 
 	reservedQueue = 'q' // queue/embedded; never written here
 )

@@ -1,0 +1,116 @@
+package e2e
+
+import (
+	"bytes"
+	"crypto/tls"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/pushd/pushd/internal/waitfor"
+	"github.com/pushd/pushd/loadtest/sim"
+)
+
+// setAppPolicy sets the app's channelPolicy through the admin API.
+func setAppPolicy(t *testing.T, base, appID, policy string) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"settings": map[string]any{"channelPolicy": policy}})
+	req, err := http.NewRequest(http.MethodPut, base+"/admin/apps/"+appID, bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+e2eAdminToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var body bytes.Buffer
+		_, _ = body.ReadFrom(resp.Body)
+		t.Fatalf("set channelPolicy %s: %d %s", policy, resp.StatusCode, body.String())
+	}
+}
+
+// Under own_first, through `pushd serve --dev --sim`: a hybrid (HMS) installation connected to
+// the own channel gets the push there (the HMS simulator sees nothing of it), a disconnected
+// one on HMS; a push with channel_policy own_only reaches the disconnected device on the own
+// channel once it connects (cached) and never touches HMS. Each target is counted once, on
+// the channel that carried it.
+func TestE2EChannelPolicyOwnFirst(t *testing.T) {
+	if testing.Short() {
+		t.Skip("e2e")
+	}
+	t.Setenv("PUSHD_ADMIN_TOKEN", e2eAdminToken)
+	data := t.TempDir()
+	p := startPushdSim(t, data)
+	line := p.waitOutput(regexp.MustCompile(`gateway simulators: .*`), startTimeout)
+	m := hmsSimLine.FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("no HMS simulator in the start-up line %q", line)
+	}
+	hms := newSimClient(m[1], &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // loopback test simulator
+	b, err := os.ReadFile(filepath.Join(data, "dev-app.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys struct{ AppID, AppKey, MasterKey string }
+	if err := json.Unmarshal(b, &keys); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(p.base, keys.AppID, keys.AppKey, keys.MasterKey)
+	const (
+		onIID, offIID = "b0b0b0b0-0000-4000-8000-000000000001", "b0b0b0b0-0000-4000-8000-000000000002"
+		onTok, offTok = "IQAAAACy0policyOn", "IQAAAACy0policyOff"
+	)
+	for _, inst := range []map[string]any{
+		{"deviceType": "android", "installationId": onIID, "vendor": "HMS", "registrationId": onTok, "channels": []string{"pol"}},
+		{"deviceType": "android", "installationId": offIID, "vendor": "HMS", "registrationId": offTok, "channels": []string{"pol"}},
+	} {
+		c.createInstallation(t, inst)
+	}
+	setAppPolicy(t, p.base, keys.AppID, "own_first")
+	onLedger, offLedger := sim.NewLedger(), sim.NewLedger()
+	c.dialDevice(t, onIID, onLedger)
+
+	oid := c.push(t, map[string]any{"data": map[string]any{"alert": "own first"}, "channels": []string{"pol"}})
+	c.waitDone(t, oid)
+	waitfor.True(t, pushTimeout, "the connected hybrid device to ack", func() bool { return onLedger.Acked(oid) })
+	var rec ownRecord
+	waitfor.True(t, pushTimeout, "the own channel's arrival counted", func() bool {
+		rec = c.ownRecord(t, oid)
+		return rec.Arrivals == 1
+	})
+	st := hms.mustGet(t, true)
+	if st.PerToken[onTok] != 0 || st.PerToken[offTok] != 1 {
+		t.Errorf("HMS simulator per token %v: want 0 for the connected device, 1 for the disconnected one", st.PerToken)
+	}
+	if rec.Devices != 2 || rec.Successes != 2 || rec.LCSuccesses != 1 || rec.Failures != 0 {
+		t.Errorf("record %+v: want devices 2, successes 2 (1 own channel, 1 HMS), failures 0", rec)
+	}
+
+	own := c.push(t, map[string]any{"data": map[string]any{"alert": "own only"}, "channels": []string{"pol"}, "channel_policy": "own_only"})
+	c.waitDone(t, own)
+	c.dialDevice(t, offIID, offLedger)
+	waitfor.True(t, pushTimeout, "both devices to ack the own_only push", func() bool { return onLedger.Acked(own) && offLedger.Acked(own) })
+	if st := hms.mustGet(t, true); st.PerToken[onTok] != 0 || st.PerToken[offTok] != 1 {
+		t.Errorf("HMS simulator per token %v after own_only: want it untouched", st.PerToken)
+	}
+	waitfor.True(t, pushTimeout, "the own_only record", func() bool {
+		rec = c.ownRecord(t, own)
+		return rec.Arrivals == 2
+	})
+	if rec.Devices != 2 || rec.LCSuccesses != 2 {
+		t.Errorf("own_only record %+v: want devices 2, lcSuccesses 2", rec)
+	}
+	if status, body, _ := c.call("POST", "/1.1/push", true, map[string]any{"data": map[string]any{"alert": "x"}, "channel_policy": "own_last"}); status != http.StatusBadRequest {
+		t.Errorf("channel_policy own_last: %d %s, want 400", status, body)
+	}
+	if err := p.stop(stopTimeout); err != nil {
+		t.Errorf("pushd exit after SIGTERM: %v", err)
+	}
+}
