@@ -33,7 +33,7 @@ type Worker struct {
 	// newMessages builds a job's renderer (render.NewCache; tests may swap it).
 	newMessages func(*push.Job) Messages
 	m           workerMetrics
-	events      Events // nil: no webhook events (SetEvents)
+	events      Events   // nil: no webhook events (SetEvents)
 	presence    Presence // nil: no own channel on this node (own_first goes to the vendor)
 }
 
