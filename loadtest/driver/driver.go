@@ -158,9 +158,16 @@ func (r *run) run(ctx context.Context) error {
 	if i := slices.Index(names, ScenarioQuota); i >= 0 {
 		names = slices.Insert(names, i, ScenarioQuotaFill)
 	}
+	names = withLatencyScenario(names, r.cfg.LatencyCompare)
 	for i, name := range names {
 		var sc Scenario
 		switch {
+		case r.cfg.LatencyCompare > 0 && name == latencyScenario(r.cfg.LatencyCompare):
+			if err := r.setSimLatency(ctx, r.cfg.LatencyCompare); err != nil {
+				return err
+			}
+			sc, err = BuildScenario(ScenarioAll, r.pop, r.cfg.DevicesPerType)
+			sc.Name = name
 		case name == ScenarioQuotaFill || name == ScenarioQuota:
 			sc, err = buildQuotaScenario(name, r.hybridPop, r.cfg.QuotaExpiry)
 		case IsHybrid(name):
@@ -174,6 +181,12 @@ func (r *run) run(ctx context.Context) error {
 		sr, err := r.scenario(ctx, i, &sc)
 		if sr != nil {
 			r.rep.Scenarios = append(r.rep.Scenarios, *sr)
+		}
+		if r.cfg.LatencyCompare > 0 && name == latencyScenario(r.cfg.LatencyCompare) {
+			if lerr := r.setSimLatency(context.WithoutCancel(ctx), 0); lerr != nil && err == nil {
+				err = lerr
+			}
+			r.rep.Latency = latencyComparison(r.rep.Scenarios, r.cfg.LatencyCompare)
 		}
 		if err != nil {
 			return err
