@@ -283,7 +283,13 @@ func (r *run) seed(ctx context.Context) error {
 	r.rep.Installations, r.rep.InvalidCohort = len(r.pop.Main), len(r.pop.Doomed)
 	r.logf("seeding %d installations (%d iOS, %d Android/FCM, invalid-token cohort %d) with %d in flight",
 		len(devs), r.rep.IOS, r.rep.Android, len(r.pop.Doomed), r.cfg.Concurrency)
-	n, secs, err := r.seedDevices(ctx, r.api, devs)
+	seed := r.seedDevices
+	if r.cfg.SeedImport {
+		seed = func(ctx context.Context, _ *client, devs []*Device) (int, float64, error) {
+			return r.seedImport(ctx, devs)
+		}
+	}
+	n, secs, err := seed(ctx, r.api, devs)
 	r.rep.Upserts = n
 	r.rep.UpsertSeconds, r.rep.UpsertsPerSecond = secs, rate(int64(n), secs)
 	if err != nil {
