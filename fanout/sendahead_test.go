@@ -46,7 +46,10 @@ func (s *slowSender) Send(ctx context.Context, ds []push.Delivery, res []push.Re
 	c := slowCall{size: len(ds), crash: crash, answer: make(chan struct{})}
 	select {
 	case s.calls <- c:
-		<-c.answer
+		select {
+		case <-c.answer:
+		case <-s.giveUp:
+		}
 	case <-s.giveUp:
 	}
 	err := s.rec.Send(ctx, ds, res)
@@ -75,7 +78,7 @@ func (s *slowSender) answer(t *testing.T, want, total int, done <-chan error) er
 	t.Helper()
 	var pending []slowCall
 	handed := 0
-	deadline := time.After(30 * time.Second)
+	deadline := time.After(20 * time.Second)
 	for {
 		select {
 		case c := <-s.calls:
