@@ -10,7 +10,7 @@ FUZZTIME  ?= 100000x
 BENCHTIME ?= 3s
 STATICCHECK_VERSION := $(shell cat .staticcheck-version)
 
-.PHONY: help run test test-short test-browser console-screenshots bench loadtest profile lint fuzz vuln proto
+.PHONY: help run test test-short test-browser console-screenshots bench loadtest loadtest-latency profile lint fuzz vuln proto
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -64,6 +64,14 @@ LOADTEST_HTML   ?= $(LOADTEST_REPORT:.json=.html)
 loadtest: ## load test: real pushd + simulators on 127.0.0.1, per-token delivery proof, JSON + HTML report (LOADTEST_FLAGS="--installations 500")
 	@rc=0; scripts/loadtest.sh --report $(LOADTEST_REPORT) --html $(LOADTEST_HTML) $(LOADTEST_FLAGS) || rc=$$?; \
 	[ -f $(LOADTEST_HTML) ] && echo "HTML report: $(abspath $(LOADTEST_HTML))"; exit $$rc
+
+# The same whole-population push twice in one run: with the simulators answering at once, then
+# with LATENCY added to every answer (pushsim's POST /_latency); prints both rates and the ratio.
+LATENCY              ?= 20ms
+LATENCY_INSTALLATIONS ?= 50000
+loadtest-latency: ## load test: one push at 0 and at LATENCY=20ms per gateway answer, both rates and their ratio (target ≥ 0.9)
+	LOADTEST_SIM_INVALID_RATE=0 scripts/loadtest.sh --installations $(LATENCY_INSTALLATIONS) --latency-compare $(LATENCY) \
+		--report loadtest-latency.json --html loadtest-latency.html $(LOADTEST_FLAGS)
 
 # A 100,000-device push, iOS only, to the APNs simulator, profiled through pushd's --pprof:
 # consecutive 2 s CPU profiles over the push (merged by pprof) and the allocation profile

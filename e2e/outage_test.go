@@ -29,6 +29,7 @@ func TestE2EGatewayOutageLosesNothing(t *testing.T) {
 		simRate     = 400 // accepted pushes/s: the push takes ~5 s without the outage
 		batchSize   = 100 // --fanout-batch-size
 		concurrency = 2   // --fanout-concurrency
+		sendAhead   = 2   // --fanout-send-ahead: batches per task at the gateway at once
 		phase       = 15 * time.Second
 	)
 	begin := time.Now()
@@ -41,6 +42,7 @@ func TestE2EGatewayOutageLosesNothing(t *testing.T) {
 		"--gateway-ca", filepath.Join(s.dir, "ca.pem"),
 		"--fanout-batch-size", strconv.Itoa(batchSize),
 		"--fanout-concurrency", strconv.Itoa(concurrency),
+		"--fanout-send-ahead", strconv.Itoa(sendAhead),
 		"--fanout-buckets-per-task", "64", // 4 tasks
 		// Probes at most 2 s apart: the push resumes within 2 s of the outage's end.
 		"--sender-max-backoff", "2s",
@@ -91,7 +93,7 @@ func TestE2EGatewayOutageLosesNothing(t *testing.T) {
 	if len(strangers) > 0 {
 		t.Errorf("%d tokens that are not targets reached the simulator", len(strangers))
 	}
-	if bound := int64(batchSize * concurrency); dups > bound {
+	if bound := int64(batchSize * sendAhead * concurrency); dups > bound {
 		t.Errorf("%d duplicates: more than the batches in flight at the SIGTERM (%d)", dups, bound)
 	}
 	if rec.Devices != n || rec.Successes != n || rec.Failures != 0 || rec.Expired != 0 || rec.InvalidTokens != 0 || len(rec.Errors) != 0 {
@@ -99,7 +101,7 @@ func TestE2EGatewayOutageLosesNothing(t *testing.T) {
 	}
 	// Not spinning: the deliveries in flight when the outage began (and again after the
 	// restart), then one probe at a time; thousands would mean every delivery retried alone.
-	if limit := int64(2*batchSize*concurrency + 200); st.Outage > limit {
+	if limit := int64(2*batchSize*sendAhead*concurrency + 200); st.Outage > limit {
 		t.Errorf("%d requests during the outage, want at most %d", st.Outage, limit)
 	}
 	if err := p.stop(stopTimeout); err != nil {

@@ -279,12 +279,13 @@ func TestFanoutCancelStopsSending(t *testing.T) {
 	}
 	job = e.submit(push.Job{})
 	r := e.start(cfg, snd, 1)
-	// Every task ends (cancelled) without sending much: at most the batch in flight per task.
+	// Every task ends (cancelled) without sending much: at most the batches in flight per task
+	// (SendAhead of them: those handed to the sender before the cancel was read).
 	waitfor.True(t, 30*time.Second, "all tasks cancelled", func() bool {
 		return r.metric(`pushd_fanout_tasks_total{result="cancelled"}`) >= 8
 	})
-	if got := snd.count(); got > cfg.Concurrency*cfg.BatchSize {
-		t.Errorf("sent %d after the cancel, want at most %d", got, cfg.Concurrency*cfg.BatchSize)
+	if bound := cfg.Concurrency * cfg.SendAhead * cfg.BatchSize; snd.count() > bound {
+		t.Errorf("sent %d after the cancel, want at most %d", snd.count(), bound)
 	}
 }
 

@@ -88,7 +88,7 @@ func (w *Worker) newRun(t *push.Task, js *jobState, prog *push.TaskProgress, rec
 func (r *run) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	n := r.w.cfg.QueueBatches + 2 // queued, plus the one being filled and the one being sent
+	n := r.w.cfg.QueueBatches + 1 + r.w.cfg.SendAhead // queued, the one being filled and those being sent
 	all := make([]*batch, n)
 	free := make(chan *batch, n)
 	full := make(chan *batch, n)
@@ -127,51 +127,147 @@ func (r *run) run(ctx context.Context) error {
 	return nil
 }
 
-func (r *run) send(ctx context.Context, full <-chan *batch, free chan<- *batch) error {
-	for b := range full {
-		if err := r.sendBatch(ctx, b); err != nil {
-			return err
-		}
-		if b.last {
-			return nil
-		}
-		b.reset()
-		free <- b
-	}
-	return nil // the scan failed; run reports its error
+// inflight is a batch handed to the send side, in scan order: done delivers the sender's
+// answer to its n deliveries (at once when none went to the sender).
+type inflight struct {
+	b    *batch
+	n    int
+	done chan error
 }
 
-func (r *run) sendBatch(ctx context.Context, b *batch) error {
+// send sends the scanned batches in order. While the scan is ahead of the sender (a gateway's
+// latency: batches are ready before the answers to those sent), it hands the next batch over
+// without waiting, up to SendAhead batches at the sender at once; when the scan is what the
+// task waits on, fewer are in flight. Batches are made final
+// (counted, checkpointed) in scan order, so the cursor and the counts never pass a batch
+// whose answers are not all in.
+func (r *run) send(ctx context.Context, full <-chan *batch, free chan<- *batch) error {
+	var q []inflight // at the sender, oldest first
+	var err error
+	closed := false // the scan ended (failed): no more batches
+	for {
+		if len(q) == 0 && (err != nil || closed) {
+			return err // every batch handed to the sender has answered; a failed scan is run's to report
+		}
+		var next <-chan *batch
+		if err == nil && !closed && len(q) < r.w.cfg.SendAhead {
+			next = full
+		}
+		var oldest chan error
+		if len(q) > 0 {
+			oldest = q[0].done
+		}
+		select {
+		case b, ok := <-next:
+			if !ok {
+				closed = true
+				continue
+			}
+			f, lerr := r.launch(ctx, b, len(q) > 0)
+			if lerr != nil {
+				err = lerr
+				continue
+			}
+			q = append(q, f)
+			r.w.m.inflight.Update(float64(len(q)))
+		case serr := <-oldest:
+			f := q[0]
+			q = q[1:]
+			if err != nil {
+				r.release(ctx, f.n) // not final: the retry sends (and counts) it again
+				continue
+			}
+			if err = r.finish(ctx, f, serr); err != nil {
+				continue
+			}
+			if f.b.last {
+				return nil
+			}
+			f.b.reset()
+			free <- f.b
+		}
+	}
+}
+
+// launch does what comes before sending b (record check, checkpoint, volume, pacing, badges)
+// and hands its deliveries to the sender in the background. ahead says batches before b are
+// still in flight. What b's targets count before the sender answers (pre-final targets,
+// stopped, expired, over the volume) is kept in b.pre until b is final, so a checkpoint of an
+// earlier batch never counts b's targets with a cursor before them.
+func (r *run) launch(ctx context.Context, b *batch, ahead bool) (inflight, error) {
 	w := r.w
+	f := inflight{b: b, done: make(chan error, 1)}
 	if err := r.checkRecord(ctx); err != nil {
-		return err
+		return f, err
 	}
 	n := len(b.ds)
 	w.m.batches.Inc()
 	// Checkpoint before a batch that could take the unrecorded deliveries past the
-	// interval: a crash then repeats at most CheckpointEvery deliveries of this task.
-	if n > 0 && r.since > 0 && r.since+n > w.cfg.CheckpointEvery {
+	// interval: a crash then repeats at most CheckpointEvery deliveries of this task, plus
+	// the batches in flight.
+	if !ahead && n > 0 && r.since > 0 && r.since+n > w.cfg.CheckpointEvery {
 		if err := r.checkpoint(ctx); err != nil {
-			return err
+			return f, err
 		}
 	}
 	if b.pre != (tally{}) {
-		r.tl.add(&b.pre)
 		r.addReason(b.preReason)
 		pt := b.pre.total()
 		w.m.failed.Add(int(pt.Failed))
 		w.m.expired.Add(int(pt.Expired))
 		w.m.invalidTokens.Add(int(pt.InvalidTokens))
 	}
-	if n > 0 {
-		if err := r.deliver(ctx, b); err != nil {
-			return err
-		}
+	if n == 0 {
+		f.done <- nil
+		return f, nil
+	}
+	final := r.tl
+	r.tl = b.pre // prepare counts into b.pre
+	ds, err := r.prepare(ctx, b)
+	b.pre, r.tl = r.tl, final
+	if err != nil {
+		return f, err
+	}
+	if len(ds) == 0 {
+		f.done <- nil
+		return f, nil
+	}
+	f.n = len(ds)
+	res := b.res[:len(ds)]
+	clear(res)
+	// A batch handed to the sender is finished even when ctx ends (SIGTERM, a rebalance):
+	// the gateway may already have accepted part of it, and a batch given up is sent again
+	// after the restart. batchDrain bounds how long a stop waits for it; while ctx lives, the
+	// sender's own retry budget is the only bound.
+	sctx, cancel := drainAfter(ctx, batchDrain)
+	go func() {
+		err := w.snd.Send(sctx, ds, res)
+		cancel()
+		f.done <- err
+	}()
+	return f, nil
+}
+
+// finish makes f's batch final once the sender answered (serr): its outcomes are counted,
+// the cursor moves past it, and a checkpoint is written when one is due.
+func (r *run) finish(ctx context.Context, f inflight, serr error) error {
+	w := r.w
+	b := f.b
+	if serr != nil {
+		// Not final: the retry sends (and counts) the batch again.
+		r.release(ctx, f.n)
+		return fmt.Errorf("cannot send a batch of task %s: %w", r.t.ID, serr)
+	}
+	r.tl.add(&b.pre)
+	if f.n > 0 {
+		fpWorkerAfterSend.Hit()
+		r.since += f.n
+		r.tallyBatch(b, b.res[:f.n])
 	}
 	r.cursor = append(r.cursor[:0], b.cursor...)
 	// Checkpoint as soon as the next batch could take the unrecorded deliveries past the
 	// interval, not once that batch is ready: a crash while the scan fills it then repeats
-	// nothing, and with the default interval (one batch) a crash repeats at most the batch
+	// nothing, and with the default interval (one batch) a crash repeats at most the batches
 	// being sent.
 	if !b.last && r.since > 0 && r.since+r.size > w.cfg.CheckpointEvery {
 		if err := r.checkpoint(ctx); err != nil {
@@ -181,24 +277,25 @@ func (r *run) sendBatch(ctx context.Context, b *batch) error {
 	return nil
 }
 
-// deliver sends b's deliveries, or counts them as expired or not sent.
-func (r *run) deliver(ctx context.Context, b *batch) error {
+// prepare returns the deliveries of b to send, having counted those it does not send
+// (stopped, expired, over the daily volume).
+func (r *run) prepare(ctx context.Context, b *batch) ([]push.Delivery, error) {
 	w := r.w
-	ds, res := b.ds, b.res[:len(b.ds)]
+	ds := b.ds
 	if r.stopped != "" {
 		r.countAll(b.ch, push.OutcomeFailed, r.stopped)
 		if r.ev != nil {
 			r.emitAll(ds, webhook.Failed, r.stopped, w.clock.Now())
 		}
-		return nil
+		return nil, nil
 	}
 	if !r.expires.IsZero() && !w.clock.Now().Before(r.expires) {
 		r.countExpired(ctx, b)
-		return nil
+		return nil, nil
 	}
 	allowed, err := r.reserve(ctx, len(ds))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	fpWorkerAfterReserve.Hit()
 	if allowed < len(ds) {
@@ -209,38 +306,28 @@ func (r *run) deliver(ctx context.Context, b *batch) error {
 		}
 		if err := r.stop(ctx, ReasonDailyVolume); err != nil {
 			r.release(ctx, allowed)
-			return err
+			return nil, err
 		}
-		ds, res = ds[:allowed], res[:allowed]
+		ds = ds[:allowed]
 		if allowed == 0 {
-			return nil
+			return nil, nil
 		}
 	}
 	if err := r.pace.wait(ctx, len(ds)); err != nil {
 		r.release(ctx, len(ds))
-		return err
+		return nil, err
 	}
 	if r.js.badge != nil {
 		if err := r.badges(ctx, b, ds); err != nil {
 			r.release(ctx, len(ds)) // not sent: the retry reserves (and counts) the batch again
-			return err
+			return nil, err
 		}
 	}
-	clear(res)
-	// A batch handed to the sender is finished even when ctx ends (SIGTERM, a rebalance):
-	// the gateway may already have accepted part of it, and a batch given up is sent again
-	// after the restart. batchDrain bounds how long a stop waits for it; while ctx lives, the
-	// sender's own retry budget is the only bound.
-	sctx, cancel := drainAfter(ctx, batchDrain)
-	err = w.snd.Send(sctx, ds, res)
-	cancel()
-	if err != nil {
-		// Not final: the retry sends (and counts) the batch again.
-		r.release(ctx, len(ds))
-		return fmt.Errorf("cannot send a batch of task %s: %w", r.t.ID, err)
-	}
-	fpWorkerAfterSend.Hit()
-	r.since += len(ds)
+	return ds, nil
+}
+
+// tallyBatch counts the sender's outcomes of b's first len(res) deliveries.
+func (r *run) tallyBatch(b *batch, res []push.Result) {
 	var sent, failed, expired, invalid int
 	for i := range res {
 		o := res[i].Outcome
@@ -266,14 +353,14 @@ func (r *run) deliver(ctx context.Context, b *batch) error {
 			r.addReason(reason)
 		}
 	}
+	w := r.w
 	if r.ev != nil {
-		r.emit(ds, res, w.clock.Now())
+		r.emit(b.ds[:len(res)], res, w.clock.Now())
 	}
 	w.m.sent.Add(sent)
 	w.m.failed.Add(failed)
 	w.m.expired.Add(expired)
 	w.m.invalidTokens.Add(invalid)
-	return nil
 }
 
 // asksHeld says whether the targets of an expired push are counted by asking the Sender

@@ -52,6 +52,7 @@ type workerMetrics struct {
 	rows, matched                                                      *metrics.Counter
 	sent, failed, expired, invalidTokens                               *metrics.Counter
 	batches, checkpoints                                               *metrics.Counter
+	inflight                                                           *metrics.Histogram
 }
 
 // NewWorker builds a worker over a store, the task log, and a sender.
@@ -93,6 +94,7 @@ func NewWorker(cfg WorkerConfig, st WorkerStore, cons Consumer, snd Sender, logg
 		invalidTokens:  ms.NewCounter(`pushd_fanout_deliveries_total{outcome="invalid_token"}`),
 		batches:        ms.NewCounter(`pushd_fanout_batches_total`),
 		checkpoints:    ms.NewCounter(`pushd_fanout_checkpoints_total`),
+		inflight:       ms.NewHistogram(`pushd_fanout_batches_in_flight`),
 	}
 	ms.NewGauge(`pushd_fanout_tasks_capacity`, func() float64 { return float64(cfg.Concurrency) })
 	ms.NewGauge(`pushd_fanout_tasks_running`, func() float64 { return float64(len(w.sem)) })

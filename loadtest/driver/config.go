@@ -46,6 +46,7 @@ type Config struct {
 	Installations   int     // main population, default 20,000
 	IOSFraction     float64 // share of iOS installations, default 0.5 (the rest are FCM Android)
 	Concurrency     int     // installation upserts in flight, default 128
+	SeedImport      bool    // seed through the bulk import (JSON lines) instead of upserts
 	Pushes          []string
 	Timeout         time.Duration // the whole run, default 10 minutes
 	PollEvery       time.Duration // push record polling, default 50 ms
@@ -98,6 +99,9 @@ type Config struct {
 	// PprofURL (pushd's --ops-addr, pushd started with --pprof); "" profiles nothing.
 	ProfileDir string
 	PprofURL   string
+	// LatencyCompare, when positive, runs the all scenario a second time with this latency
+	// added to every simulator answer (POST /_latency) and reports both rates and their ratio.
+	LatencyCompare time.Duration
 }
 
 // RegisterFlags registers the driver flags on fs, writing into c. pushes receives --pushes
@@ -110,6 +114,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, pushes, sims *string) {
 	fs.IntVar(&c.Installations, "installations", 20000, "installations to seed (main population)")
 	fs.Float64Var(&c.IOSFraction, "ios-fraction", 0.5, "share of iOS installations; the rest are Android on FCM")
 	fs.IntVar(&c.Concurrency, "concurrency", 128, "installation upserts in flight")
+	fs.BoolVar(&c.SeedImport, "seed-import", false, "seed the installations through the bulk import (POST /admin/apps/<id>/installations/import, JSON lines), far faster than one upsert each")
 	fs.StringVar(pushes, "pushes", "", "comma-separated scenarios among "+strings.Join(AllScenarios, ",")+
 		" (default: all; invalid only when -sim-invalid-rate > 0)")
 	fs.DurationVar(&c.Timeout, "timeout", 10*time.Minute, "bound on the whole run")
@@ -134,6 +139,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, pushes, sims *string) {
 	fs.IntVar(&c.FloorRequests, "floor-requests", 0, "requests each floor tool sends (0: the compared scenario's APNs deliveries, at least 2000)")
 	fs.IntVar(&c.FloorConnections, "floor-connections", 2, "HTTP/2 connections of each floor tool")
 	fs.IntVar(&c.FloorStreams, "floor-streams", 100, "requests in flight per connection of each floor tool")
+	fs.DurationVar(&c.LatencyCompare, "latency-compare", 0, "run the all scenario again with this latency added to every simulator answer (e.g. 20ms) and report both rates and their ratio (default -pushes: all)")
 	fs.StringVar(&c.ProfileDir, "profile-dir", "", "write CPU and allocation profiles of each scenario's push here (needs -pprof-url)")
 	fs.StringVar(&c.PprofURL, "pprof-url", "", "base URL of pushd's ops port, pushd started with --pprof (http://127.0.0.1:port)")
 	fs.StringVar(&c.PushdPIDFile, "pushd-pid-file", "", "file holding the pid of the running pushd (rewritten by its supervisor after a restart)")
@@ -297,6 +303,9 @@ func (c *Config) Validate() error {
 	}
 	if (c.ProfileDir == "") != (c.PprofURL == "") {
 		errs = append(errs, errors.New("-profile-dir and -pprof-url go together"))
+	}
+	if c.LatencyCompare < 0 || c.LatencyCompare > 0 && !slices.Contains(c.Pushes, ScenarioAll) {
+		errs = append(errs, errors.New("-latency-compare must be positive and needs the all scenario in -pushes"))
 	}
 	if c.KillAt < 0 || c.KillAt >= 1 {
 		errs = append(errs, errors.New("-kill-at must be within [0, 1)"))

@@ -158,9 +158,16 @@ func (r *run) run(ctx context.Context) error {
 	if i := slices.Index(names, ScenarioQuota); i >= 0 {
 		names = slices.Insert(names, i, ScenarioQuotaFill)
 	}
+	names = withLatencyScenario(names, r.cfg.LatencyCompare)
 	for i, name := range names {
 		var sc Scenario
 		switch {
+		case r.cfg.LatencyCompare > 0 && name == latencyScenario(r.cfg.LatencyCompare):
+			if err := r.setSimLatency(ctx, r.cfg.LatencyCompare); err != nil {
+				return err
+			}
+			sc, err = BuildScenario(ScenarioAll, r.pop, r.cfg.DevicesPerType)
+			sc.Name = name
 		case name == ScenarioQuotaFill || name == ScenarioQuota:
 			sc, err = buildQuotaScenario(name, r.hybridPop, r.cfg.QuotaExpiry)
 		case IsHybrid(name):
@@ -174,6 +181,12 @@ func (r *run) run(ctx context.Context) error {
 		sr, err := r.scenario(ctx, i, &sc)
 		if sr != nil {
 			r.rep.Scenarios = append(r.rep.Scenarios, *sr)
+		}
+		if r.cfg.LatencyCompare > 0 && name == latencyScenario(r.cfg.LatencyCompare) {
+			if lerr := r.setSimLatency(context.WithoutCancel(ctx), 0); lerr != nil && err == nil {
+				err = lerr
+			}
+			r.rep.Latency = latencyComparison(r.rep.Scenarios, r.cfg.LatencyCompare)
 		}
 		if err != nil {
 			return err
@@ -270,7 +283,13 @@ func (r *run) seed(ctx context.Context) error {
 	r.rep.Installations, r.rep.InvalidCohort = len(r.pop.Main), len(r.pop.Doomed)
 	r.logf("seeding %d installations (%d iOS, %d Android/FCM, invalid-token cohort %d) with %d in flight",
 		len(devs), r.rep.IOS, r.rep.Android, len(r.pop.Doomed), r.cfg.Concurrency)
-	n, secs, err := r.seedDevices(ctx, r.api, devs)
+	seed := r.seedDevices
+	if r.cfg.SeedImport {
+		seed = func(ctx context.Context, _ *client, devs []*Device) (int, float64, error) {
+			return r.seedImport(ctx, devs)
+		}
+	}
+	n, secs, err := seed(ctx, r.api, devs)
 	r.rep.Upserts = n
 	r.rep.UpsertSeconds, r.rep.UpsertsPerSecond = secs, rate(int64(n), secs)
 	if err != nil {

@@ -40,9 +40,11 @@ type Report struct {
 
 	// Pushd is pushd's process over the run (sampled from /proc every SampleEvery seconds);
 	// Floor the floor measured against the APNs simulator after the scenarios.
-	Pushd       *ProcessUse `json:"pushdProcess,omitempty"`
-	Floor       *Floor      `json:"floor,omitempty"`
-	SampleEvery float64     `json:"sampleEvery,omitempty"`
+	Pushd *ProcessUse `json:"pushdProcess,omitempty"`
+	Floor *Floor      `json:"floor,omitempty"`
+	// Latency is the latency comparison (--latency-compare).
+	Latency     *LatencyCompare `json:"latencyCompare,omitempty"`
+	SampleEvery float64         `json:"sampleEvery,omitempty"`
 	// Timeline is every sample; PushCalls every push call's accept latency; the latency
 	// windows are the percentiles per second of the push calls and installation upserts.
 	Timeline            []TimelinePoint `json:"timeline,omitempty"`
@@ -164,6 +166,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err := r.writeResources(&b); err != nil {
 		return err
 	}
+	r.Latency.write(&b)
 	for _, s := range r.Scenarios {
 		s.writeChannels(&b)
 	}

@@ -310,7 +310,7 @@ func (s *APNs) EndOutage() { s.rec.outage.end() }
 const apnsPathPrefix = "/3/device/"
 
 func (s *APNs) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if strings.HasPrefix(r.URL.Path, "/_") && s.rec.serveControl(w, r, s.Reset) {
+	if strings.HasPrefix(r.URL.Path, "/_") && s.rec.serveControl(w, r, s.Reset, s.faults) {
 		return
 	}
 	h := r.Header

@@ -2,8 +2,12 @@ package sim
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -37,6 +41,8 @@ type Knobs struct {
 // faults holds the scripted answers, the random source and the pacer.
 type faults struct {
 	k Knobs
+	// latency is k.Latency, changed at run time by POST /_latency (SetLatency).
+	latency atomic.Int64
 
 	mu     sync.Mutex
 	script []scripted // consumed front to back
@@ -50,7 +56,39 @@ type scripted struct {
 }
 
 func newFaults(k Knobs) *faults {
-	return &faults{k: k, rng: rand.New(rand.NewPCG(k.Seed, k.Seed^0x9e3779b97f4a7c15))}
+	f := &faults{k: k, rng: rand.New(rand.NewPCG(k.Seed, k.Seed^0x9e3779b97f4a7c15))}
+	f.latency.Store(int64(k.Latency))
+	return f
+}
+
+// setLatency replaces the latency added to every answer from now on.
+func (f *faults) setLatency(d time.Duration) { f.latency.Store(int64(d)) }
+
+// serveLatency answers /_latency: GET gives {"latency":"20ms"}, POST {"latency":"20ms"} sets it
+// for the answers that follow (the load test's latency comparison changes it between pushes).
+func (f *faults) serveLatency(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Latency string `json:"latency"`
+	}
+	switch r.Method {
+	case http.MethodGet:
+	case http.MethodPost:
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4<<10)).Decode(&in); err != nil {
+			http.Error(w, "cannot read the latency: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		d, err := time.ParseDuration(in.Latency)
+		if err != nil || d < 0 {
+			http.Error(w, fmt.Sprintf("bad latency %q: want a duration such as 20ms, not negative", in.Latency), http.StatusBadRequest)
+			return
+		}
+		f.setLatency(d)
+	default:
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		return
+	}
+	in.Latency = time.Duration(f.latency.Load()).String()
+	writeJSON(w, http.StatusOK, in)
 }
 
 // inject queues f as the answer to the next n requests (after anything already scripted).
@@ -126,7 +164,7 @@ func (f *faults) wait(ctx context.Context, now time.Time) bool {
 		f.mu.Unlock()
 		d = start.Sub(now)
 	}
-	d += f.k.Latency
+	d += time.Duration(f.latency.Load())
 	if f.k.Jitter > 0 {
 		f.mu.Lock()
 		d += time.Duration(f.rng.Int64N(int64(f.k.Jitter)))

@@ -219,7 +219,7 @@ func (s *FCM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveToken(w, r)
 		return
 	}
-	if strings.HasPrefix(path, "/_") && s.rec.serveControl(w, r, s.Reset) {
+	if strings.HasPrefix(path, "/_") && s.rec.serveControl(w, r, s.Reset, s.faults) {
 		return
 	}
 	project, ok := strings.CutPrefix(path, fcmPathPrefix)

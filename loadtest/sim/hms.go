@@ -187,7 +187,7 @@ type hmsReply struct {
 
 func (s *HMS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
-	if strings.HasPrefix(path, "/_") && s.rec.serveControl(w, r, s.Reset) {
+	if strings.HasPrefix(path, "/_") && s.rec.serveControl(w, r, s.Reset, s.faults) {
 		return
 	}
 	if path == "/oauth2/v3/token" || path == "/oauth2/v2/token" {

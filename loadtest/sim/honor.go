@@ -251,7 +251,7 @@ type honorRequest struct {
 
 func (s *Honor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
-	if strings.HasPrefix(path, "/_") && s.rec.serveControl(w, r, s.Reset) {
+	if strings.HasPrefix(path, "/_") && s.rec.serveControl(w, r, s.Reset, s.faults) {
 		return
 	}
 	if path == "/auth/token" {

@@ -150,7 +150,7 @@ type miReply struct {
 }
 
 func (s *Mi) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if strings.HasPrefix(r.URL.Path, "/_") && s.rec.serveControl(w, r, s.Reset) {
+	if strings.HasPrefix(r.URL.Path, "/_") && s.rec.serveControl(w, r, s.Reset, s.faults) {
 		return
 	}
 	if (r.URL.Path != "/v3/message/regid" && r.URL.Path != "/v2/message/regid") || r.Method != http.MethodPost {

@@ -189,7 +189,7 @@ type mzReply struct {
 }
 
 func (s *Mz) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if strings.HasPrefix(r.URL.Path, "/_") && s.rec.serveControl(w, r, s.Reset) {
+	if strings.HasPrefix(r.URL.Path, "/_") && s.rec.serveControl(w, r, s.Reset, s.faults) {
 		return
 	}
 	passThrough := r.URL.Path == MzPassThroughPath

@@ -213,7 +213,7 @@ const (
 )
 
 func (s *Oppo) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if strings.HasPrefix(r.URL.Path, "/_") && s.rec.serveControl(w, r, s.Reset) {
+	if strings.HasPrefix(r.URL.Path, "/_") && s.rec.serveControl(w, r, s.Reset, s.faults) {
 		return
 	}
 	if r.Method != http.MethodPost {

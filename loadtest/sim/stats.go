@@ -156,9 +156,10 @@ func (r *recorder) recorded() []Sent {
 
 // serveControl answers the control endpoints shared by both simulators:
 // GET /_stats[?tokens=0] (JSON Stats), GET /_sent (recorded notifications), POST /_reset,
-// POST /_outage (a JSON array of outage phases; [] or DELETE ends the outage).
+// POST /_outage (a JSON array of outage phases; [] or DELETE ends the outage),
+// GET or POST /_latency ({"latency":"20ms"}: the latency added to every answer from now on).
 // It reports whether the path was a control path.
-func (r *recorder) serveControl(w http.ResponseWriter, req *http.Request, reset func()) bool {
+func (r *recorder) serveControl(w http.ResponseWriter, req *http.Request, reset func(), f *faults) bool {
 	switch req.URL.Path {
 	case "/_stats":
 		withTokens := req.URL.Query().Get("tokens") != "0"
@@ -167,6 +168,8 @@ func (r *recorder) serveControl(w http.ResponseWriter, req *http.Request, reset 
 		writeJSON(w, http.StatusOK, r.recorded())
 	case "/_outage":
 		serveOutage(w, req, r.outage)
+	case "/_latency":
+		f.serveLatency(w, req)
 	case "/_reset":
 		if req.Method != http.MethodPost {
 			w.WriteHeader(http.StatusMethodNotAllowed)

@@ -239,7 +239,7 @@ type VivoReply struct {
 }
 
 func (s *Vivo) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if strings.HasPrefix(r.URL.Path, "/_") && s.rec.serveControl(w, r, s.Reset) {
+	if strings.HasPrefix(r.URL.Path, "/_") && s.rec.serveControl(w, r, s.Reset, s.faults) {
 		return
 	}
 	if r.Method != http.MethodPost {

@@ -42,6 +42,9 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
 		return 2
 	}
+	if cfg.LatencyCompare > 0 && pushes == "" {
+		pushes = driver.ScenarioAll // the comparison's push, alone unless -pushes says more
+	}
 	if cfg.Pushes, err = driver.ParsePushes(pushes, cfg.SimInvalidRate, cfg.KillAt); err != nil {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
 		return 2
