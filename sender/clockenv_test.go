@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,4 +54,25 @@ func vendorDeliveries(n int, channel, body string, exp time.Time, object string,
 			Target: push.Target{ObjectID: fmt.Sprintf("%s%d", object, i), Channel: channel, DeviceType: "android", DeviceID: token(i)}}
 	}
 	return ds
+}
+
+// checkDeadTokenGuard fails t unless, of 40 deliveries to dead tokens under an InvalidGuard
+// of 5, exactly 5 were deleted as invalid (their reason holding reason) and invalidated, and
+// the other 35 failed as not deleted.
+func (e *env) checkDeadTokenGuard(t *testing.T, res []push.Result, reason string) {
+	t.Helper()
+	deleted, guarded := 0, 0
+	for i, r := range res {
+		switch {
+		case r.Outcome == push.OutcomeInvalidToken && strings.Contains(r.Reason, reason):
+			deleted++
+		case r.Outcome == push.OutcomeFailed && strings.Contains(r.Reason, "not deleted"):
+			guarded++
+		default:
+			t.Fatalf("delivery %d: %+v", i, r)
+		}
+	}
+	if deleted != 5 || guarded != 35 || len(e.inv.got()) != 5 {
+		t.Fatalf("deleted %d (invalidated %d), guarded %d; want 5, 35", deleted, len(e.inv.got()), guarded)
+	}
 }

@@ -69,21 +69,7 @@ func TestSenderHonorDelivers(t *testing.T) {
 // installations through the same path and ratio guard as APNs and FCM.
 func TestSenderHonorDeadTokensGuard(t *testing.T) {
 	e := newHonorEnv(t, sim.HonorConfig{Knobs: sim.Knobs{InvalidTokenRate: 1}}, func(c *Config) { c.InvalidGuard = 5 })
-	res := send(t, e.d, honorDeliveries(40, time.Time{}))
-	deleted, guarded := 0, 0
-	for i, r := range res {
-		switch {
-		case r.Outcome == push.OutcomeInvalidToken && strings.Contains(r.Reason, "honor"):
-			deleted++
-		case r.Outcome == push.OutcomeFailed && strings.Contains(r.Reason, "not deleted"):
-			guarded++
-		default:
-			t.Fatalf("delivery %d: %+v", i, r)
-		}
-	}
-	if deleted != 5 || guarded != 35 || len(e.inv.got()) != 5 {
-		t.Fatalf("deleted %d (invalidated %d), guarded %d; want 5, 35", deleted, len(e.inv.got()), guarded)
-	}
+	e.checkDeadTokenGuard(t, send(t, e.d, honorDeliveries(40, time.Time{})), "honor")
 }
 
 // TestSenderHonorQuota: past the day quota the app+vendor is parked: deliveries without

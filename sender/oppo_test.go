@@ -2,7 +2,6 @@ package sender
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -45,21 +44,7 @@ func oppoDeliveries(n int, exp time.Time) []push.Delivery {
 // installations through the same path and ratio guard as APNs and FCM.
 func TestSenderOppoDeadTokensGuard(t *testing.T) {
 	e := newOppoEnv(t, sim.OppoConfig{Knobs: sim.Knobs{InvalidTokenRate: 1}}, func(c *Config) { c.InvalidGuard = 5 })
-	res := send(t, e.d, oppoDeliveries(40, time.Time{}))
-	deleted, guarded := 0, 0
-	for i, r := range res {
-		switch {
-		case r.Outcome == push.OutcomeInvalidToken && strings.Contains(r.Reason, "oppo 10001"):
-			deleted++
-		case r.Outcome == push.OutcomeFailed && strings.Contains(r.Reason, "not deleted"):
-			guarded++
-		default:
-			t.Fatalf("delivery %d: %+v", i, r)
-		}
-	}
-	if deleted != 5 || guarded != 35 || len(e.inv.got()) != 5 {
-		t.Fatalf("deleted %d (invalidated %d), guarded %d; want 5, 35", deleted, len(e.inv.got()), guarded)
-	}
+	e.checkDeadTokenGuard(t, send(t, e.d, oppoDeliveries(40, time.Time{})), "oppo 10001")
 }
 
 // TestSenderOppoQuotaAndFlowControl: OPPO's flow control (−2) is retried after a second and

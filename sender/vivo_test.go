@@ -45,21 +45,7 @@ func vivoDeliveries(n int, exp time.Time) []push.Delivery {
 // through the same path and ratio guard as APNs and FCM, in single sends and pushToList lists.
 func TestSenderVivoDeadTokensGuard(t *testing.T) {
 	e := newVivoEnv(t, sim.VivoConfig{Knobs: sim.Knobs{InvalidTokenRate: 1}}, func(c *Config) { c.InvalidGuard = 5 })
-	res := send(t, e.d, vivoDeliveries(40, time.Time{}))
-	deleted, guarded := 0, 0
-	for i, r := range res {
-		switch {
-		case r.Outcome == push.OutcomeInvalidToken && strings.Contains(r.Reason, "vivo 10302"):
-			deleted++
-		case r.Outcome == push.OutcomeFailed && strings.Contains(r.Reason, "not deleted"):
-			guarded++
-		default:
-			t.Fatalf("delivery %d: %+v", i, r)
-		}
-	}
-	if deleted != 5 || guarded != 35 || len(e.inv.got()) != 5 {
-		t.Fatalf("deleted %d (invalidated %d), guarded %d; want 5, 35", deleted, len(e.inv.got()), guarded)
-	}
+	e.checkDeadTokenGuard(t, send(t, e.d, vivoDeliveries(40, time.Time{})), "vivo 10302")
 }
 
 // TestSenderVivoQuota: past vivo's day quota (10070) the app+vendor is parked: deliveries
