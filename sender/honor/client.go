@@ -1,6 +1,7 @@
 package honor
 
 import (
+	"cmp"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -25,13 +26,8 @@ func (c *Credentials) NewClient(route string, cfg Config) (*Client, error) {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
-	endpoint, tokenURL := cfg.Endpoint, cfg.TokenURL
-	if p.Endpoint != "" {
-		endpoint = p.Endpoint
-	}
-	if p.TokenURL != "" {
-		tokenURL = p.TokenURL
-	}
+	// The profile's hosts, where it names them, override the process-wide ones.
+	endpoint, tokenURL := cmp.Or(p.Endpoint, cfg.Endpoint), cmp.Or(p.TokenURL, cfg.TokenURL)
 	hc := vendor.NewHTTPClient(cfg.ConnConfig, cfg.TLS)
 	quota := cfg.QuotaCodes
 	cl := &Client{&vendor.HMSFamily[message]{
