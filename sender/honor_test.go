@@ -2,15 +2,11 @@ package sender
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/VictoriaMetrics/metrics"
-	"go.uber.org/zap"
 
 	"github.com/pushd/pushd/internal/waitfor"
 	"github.com/pushd/pushd/loadtest/sim"
@@ -27,7 +23,7 @@ type honorEnv struct {
 
 func newHonorEnv(t *testing.T, cfg sim.HonorConfig, tune func(*Config)) *honorEnv {
 	t.Helper()
-	e := &honorEnv{env: &env{apps: &apps{}, inv: &invalidations{}, clock: &clock{t: time.Now()}, set: metrics.NewSet()}}
+	e := &honorEnv{env: newClockEnv()}
 	cfg.Now = e.clock.now
 	s, err := sim.NewHonor(cfg)
 	if err != nil {
@@ -35,38 +31,17 @@ func newHonorEnv(t *testing.T, cfg sim.HonorConfig, tune func(*Config)) *honorEn
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	e.sim = s
-	c := Config{
-		Workers:     16,
-		IdleTimeout: time.Minute,
-		Honor: honor.Config{Endpoint: s.URL(), TokenURL: s.TokenURL(), TLS: s.ClientTLS(), Now: e.clock.now,
-			QuotaCodes: []string{strconv.Itoa(sim.HonorDefaultQuotaCode)}},
-		sleep: func(ctx context.Context, d time.Duration) error {
-			e.clock.add(d)
-			return ctx.Err()
-		},
-		now: e.clock.now,
-	}
-	if tune != nil {
-		tune(&c)
-	}
-	e.d = New(c, e.apps, e.inv, zap.NewNop(), e.set)
-	t.Cleanup(e.d.Close)
+	c := Config{Honor: honor.Config{Endpoint: s.URL(), TokenURL: s.TokenURL(), TLS: s.ClientTLS(), Now: e.clock.now,
+		QuotaCodes: []string{strconv.Itoa(sim.HonorDefaultQuotaCode)}}}
 	id, secret := s.NewApp("104455667")
-	creds, _ := json.Marshal(map[string]honor.ProfileJSON{"_default": {AppID: "104455667", ClientID: id, ClientSecret: secret}})
-	e.apps.set(push.App{ID: "app1", Credentials: map[string]json.RawMessage{push.ChannelHonor: creds}})
+	e.startVendor(t, c, tune, push.ChannelHonor, map[string]honor.ProfileJSON{"_default": {AppID: "104455667", ClientID: id, ClientSecret: secret}})
 	return e
 }
 
 func honorToken(i int) string { return fmt.Sprintf("AQAAAACy0honor%07d", i) }
 
 func honorDeliveries(n int, exp time.Time) []push.Delivery {
-	m := &push.Message{Channel: push.ChannelHonor, Body: []byte(`{"alert":"hi","title":"t"}`), Expiration: exp}
-	ds := make([]push.Delivery, n)
-	for i := range ds {
-		ds[i] = push.Delivery{AppID: "app1", NotificationID: "n1", Message: m,
-			Target: push.Target{ObjectID: fmt.Sprintf("h%d", i), Channel: push.ChannelHonor, DeviceType: "android", DeviceID: honorToken(i)}}
-	}
-	return ds
+	return vendorDeliveries(n, push.ChannelHonor, `{"alert":"hi","title":"t"}`, exp, "h", honorToken)
 }
 
 // TestSenderHonorDelivers: honor targets are delivered (they failed "channel honor not
@@ -94,21 +69,7 @@ func TestSenderHonorDelivers(t *testing.T) {
 // installations through the same path and ratio guard as APNs and FCM.
 func TestSenderHonorDeadTokensGuard(t *testing.T) {
 	e := newHonorEnv(t, sim.HonorConfig{Knobs: sim.Knobs{InvalidTokenRate: 1}}, func(c *Config) { c.InvalidGuard = 5 })
-	res := send(t, e.d, honorDeliveries(40, time.Time{}))
-	deleted, guarded := 0, 0
-	for i, r := range res {
-		switch {
-		case r.Outcome == push.OutcomeInvalidToken && strings.Contains(r.Reason, "honor"):
-			deleted++
-		case r.Outcome == push.OutcomeFailed && strings.Contains(r.Reason, "not deleted"):
-			guarded++
-		default:
-			t.Fatalf("delivery %d: %+v", i, r)
-		}
-	}
-	if deleted != 5 || guarded != 35 || len(e.inv.got()) != 5 {
-		t.Fatalf("deleted %d (invalidated %d), guarded %d; want 5, 35", deleted, len(e.inv.got()), guarded)
-	}
+	e.checkDeadTokenGuard(t, send(t, e.d, honorDeliveries(40, time.Time{})), "honor")
 }
 
 // TestSenderHonorQuota: past the day quota the app+vendor is parked: deliveries without

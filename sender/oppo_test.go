@@ -1,15 +1,9 @@
 package sender
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/VictoriaMetrics/metrics"
-	"go.uber.org/zap"
 
 	"github.com/pushd/pushd/loadtest/sim"
 	"github.com/pushd/pushd/push"
@@ -25,7 +19,7 @@ type oppoEnv struct {
 
 func newOppoEnv(t *testing.T, cfg sim.OppoConfig, tune func(*Config)) *oppoEnv {
 	t.Helper()
-	e := &oppoEnv{env: &env{apps: &apps{}, inv: &invalidations{}, clock: &clock{t: time.Now()}, set: metrics.NewSet()}}
+	e := &oppoEnv{env: newClockEnv()}
 	cfg.Now = e.clock.now
 	s, err := sim.NewOppo(cfg)
 	if err != nil {
@@ -33,59 +27,24 @@ func newOppoEnv(t *testing.T, cfg sim.OppoConfig, tune func(*Config)) *oppoEnv {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	e.sim = s
-	c := Config{
-		Workers:     16,
-		IdleTimeout: time.Minute,
-		Oppo: oppo.Config{Endpoint: s.URL(), IntlEndpoint: s.URL(), TLS: s.ClientTLS(), Now: e.clock.now,
-			InvalidRegIDCodes: []int{sim.OppoDefaultInvalidCode, sim.OppoDefaultUnsubscribedCode}},
-		sleep: func(ctx context.Context, d time.Duration) error {
-			e.clock.add(d)
-			return ctx.Err()
-		},
-		now: e.clock.now,
-	}
-	if tune != nil {
-		tune(&c)
-	}
-	e.d = New(c, e.apps, e.inv, zap.NewNop(), e.set)
-	t.Cleanup(e.d.Close)
+	c := Config{Oppo: oppo.Config{Endpoint: s.URL(), IntlEndpoint: s.URL(), TLS: s.ClientTLS(), Now: e.clock.now,
+		InvalidRegIDCodes: []int{sim.OppoDefaultInvalidCode, sim.OppoDefaultUnsubscribedCode}}}
 	key, secret := s.NewApp()
-	creds, _ := json.Marshal(map[string]oppo.ProfileJSON{"_default": {AppKey: key, MasterSecret: secret}})
-	e.apps.set(push.App{ID: "app1", Credentials: map[string]json.RawMessage{push.ChannelOppo: creds}})
+	e.startVendor(t, c, tune, push.ChannelOppo, map[string]oppo.ProfileJSON{"_default": {AppKey: key, MasterSecret: secret}})
 	return e
 }
 
 func oppoRegID(i int) string { return fmt.Sprintf("CN_078ad8b8a137cadb14ae5b70cf9%05d", i) }
 
 func oppoDeliveries(n int, exp time.Time) []push.Delivery {
-	m := &push.Message{Channel: push.ChannelOppo, Body: []byte(`{"alert":"hi","title":"t","notificationChannel":"c"}`), Expiration: exp}
-	ds := make([]push.Delivery, n)
-	for i := range ds {
-		ds[i] = push.Delivery{AppID: "app1", NotificationID: "n1", Message: m,
-			Target: push.Target{ObjectID: fmt.Sprintf("p%d", i), Channel: push.ChannelOppo, DeviceType: "android", DeviceID: oppoRegID(i)}}
-	}
-	return ds
+	return vendorDeliveries(n, push.ChannelOppo, `{"alert":"hi","title":"t","notificationChannel":"c"}`, exp, "p", oppoRegID)
 }
 
 // TestSenderOppoDeadTokensGuard: OPPO's dead-regId codes (per batch item or unicast) delete
 // installations through the same path and ratio guard as APNs and FCM.
 func TestSenderOppoDeadTokensGuard(t *testing.T) {
 	e := newOppoEnv(t, sim.OppoConfig{Knobs: sim.Knobs{InvalidTokenRate: 1}}, func(c *Config) { c.InvalidGuard = 5 })
-	res := send(t, e.d, oppoDeliveries(40, time.Time{}))
-	deleted, guarded := 0, 0
-	for i, r := range res {
-		switch {
-		case r.Outcome == push.OutcomeInvalidToken && strings.Contains(r.Reason, "oppo 10001"):
-			deleted++
-		case r.Outcome == push.OutcomeFailed && strings.Contains(r.Reason, "not deleted"):
-			guarded++
-		default:
-			t.Fatalf("delivery %d: %+v", i, r)
-		}
-	}
-	if deleted != 5 || guarded != 35 || len(e.inv.got()) != 5 {
-		t.Fatalf("deleted %d (invalidated %d), guarded %d; want 5, 35", deleted, len(e.inv.got()), guarded)
-	}
+	e.checkDeadTokenGuard(t, send(t, e.d, oppoDeliveries(40, time.Time{})), "oppo 10001")
 }
 
 // TestSenderOppoQuotaAndFlowControl: OPPO's flow control (−2) is retried after a second and

@@ -1,15 +1,10 @@
 package sender
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/VictoriaMetrics/metrics"
-	"go.uber.org/zap"
 
 	"github.com/pushd/pushd/loadtest/sim"
 	"github.com/pushd/pushd/push"
@@ -26,7 +21,7 @@ type vivoEnv struct {
 
 func newVivoEnv(t *testing.T, cfg sim.VivoConfig, tune func(*Config)) *vivoEnv {
 	t.Helper()
-	e := &vivoEnv{env: &env{apps: &apps{}, inv: &invalidations{}, clock: &clock{t: time.Now()}, set: metrics.NewSet()}}
+	e := &vivoEnv{env: newClockEnv()}
 	cfg.Now = e.clock.now
 	s, err := sim.NewVivo(cfg)
 	if err != nil {
@@ -34,58 +29,23 @@ func newVivoEnv(t *testing.T, cfg sim.VivoConfig, tune func(*Config)) *vivoEnv {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	e.sim = s
-	c := Config{
-		Workers:     16,
-		IdleTimeout: time.Minute,
-		Vivo:        vivo.Config{Endpoint: s.URL(), TLS: s.ClientTLS(), Now: e.clock.now},
-		sleep: func(ctx context.Context, d time.Duration) error {
-			e.clock.add(d)
-			return ctx.Err()
-		},
-		now: e.clock.now,
-	}
-	if tune != nil {
-		tune(&c)
-	}
-	e.d = New(c, e.apps, e.inv, zap.NewNop(), e.set)
-	t.Cleanup(e.d.Close)
+	c := Config{Vivo: vivo.Config{Endpoint: s.URL(), TLS: s.ClientTLS(), Now: e.clock.now}}
 	key, secret := s.NewApp("10004")
-	creds, _ := json.Marshal(map[string]vivo.ProfileJSON{"_default": {AppID: "10004", AppKey: key, AppSecret: secret}})
-	e.apps.set(push.App{ID: "app1", Credentials: map[string]json.RawMessage{push.ChannelVivo: creds}})
+	e.startVendor(t, c, tune, push.ChannelVivo, map[string]vivo.ProfileJSON{"_default": {AppID: "10004", AppKey: key, AppSecret: secret}})
 	return e
 }
 
 func vivoRegID(i int) string { return fmt.Sprintf("1563853541030200%07d", i) }
 
 func vivoDeliveries(n int, exp time.Time) []push.Delivery {
-	m := &push.Message{Channel: push.ChannelVivo, Body: []byte(`{"alert":"hi","title":"t"}`), Expiration: exp}
-	ds := make([]push.Delivery, n)
-	for i := range ds {
-		ds[i] = push.Delivery{AppID: "app1", NotificationID: "n1", Message: m,
-			Target: push.Target{ObjectID: fmt.Sprintf("v%d", i), Channel: push.ChannelVivo, DeviceType: "android", DeviceID: vivoRegID(i)}}
-	}
-	return ds
+	return vendorDeliveries(n, push.ChannelVivo, `{"alert":"hi","title":"t"}`, exp, "v", vivoRegID)
 }
 
 // TestSenderVivoDeadTokensGuard: vivo's 10302 (not found, unsubscribed) deletes installations
 // through the same path and ratio guard as APNs and FCM, in single sends and pushToList lists.
 func TestSenderVivoDeadTokensGuard(t *testing.T) {
 	e := newVivoEnv(t, sim.VivoConfig{Knobs: sim.Knobs{InvalidTokenRate: 1}}, func(c *Config) { c.InvalidGuard = 5 })
-	res := send(t, e.d, vivoDeliveries(40, time.Time{}))
-	deleted, guarded := 0, 0
-	for i, r := range res {
-		switch {
-		case r.Outcome == push.OutcomeInvalidToken && strings.Contains(r.Reason, "vivo 10302"):
-			deleted++
-		case r.Outcome == push.OutcomeFailed && strings.Contains(r.Reason, "not deleted"):
-			guarded++
-		default:
-			t.Fatalf("delivery %d: %+v", i, r)
-		}
-	}
-	if deleted != 5 || guarded != 35 || len(e.inv.got()) != 5 {
-		t.Fatalf("deleted %d (invalidated %d), guarded %d; want 5, 35", deleted, len(e.inv.got()), guarded)
-	}
+	e.checkDeadTokenGuard(t, send(t, e.d, vivoDeliveries(40, time.Time{})), "vivo 10302")
 }
 
 // TestSenderVivoQuota: past vivo's day quota (10070) the app+vendor is parked: deliveries

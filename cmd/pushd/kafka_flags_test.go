@@ -1,9 +1,6 @@
 package main
 
 import (
-	"flag"
-	"io"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,30 +11,18 @@ import (
 // rebalance timeout come from flags or the environment, and timings a group cannot keep are
 // refused before the node starts.
 func TestServeKafkaGroupFlags(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"--kafka-session-timeout", "0"}, "--kafka-session-timeout"},
-		{[]string{"--kafka-heartbeat-interval", "-1s"}, "--kafka-heartbeat-interval"},
-		{[]string{"--kafka-session-timeout", "6s", "--kafka-heartbeat-interval", "3s"}, "third"},
-	} {
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		_, err := parseServeFlags(tc.args, fs)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%v: %v, want an error naming %s", tc.args, err, tc.want)
-		}
-	}
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	cfg, err := parseServeFlags(nil, fs)
+	checkRefused(t,
+		refusal{[]string{"--kafka-session-timeout", "0"}, "--kafka-session-timeout"},
+		refusal{[]string{"--kafka-heartbeat-interval", "-1s"}, "--kafka-heartbeat-interval"},
+		refusal{[]string{"--kafka-session-timeout", "6s", "--kafka-heartbeat-interval", "3s"}, "third"},
+	)
+	cfg, err := parseServe()
 	if err != nil || cfg.Kafka.SessionTimeout != kafka.DefaultSessionTimeout || cfg.Kafka.HeartbeatInterval != kafka.DefaultHeartbeatInterval ||
 		cfg.Kafka.RebalanceTimeout != kafka.DefaultRebalanceTimeout {
 		t.Errorf("defaults: %+v, %v", cfg.Kafka, err)
 	}
 	t.Setenv("PUSHD_KAFKA_SESSION_TIMEOUT", "10s")
-	fs = flag.NewFlagSet("t", flag.ContinueOnError)
-	cfg, err = parseServeFlags([]string{"--kafka-heartbeat-interval", "1s", "--kafka-rebalance-timeout", "20s"}, fs)
+	cfg, err = parseServe("--kafka-heartbeat-interval", "1s", "--kafka-rebalance-timeout", "20s")
 	if err != nil || cfg.Kafka.SessionTimeout != 10*time.Second || cfg.Kafka.HeartbeatInterval != time.Second || cfg.Kafka.RebalanceTimeout != 20*time.Second {
 		t.Errorf("PUSHD_KAFKA_SESSION_TIMEOUT=10s --kafka-heartbeat-interval 1s --kafka-rebalance-timeout 20s: %+v, %v", cfg.Kafka, err)
 	}

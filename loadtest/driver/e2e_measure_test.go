@@ -3,12 +3,9 @@ package driver
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -18,43 +15,16 @@ import (
 // (the Go client always; h2load when installed or installable) with ratios, and the HTML
 // report. Skipped with -short.
 func TestDriverEndToEndMeasures(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end load test skipped with -short")
-	}
+	root := loadtestRoot(t)
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("no /proc: pushd cannot be sampled")
-	}
-	for _, tool := range []string{"bash", "curl", "go"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("end-to-end load test needs %s: %v", tool, err)
-		}
-	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	tmp := t.TempDir()
-	report, html := filepath.Join(tmp, "report.json"), filepath.Join(tmp, "report.html")
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "scripts", "loadtest.sh"),
-		"--installations", "600", "--concurrency", "32", "--pushes", "channel,all", "--report", report, "--html", html)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "LOADTEST_SIM_INVALID_RATE=0")
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 30 * time.Second
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("scripts/loadtest.sh failed: %v\n%s", err, out)
-	}
-	b, err := os.ReadFile(report)
-	if err != nil {
-		t.Fatalf("no report: %v\n%s", err, out)
-	}
-	var r Report
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
+	html := filepath.Join(tmp, "report.html")
+	r, out := runLoadtest(ctx, t, root, tmp, []string{"LOADTEST_SIM_INVALID_RATE=0"},
+		"--installations", "600", "--concurrency", "32", "--pushes", "channel,all", "--html", html)
 	if !r.OK || len(r.Scenarios) != 2 {
 		t.Fatalf("report not OK or not 2 scenarios:\n%s", out)
 	}

@@ -3,12 +3,10 @@ package driver
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -16,18 +14,7 @@ import (
 // TestDriverEndToEnd runs scripts/loadtest.sh with 500 installations: a real pushd process
 // against the real simulators. It is skipped with -short and while cmd/pushd cannot run it.
 func TestDriverEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end load test skipped with -short")
-	}
-	for _, tool := range []string{"bash", "curl", "go"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("end-to-end load test needs %s: %v", tool, err)
-		}
-	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := loadtestRoot(t)
 	if _, err := os.Stat(filepath.Join(root, "cmd", "pushd")); err != nil {
 		t.Skipf("cmd/pushd does not exist yet: %v", err)
 	}
@@ -47,26 +34,8 @@ func TestDriverEndToEnd(t *testing.T) {
 		}
 	}
 
-	report := filepath.Join(tmp, "report.json")
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "scripts", "loadtest.sh"),
-		"--installations", "500", "--concurrency", "32", "--devices-per-type", "120", "--report", report)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "PUSHD_BIN="+pushd, "TMPDIR="+tmp)
-	// On timeout, SIGTERM lets the script stop pushd and pushsim; SIGKILL would orphan them.
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 30 * time.Second
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("scripts/loadtest.sh failed: %v\n%s", err, out)
-	}
-	b, err := os.ReadFile(report)
-	if err != nil {
-		t.Fatalf("no report: %v\n%s", err, out)
-	}
-	var r Report
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
+	r, out := runLoadtest(ctx, t, root, tmp, []string{"PUSHD_BIN=" + pushd},
+		"--installations", "500", "--concurrency", "32", "--devices-per-type", "120")
 	names := make([]string, 0, len(r.Scenarios))
 	for _, s := range r.Scenarios {
 		names = append(names, s.Name)

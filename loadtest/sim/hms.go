@@ -436,30 +436,25 @@ func (s *HMS) fault(w http.ResponseWriter, f Fault) {
 // HTTP 400 {"error":1101,"error_description":"invalid client"} (the exact status and body are
 // unconfirmed, gateways.md §3.5).
 func (s *HMS) serveToken(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || r.ParseForm() != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": 1102, "error_description": "invalid request"})
+	id, ok := clientGrant(w, r, hmsRefusals, func(id string) (string, bool) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		secret, ok := s.apps[id]
+		return secret, ok
+	})
+	if !ok {
 		return
 	}
-	if r.PostForm.Get("grant_type") != "client_credentials" {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": 1102, "error_description": "unsupported grant_type"})
-		return
-	}
-	id, secret := r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
-	s.mu.Lock()
-	want, ok := s.apps[id]
-	s.mu.Unlock()
-	if !ok || want != secret {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": 1101, "error_description": "invalid client"})
-		return
-	}
-	var b [24]byte
-	_, _ = rand.Read(b[:])
-	tok := "CF" + hex.EncodeToString(b[:]) + "=="
+	tok := newAccessToken("CF")
 	s.mu.Lock()
 	s.tokens[tok] = hmsGrant{app: id, expires: s.now().Add(s.cfg.AccessTokenTTL)}
 	s.mu.Unlock()
 	s.rec.authToken()
-	writeJSON(w, http.StatusOK, map[string]any{
-		"access_token": tok, "expires_in": int64(s.cfg.AccessTokenTTL / time.Second), "token_type": "Bearer",
-	})
+	writeAccessToken(w, tok, s.cfg.AccessTokenTTL)
+}
+
+var hmsRefusals = oauthRefusals{
+	request: map[string]any{"error": 1102, "error_description": "invalid request"},
+	grant:   map[string]any{"error": 1102, "error_description": "unsupported grant_type"},
+	client:  map[string]any{"error": 1101, "error_description": "invalid client"},
 }

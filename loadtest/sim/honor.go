@@ -503,30 +503,29 @@ func (s *Honor) fault(w http.ResponseWriter, f Fault) {
 // client_secret). A wrong client answers HTTP 400 {"error":"invalid_client"} (Honor's exact
 // error body is unconfirmed).
 func (s *Honor) serveToken(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || r.ParseForm() != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "invalid_request", "error_description": "POST a form"})
+	var a *honorApp
+	_, ok := clientGrant(w, r, honorRefusals, func(id string) (string, bool) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		var known bool
+		if a, known = s.clients[id]; !known {
+			return "", false
+		}
+		return a.secret, true
+	})
+	if !ok {
 		return
 	}
-	if r.PostForm.Get("grant_type") != "client_credentials" {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "unsupported_grant_type", "error_description": "grant_type must be client_credentials"})
-		return
-	}
-	id, secret := r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
-	s.mu.Lock()
-	a, ok := s.clients[id]
-	s.mu.Unlock()
-	if !ok || a.secret != secret {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "invalid_client", "error_description": "invalid client"})
-		return
-	}
-	var b [24]byte
-	_, _ = rand.Read(b[:])
-	tok := "HN" + hex.EncodeToString(b[:]) + "=="
+	tok := newAccessToken("HN")
 	s.mu.Lock()
 	s.tokens[tok] = honorGrant{app: a, expires: s.now().Add(s.cfg.AccessTokenTTL)}
 	s.mu.Unlock()
 	s.rec.authToken()
-	writeJSON(w, http.StatusOK, map[string]any{
-		"access_token": tok, "expires_in": int64(s.cfg.AccessTokenTTL / time.Second), "token_type": "Bearer",
-	})
+	writeAccessToken(w, tok, s.cfg.AccessTokenTTL)
+}
+
+var honorRefusals = oauthRefusals{
+	request: map[string]any{"error": "invalid_request", "error_description": "POST a form"},
+	grant:   map[string]any{"error": "unsupported_grant_type", "error_description": "grant_type must be client_credentials"},
+	client:  map[string]any{"error": "invalid_client", "error_description": "invalid client"},
 }

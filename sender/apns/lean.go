@@ -4,11 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -31,15 +27,10 @@ const (
 	DefaultTransport = TransportLean
 )
 
-// notProcessedAttempts is how many times Send puts a delivery on a connection while the
-// server answers "not processed" (GOAWAY, REFUSED_STREAM): sending again cannot duplicate it.
-const notProcessedAttempts = 3
-
 // lean is the Client's state for TransportLean.
 type lean struct {
-	conns     *gateway.Conns[*leanSlot]
-	authority string
-	static    []byte // :authority and content-type, encoded once
+	conns  *h2.Pool
+	static []byte // :authority and content-type, encoded once
 
 	mu   sync.Mutex // guards enc
 	enc  *h2.BlockEncoder
@@ -60,49 +51,7 @@ type authEntry struct {
 	block  []byte
 }
 
-// leanSlot is one connection of the set, redialled when the server closed it or went away.
-type leanSlot struct {
-	addr string
-	cfg  h2.Config
-
-	mu sync.Mutex
-	c  *h2.Conn
-}
-
-func (l *leanSlot) conn(ctx context.Context) (*h2.Conn, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.c != nil && l.c.Usable() {
-		return l.c, nil
-	}
-	// A connection that went away is not closed here: its streams at or below the GOAWAY's
-	// last-stream-id run to their answer, then it closes itself.
-	l.c = nil
-	c, err := h2.Dial(ctx, l.addr, l.cfg)
-	if err != nil {
-		return nil, err
-	}
-	l.c = c
-	return c, nil
-}
-
-func (l *leanSlot) close() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.c != nil {
-		l.c.Close()
-	}
-}
-
 func newLean(cfg Config, host string, cert *tls.Certificate) (*lean, error) {
-	u, err := url.Parse(host)
-	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("cannot build apns client: bad endpoint %q", host)
-	}
-	addr := u.Host
-	if u.Port() == "" {
-		addr = net.JoinHostPort(u.Hostname(), "443")
-	}
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if cfg.TLS != nil {
 		tlsCfg = cfg.TLS.Clone()
@@ -112,11 +61,13 @@ func newLean(cfg Config, host string, cert *tls.Certificate) (*lean, error) {
 	}
 	hcfg := h2.Config{TLS: tlsCfg, DialTimeout: cfg.DialTimeout, RequestTimeout: cfg.RequestTimeout,
 		ReadIdleTimeout: cfg.ReadIdleTimeout, PingTimeout: cfg.PingTimeout}
-	l := &lean{authority: u.Host, enc: h2.NewBlockEncoder()}
-	l.static = l.enc.Append(nil, ":authority", u.Host)
+	conns, err := h2.NewPool("apns", host, hcfg, cfg.MaxConns, cfg.StreamsPerConn)
+	if err != nil {
+		return nil, err
+	}
+	l := &lean{conns: conns, enc: h2.NewBlockEncoder()}
+	l.static = l.enc.Append(nil, ":authority", conns.Authority)
 	l.static = l.enc.Append(l.static, "content-type", "application/json; charset=utf-8")
-	dial := func() (*leanSlot, error) { return &leanSlot{addr: addr, cfg: hcfg}, nil }
-	l.conns = gateway.NewBoundedConns(cfg.MaxConns, cfg.StreamsPerConn, dial, (*leanSlot).close)
 	return l, nil
 }
 
@@ -170,18 +121,9 @@ func (cl *Client) sendLean(ctx context.Context, d *push.Delivery, topic string) 
 	m := d.Message
 	req := h2.Request{Path: "/3/device/", PathSuffix: d.Target.DeviceID, Body: m.Body}
 	req.Header = [3][]byte{cl.lean.static, cl.lean.block(m, topic), cl.authBlock()}
-	var (
-		res h2.Response
-		err error
-	)
-	for range notProcessedAttempts {
-		err = cl.leanAttempt(ctx, &req, &res)
-		if !errors.Is(err, h2.ErrNotProcessed) {
-			break
-		}
-	}
-	if err != nil {
-		return leanTransportReply(err, ctx)
+	var res h2.Response
+	if err := cl.lean.conns.Do(ctx, &req, &res); err != nil {
+		return cl.lean.conns.Reply(ctx, err)
 	}
 	if res.Status == http.StatusOK {
 		return gateway.Reply{Kind: gateway.KindSent}
@@ -203,49 +145,4 @@ func (cl *Client) sendLean(ctx context.Context, d *push.Delivery, topic string) 
 		cl.expireToken()
 	}
 	return r
-}
-
-func (cl *Client) leanAttempt(ctx context.Context, req *h2.Request, res *h2.Response) error {
-	slot, err := cl.lean.conns.AcquireContext(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return errLeanClosed
-	}
-	defer slot.Release()
-	c, err := slot.C.conn(ctx)
-	if err != nil {
-		return &dialError{err}
-	}
-	return c.Do(ctx, req, res)
-}
-
-var errLeanClosed = errors.New("apns client closed")
-
-type dialError struct{ err error }
-
-func (e *dialError) Error() string { return e.err.Error() }
-func (e *dialError) Unwrap() error { return e.err }
-
-// leanTransportReply classifies a lean request that got no answer. Every case is a retry;
-// the reason says whether APNs may have acted on it.
-func leanTransportReply(err error, ctx context.Context) gateway.Reply {
-	var se *h2.StreamError
-	var de *dialError
-	switch {
-	case errors.Is(err, errLeanClosed):
-		return gateway.Reply{Kind: gateway.KindRetry, Reason: "apns client closed"}
-	case ctx.Err() != nil, errors.Is(err, context.DeadlineExceeded):
-		return gateway.TransportReply(err, "apns", "cannot reach apns")
-	case errors.Is(err, h2.ErrNotProcessed):
-		return gateway.Reply{Kind: gateway.KindRetry, Reason: "apns did not process the request"}
-	case errors.Is(err, h2.ErrConnLost):
-		return gateway.Reply{Kind: gateway.KindRetry, Reason: "apns connection lost"}
-	case errors.As(err, &se):
-		return gateway.Reply{Kind: gateway.KindRetry, Reason: "apns stream reset: " + se.Code.String()}
-	case errors.As(err, &de):
-		return gateway.TransportReply(&url.Error{Op: "Post", URL: "apns", Err: de.err}, "apns", "cannot reach apns")
-	}
-	return gateway.TransportReply(err, "apns", "unreadable apns reply")
 }

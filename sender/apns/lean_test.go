@@ -16,6 +16,7 @@ import (
 
 	"github.com/pushd/pushd/loadtest/sim"
 	"github.com/pushd/pushd/sender/gateway"
+	"github.com/pushd/pushd/sender/h2"
 )
 
 // scriptAction is what the scripted server does with one whole request.
@@ -159,7 +160,7 @@ func TestAPNsLeanProcessedSemantics(t *testing.T) {
 			return answerOK
 		}, gateway.Reply{Kind: gateway.KindSent}, 2, 2},
 		{"always refused", func(int, int) scriptAction { return refuseStream },
-			gateway.Reply{Kind: gateway.KindRetry, Reason: "apns did not process the request"}, notProcessedAttempts, 1},
+			gateway.Reply{Kind: gateway.KindRetry, Reason: "apns did not process the request"}, h2.NotProcessedAttempts, 1},
 		{"reset after processing", func(int, int) scriptAction { return resetInternal },
 			gateway.Reply{Kind: gateway.KindRetry, Reason: "apns stream reset: INTERNAL_ERROR"}, 1, 1},
 	}

@@ -196,7 +196,7 @@ func TestHMSClientAuth(t *testing.T) {
 	// Renewed before expiry: with the clock past expiry minus the margin, a new token is minted
 	// without any refusal.
 	now := time.Now()
-	cl.ts.SetClock(func() time.Time { return now.Add(56 * time.Minute) })
+	cl.TS.SetClock(func() time.Time { return now.Add(56 * time.Minute) })
 	if r := cl.Send(context.Background(), delivery(notif, tok(0))); r.Kind != gateway.KindSent {
 		t.Fatalf("send near expiry: %+v", r)
 	}

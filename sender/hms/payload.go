@@ -1,7 +1,6 @@
 package hms
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"time"
@@ -79,30 +78,16 @@ func buildMessage(body []byte, exp, now time.Time) (message, error) {
 	}
 	m.Android.Notification = &notification{Title: title, Body: vb.Alert, ChannelID: vb.NotificationChannel, ClickAction: clickAction{Type: 3}}
 	if len(vb.Custom) > 0 {
-		var c bytes.Buffer
-		if err := json.Compact(&c, vb.Custom); err != nil {
+		d, err := vendor.CompactJSON(vb.Custom)
+		if err != nil {
 			return message{}, errBadBody
 		}
-		m.Data = c.String()
+		m.Data = d
 	}
 	return m, nil
 }
 
 // appendRequest appends {"validate_only":false,"message":{"token":[…],<m's members>}}.
 func appendRequest(dst []byte, m *message, tokens []string) ([]byte, error) {
-	mb, err := json.Marshal(m)
-	if err != nil {
-		return dst, err
-	}
-	dst = append(dst, `{"validate_only":false,"message":{"token":`...)
-	tb, err := json.Marshal(tokens)
-	if err != nil {
-		return dst, err
-	}
-	dst = append(dst, tb...)
-	if len(mb) > 2 {
-		dst = append(dst, ',')
-		dst = append(dst, mb[1:len(mb)-1]...)
-	}
-	return append(dst, "}}"...), nil
+	return vendor.AppendTokenRequest(dst, `{"validate_only":false,"message":{"token":`, tokens, m, `}}`)
 }

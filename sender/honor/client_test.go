@@ -197,7 +197,7 @@ func TestHonorClientAuth(t *testing.T) {
 		t.Fatalf("minted %d, want 2", cl.TokensMinted())
 	}
 	now := time.Now()
-	cl.ts.SetClock(func() time.Time { return now.Add(56 * time.Minute) })
+	cl.TS.SetClock(func() time.Time { return now.Add(56 * time.Minute) })
 	if r := cl.Send(context.Background(), delivery(notif, tok(0))); r.Kind != gateway.KindSent {
 		t.Fatalf("send near expiry: %+v", r)
 	}

@@ -1,10 +1,7 @@
 package honor
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
-	"net/url"
 
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/sender/vendor"
@@ -48,25 +45,15 @@ func Load(raw []byte) (*Credentials, error) {
 }
 
 func parseProfile(raw []byte) (ProfileJSON, error) {
-	var j ProfileJSON
-	if err := json.Unmarshal(raw, &j); err != nil {
-		return j, errors.New("it must be a JSON object with appId, clientId and the client secret")
+	j, err := vendor.DecodeProfile[ProfileJSON](raw, "appId, clientId and the client secret")
+	switch {
+	case err != nil:
+	case j.AppID == "" || j.ClientID == "" || j.ClientSecret == "":
+		err = errors.New("appId, clientId and the client secret are required")
+	case !vendor.Digits(j.AppID):
+		err = errors.New("appId must be the numeric Honor app id")
+	default:
+		err = vendor.CheckURLs(j.Endpoint, j.TokenURL)
 	}
-	if j.AppID == "" || j.ClientID == "" || j.ClientSecret == "" {
-		return j, errors.New("appId, clientId and the client secret are required")
-	}
-	for _, c := range j.AppID {
-		if c < '0' || c > '9' {
-			return j, errors.New("appId must be the numeric Honor app id")
-		}
-	}
-	for _, u := range []string{j.Endpoint, j.TokenURL} {
-		if u == "" {
-			continue
-		}
-		if p, err := url.Parse(u); err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" {
-			return j, fmt.Errorf("%q is not an http(s) URL", u)
-		}
-	}
-	return j, nil
+	return j, err
 }

@@ -1,7 +1,6 @@
 package honor
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"time"
@@ -80,11 +79,11 @@ func buildMessage(body []byte, exp, now time.Time) (message, error) {
 	}
 	m.Android.Notification = &notification{Title: title, Body: vb.Alert, ClickAction: clickAction{Type: 3}, Importance: p.Importance}
 	if len(vb.Custom) > 0 {
-		var c bytes.Buffer
-		if err := json.Compact(&c, vb.Custom); err != nil {
+		d, err := vendor.CompactJSON(vb.Custom)
+		if err != nil {
 			return message{}, vendor.ErrBadBody
 		}
-		m.Data = c.String()
+		m.Data = d
 	}
 	return m, nil
 }
@@ -92,19 +91,5 @@ func buildMessage(body []byte, exp, now time.Time) (message, error) {
 // appendRequest appends {"token":[…],<m's members>}: Honor's request is the message itself,
 // without HMS's validate_only/message envelope.
 func appendRequest(dst []byte, m *message, tokens []string) ([]byte, error) {
-	mb, err := json.Marshal(m)
-	if err != nil {
-		return dst, err
-	}
-	tb, err := json.Marshal(tokens)
-	if err != nil {
-		return dst, err
-	}
-	dst = append(dst, `{"token":`...)
-	dst = append(dst, tb...)
-	if len(mb) > 2 {
-		dst = append(dst, ',')
-		dst = append(dst, mb[1:len(mb)-1]...)
-	}
-	return append(dst, '}'), nil
+	return vendor.AppendTokenRequest(dst, `{"token":`, tokens, m, `}`)
 }

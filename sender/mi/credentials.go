@@ -1,10 +1,8 @@
 package mi
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 
 	"github.com/pushd/pushd/push"
@@ -44,23 +42,19 @@ func Load(raw []byte) (*Credentials, error) {
 }
 
 func parseProfile(raw []byte) (ProfileJSON, error) {
-	var j ProfileJSON
-	if err := json.Unmarshal(raw, &j); err != nil {
-		return j, errors.New("it must be a JSON object with the app secret and packageName")
+	j, err := vendor.DecodeProfile[ProfileJSON](raw, "the app secret and packageName")
+	if err != nil {
+		return j, err
 	}
-	if j.AppSecret == "" || j.PackageName == "" {
-		return j, errors.New("the app secret and packageName are required")
+	switch _, known := Hosts[j.Region]; {
+	case j.AppSecret == "" || j.PackageName == "":
+		err = errors.New("the app secret and packageName are required")
+	case strings.ContainsAny(j.PackageName, ", "):
+		err = errors.New("packageName must be one package name")
+	case !known:
+		err = fmt.Errorf("region %q is none of china, global, ru, in, eu, sgp", j.Region)
+	default:
+		err = vendor.CheckURLs(j.Endpoint)
 	}
-	if strings.ContainsAny(j.PackageName, ", ") {
-		return j, errors.New("packageName must be one package name")
-	}
-	if _, ok := Hosts[j.Region]; !ok {
-		return j, fmt.Errorf("region %q is none of china, global, ru, in, eu, sgp", j.Region)
-	}
-	if j.Endpoint != "" {
-		if p, err := url.Parse(j.Endpoint); err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" {
-			return j, fmt.Errorf("%q is not an http(s) URL", j.Endpoint)
-		}
-	}
-	return j, nil
+	return j, err
 }

@@ -3,8 +3,6 @@ package mz
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
-	"net/url"
 
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/sender/vendor"
@@ -42,22 +40,15 @@ func Load(raw []byte) (*Credentials, error) {
 }
 
 func parseProfile(raw []byte) (ProfileJSON, error) {
-	var j ProfileJSON
-	if err := json.Unmarshal(raw, &j); err != nil {
-		return j, errors.New("it must be a JSON object with appId and appSecret")
+	j, err := vendor.DecodeProfile[ProfileJSON](raw, "appId and appSecret")
+	switch {
+	case err != nil:
+	case j.AppID == "" || j.AppSecret == "":
+		err = errors.New("appId and appSecret are required")
+	case !vendor.Digits(j.AppID.String()):
+		err = errors.New("appId must be Meizu's numeric app id")
+	default:
+		err = vendor.CheckURLs(j.Endpoint)
 	}
-	if j.AppID == "" || j.AppSecret == "" {
-		return j, errors.New("appId and appSecret are required")
-	}
-	for _, c := range j.AppID {
-		if c < '0' || c > '9' {
-			return j, errors.New("appId must be Meizu's numeric app id")
-		}
-	}
-	if j.Endpoint != "" {
-		if p, err := url.Parse(j.Endpoint); err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" {
-			return j, fmt.Errorf("%q is not an http(s) URL", j.Endpoint)
-		}
-	}
-	return j, nil
+	return j, err
 }

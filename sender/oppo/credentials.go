@@ -1,10 +1,7 @@
 package oppo
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
-	"net/url"
 
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/sender/vendor"
@@ -43,20 +40,13 @@ func Load(raw []byte) (*Credentials, error) {
 }
 
 func parseProfile(raw []byte) (ProfileJSON, error) {
-	var j ProfileJSON
-	if err := json.Unmarshal(raw, &j); err != nil {
-		return j, errors.New("it must be a JSON object with appKey and the master secret")
+	j, err := vendor.DecodeProfile[ProfileJSON](raw, "appKey and the master secret")
+	switch {
+	case err != nil:
+	case j.AppKey == "" || j.MasterSecret == "":
+		err = errors.New("appKey and the master secret are required")
+	default:
+		err = vendor.CheckURLs(j.Endpoint, j.IntlEndpoint)
 	}
-	if j.AppKey == "" || j.MasterSecret == "" {
-		return j, errors.New("appKey and the master secret are required")
-	}
-	for _, u := range []string{j.Endpoint, j.IntlEndpoint} {
-		if u == "" {
-			continue
-		}
-		if p, err := url.Parse(u); err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" {
-			return j, fmt.Errorf("%q is not an http(s) URL", u)
-		}
-	}
-	return j, nil
+	return j, err
 }

@@ -1,6 +1,7 @@
 package vendor
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"math"
@@ -67,4 +68,34 @@ func StatusReply(name string, status int, code, retryAfter string) gateway.Reply
 		return gateway.Reply{Kind: gateway.KindRetry, Reason: name + " reply without a result code"}
 	}
 	return gateway.Reply{Kind: gateway.KindFailed, Reason: reason}
+}
+
+// CompactJSON is raw (a custom-attributes object) compacted into a string, as the HMS family's
+// data field carries it.
+func CompactJSON(raw []byte) (string, error) {
+	var c bytes.Buffer
+	if err := json.Compact(&c, raw); err != nil {
+		return "", err
+	}
+	return c.String(), nil
+}
+
+// AppendTokenRequest appends an HMS-family send request: head, tokens as a JSON array, the
+// members of m (which encodes as a JSON object), and tail, e.g. `{"token":` … `}`.
+func AppendTokenRequest(dst []byte, head string, tokens []string, m any, tail string) ([]byte, error) {
+	mb, err := json.Marshal(m)
+	if err != nil {
+		return dst, err
+	}
+	tb, err := json.Marshal(tokens)
+	if err != nil {
+		return dst, err
+	}
+	dst = append(dst, head...)
+	dst = append(dst, tb...)
+	if len(mb) > 2 {
+		dst = append(dst, ',')
+		dst = append(dst, mb[1:len(mb)-1]...)
+	}
+	return append(dst, tail...), nil
 }

@@ -3,8 +3,6 @@ package vivo
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
-	"net/url"
 	"strconv"
 
 	"github.com/pushd/pushd/push"
@@ -44,20 +42,17 @@ func Load(raw []byte) (*Credentials, error) {
 }
 
 func parseProfile(raw []byte) (ProfileJSON, error) {
-	var j ProfileJSON
-	if err := json.Unmarshal(raw, &j); err != nil {
-		return j, errors.New("it must be a JSON object with appId, appKey and the app secret")
+	j, err := vendor.DecodeProfile[ProfileJSON](raw, "appId, appKey and the app secret")
+	if err != nil {
+		return j, err
 	}
-	if j.AppID == "" || j.AppKey == "" || j.AppSecret == "" {
-		return j, errors.New("appId, appKey and the app secret are required")
+	switch n, nerr := strconv.ParseUint(j.AppID.String(), 10, 63); {
+	case j.AppID == "" || j.AppKey == "" || j.AppSecret == "":
+		err = errors.New("appId, appKey and the app secret are required")
+	case nerr != nil || n == 0:
+		err = errors.New("appId must be the numeric vivo app id")
+	default:
+		err = vendor.CheckURLs(j.Endpoint)
 	}
-	if n, err := strconv.ParseUint(j.AppID.String(), 10, 63); err != nil || n == 0 {
-		return j, errors.New("appId must be the numeric vivo app id")
-	}
-	if j.Endpoint != "" {
-		if p, err := url.Parse(j.Endpoint); err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" {
-			return j, fmt.Errorf("%q is not an http(s) URL", j.Endpoint)
-		}
-	}
-	return j, nil
+	return j, err
 }

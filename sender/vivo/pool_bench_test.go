@@ -3,39 +3,24 @@
 package vivo_test
 
 import (
-	"fmt"
+	"crypto/tls"
 	"testing"
-
-	"github.com/VictoriaMetrics/metrics"
-	"go.uber.org/zap"
 
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/sender"
-	"github.com/pushd/pushd/sender/sendertest"
+	"github.com/pushd/pushd/sender/sendertest/poolbench"
 	"github.com/pushd/pushd/sender/vivo"
 )
 
 // BenchmarkSenderVivoPool measures deliveries/s through one sender pool to the vivo
 // simulator: task pushes of one rendered message under a cached auth token, as a fan-out
-// sends them, with the vendor's default per-app rate lifted to measure the
-// sender, not the pacing. The simulator runs in a child process (sendertest.StartSim), so
-// cpu-µs/delivery is pushd's own CPU per delivery. Run with e.g. -benchtime=40000x.
+// sends them, measured as poolbench.Run
+// does. Run with e.g. -benchtime=40000x.
 func BenchmarkSenderVivoPool(b *testing.B) {
-	s := sendertest.StartSim(b, push.ChannelVivo)
-	d := sender.New(sender.Config{
-		Rates: map[string]float64{push.ChannelVivo: 0},
-		Vivo:  vivo.Config{TLS: s.TLS},
-	}, sendertest.Apps{App: s.App("bench")}, nil, zap.NewNop(), metrics.NewSet())
-	defer d.Close()
-	msg := &push.Message{Channel: push.ChannelVivo, Body: []byte(`{"alert":"hi","title":"t"}`)}
-	ds := make([]push.Delivery, b.N)
-	for i := range ds {
-		ds[i] = push.Delivery{AppID: "bench", Message: msg,
-			Target: push.Target{ObjectID: "o", Channel: push.ChannelVivo, DeviceID: fmt.Sprintf("15638535410301%09d", i)}}
-	}
-	elapsed, cpu := sendertest.Drive(b, d, ds)
-	st := s.Stats(b)
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "deliveries/s")
-	b.ReportMetric(cpu, "cpu-µs/delivery")
-	b.ReportMetric(float64(st.Accepted)/float64(max(st.Requests, 1)), "tokens/request")
+	poolbench.Run(b, poolbench.Pool{
+		Channel:   push.ChannelVivo,
+		Configure: func(c *sender.Config, tlsCfg *tls.Config) { c.Vivo = vivo.Config{TLS: tlsCfg} },
+		Body:      `{"alert":"hi","title":"t"}`,
+		DeviceID:  "15638535410301%09d",
+	})
 }
