@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -16,7 +15,6 @@ import (
 	"time"
 
 	"github.com/gobwas/ws"
-	"github.com/gobwas/ws/wsutil"
 )
 
 // DeviceConfig is one simulated own-channel Android device (docs/own-channel.md).
@@ -110,18 +108,11 @@ func (l *Ledger) Acked(id string) bool {
 // Device is one connection of a simulated device. Close ends it; Done is closed once the
 // connection is gone, and CloseCode then tells how the server ended it.
 type Device struct {
-	cfg       DeviceConfig
-	conn      net.Conn
-	r         io.Reader // conn, or the handshake's reader holding frames sent with it
-	wmu       sync.Mutex
-	done      chan struct{}
-	closeOnce sync.Once
-	hello     chan Hello
-	code      int
-	reason    string
-	pongs     atomic.Int64
-	moved     atomic.Bool
-	wg        sync.WaitGroup
+	*wsClient
+	cfg   DeviceConfig
+	hello chan Hello
+	pongs atomic.Int64
+	moved atomic.Bool
 }
 
 // Hello is the server's first frame.
@@ -183,10 +174,7 @@ func DialDeviceAt(ctx context.Context, server string, cfg DeviceConfig) (*Device
 	if err != nil {
 		return nil, Hello{}, fmt.Errorf("cannot connect to %s: %w", server, err)
 	}
-	dev := &Device{cfg: cfg, conn: conn, r: conn, done: make(chan struct{}), hello: make(chan Hello, 1)}
-	if br != nil {
-		dev.r = br
-	}
+	dev := &Device{wsClient: newWSClient(conn, br), cfg: cfg, hello: make(chan Hello, 1)}
 	dev.wg.Go(dev.read)
 	select {
 	case h := <-dev.hello:
@@ -213,17 +201,9 @@ func (e *RefusedError) Error() string {
 // Ledger is the device's ledger.
 func (d *Device) Ledger() *Ledger { return d.cfg.Ledger }
 
-// Done is closed once the connection is gone.
-func (d *Device) Done() <-chan struct{} { return d.done }
-
-// CloseCode is the code and reason of the server's close frame (valid after Done).
-func (d *Device) CloseCode() (int, string) { return d.code, d.reason }
-
 // Send writes a raw text frame (tests of bad frames).
 func (d *Device) Send(b []byte) error {
-	d.wmu.Lock()
-	defer d.wmu.Unlock()
-	return wsutil.WriteClientText(d.conn, b)
+	return d.write(ws.NewTextFrame(b))
 }
 
 // Pongs is how many pongs the server answered the device's pings with.
@@ -236,17 +216,6 @@ func (d *Device) Moved() bool { return d.moved.Load() }
 // Ping sends a protocol ping.
 func (d *Device) Ping() error { return d.Send([]byte(`{"op":"ping"}`)) }
 
-// Close ends the connection and waits for its goroutines.
-func (d *Device) Close() {
-	d.closeOnce.Do(func() {
-		d.wmu.Lock()
-		_ = ws.WriteFrame(d.conn, ws.MaskFrame(ws.NewCloseFrame(ws.NewCloseFrameBody(ws.StatusNormalClosure, ""))))
-		d.wmu.Unlock()
-		_ = d.conn.Close()
-	})
-	d.wg.Wait()
-}
-
 // read handles the server's frames until the connection ends.
 func (d *Device) read() {
 	defer close(d.done)
@@ -258,26 +227,11 @@ func (d *Device) read() {
 		}
 	}()
 	for {
-		h, err := ws.ReadHeader(d.r)
-		if err != nil {
+		op, payload, ok := d.next()
+		if !ok {
 			return
 		}
-		payload := make([]byte, h.Length)
-		if _, err := io.ReadFull(d.r, payload); err != nil {
-			return
-		}
-		switch h.OpCode {
-		case ws.OpClose:
-			code, reason := ws.ParseCloseFrameData(payload)
-			d.code, d.reason = int(code), reason
-			return
-		case ws.OpPing:
-			d.wmu.Lock()
-			_ = ws.WriteFrame(d.conn, ws.MaskFrame(ws.NewPongFrame(payload)))
-			d.wmu.Unlock()
-			continue
-		case ws.OpText:
-		default:
+		if op != ws.OpText {
 			continue
 		}
 		var f struct {

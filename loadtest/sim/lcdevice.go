@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"sync"
@@ -32,16 +31,9 @@ type LCDeviceConfig struct {
 
 // LCDevice is one connection of a simulated device of the original's SDK.
 type LCDevice struct {
-	cfg       LCDeviceConfig
-	conn      net.Conn
-	r         io.Reader
-	wmu       sync.Mutex
-	done      chan struct{}
-	loggedIn  chan struct{}
-	closeOnce sync.Once
-	code      int
-	reason    string
-	wg        sync.WaitGroup
+	*wsClient
+	cfg      LCDeviceConfig
+	loggedIn chan struct{}
 
 	mu     sync.Mutex
 	errs   []LCError
@@ -130,10 +122,7 @@ func DialLCDeviceAt(ctx context.Context, server string, cfg LCDeviceConfig) (*LC
 		_ = conn.Close()
 		return nil, fmt.Errorf("server selected sub-protocol %q, offered %q", hs.Protocol, cfg.SubProtocol)
 	}
-	dev := &LCDevice{cfg: cfg, conn: conn, r: conn, done: make(chan struct{}), loggedIn: make(chan struct{}), offIDs: map[string]bool{}}
-	if br != nil {
-		dev.r = br
-	}
+	dev := &LCDevice{wsClient: newWSClient(conn, br), cfg: cfg, loggedIn: make(chan struct{}), offIDs: map[string]bool{}}
 	dev.wg.Go(dev.read)
 	if err := dev.Send(LoginCommand(cfg.AppID, cfg.InstallationID)); err != nil {
 		dev.Close()
@@ -156,12 +145,6 @@ func DialLCDeviceAt(ctx context.Context, server string, cfg LCDeviceConfig) (*LC
 
 // Ledger is the device's ledger.
 func (d *LCDevice) Ledger() *Ledger { return d.cfg.Ledger }
-
-// Done is closed once the connection is gone.
-func (d *LCDevice) Done() <-chan struct{} { return d.done }
-
-// CloseCode is the code and reason of the server's close frame (valid after Done).
-func (d *LCDevice) CloseCode() (int, string) { return d.code, d.reason }
 
 // Errors lists the error commands received.
 func (d *LCDevice) Errors() []LCError {
@@ -193,27 +176,12 @@ func (d *LCDevice) Pongs() int {
 
 // Send writes a raw binary frame (one command).
 func (d *LCDevice) Send(b []byte) error {
-	d.wmu.Lock()
-	defer d.wmu.Unlock()
-	return ws.WriteFrame(d.conn, ws.MaskFrame(ws.NewBinaryFrame(b)))
+	return d.write(ws.NewBinaryFrame(b))
 }
 
 // Ping sends a WebSocket ping, the SDK's heartbeat.
 func (d *LCDevice) Ping() error {
-	d.wmu.Lock()
-	defer d.wmu.Unlock()
-	return ws.WriteFrame(d.conn, ws.MaskFrame(ws.NewPingFrame(nil)))
-}
-
-// Close ends the connection and waits for its goroutines.
-func (d *LCDevice) Close() {
-	d.closeOnce.Do(func() {
-		d.wmu.Lock()
-		_ = ws.WriteFrame(d.conn, ws.MaskFrame(ws.NewCloseFrame(ws.NewCloseFrameBody(ws.StatusNormalClosure, ""))))
-		d.wmu.Unlock()
-		_ = d.conn.Close()
-	})
-	d.wg.Wait()
+	return d.write(ws.NewPingFrame(nil))
 }
 
 func (d *LCDevice) read() {
@@ -221,24 +189,11 @@ func (d *LCDevice) read() {
 	defer d.conn.Close()
 	var once sync.Once
 	for {
-		h, err := ws.ReadHeader(d.r)
-		if err != nil {
+		op, payload, ok := d.next()
+		if !ok {
 			return
 		}
-		payload := make([]byte, h.Length)
-		if _, err := io.ReadFull(d.r, payload); err != nil {
-			return
-		}
-		switch h.OpCode {
-		case ws.OpClose:
-			code, reason := ws.ParseCloseFrameData(payload)
-			d.code, d.reason = int(code), reason
-			return
-		case ws.OpPing:
-			d.wmu.Lock()
-			_ = ws.WriteFrame(d.conn, ws.MaskFrame(ws.NewPongFrame(payload)))
-			d.wmu.Unlock()
-			continue
+		switch op {
 		case ws.OpPong:
 			d.mu.Lock()
 			d.pongs++
