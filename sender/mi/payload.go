@@ -1,7 +1,6 @@
 package mi
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"hash/fnv"
@@ -12,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pushd/pushd/push/render"
+	"github.com/pushd/pushd/sender/vendor"
 )
 
 // Xiaomi's field limits (gateways.md §4.2).
@@ -74,11 +74,11 @@ func fields(body []byte, pkg string, exp, now time.Time) (url.Values, error) {
 		f.Set("extra.channel_id", vb.NotificationChannel)
 	}
 	if len(vb.Custom) > 0 {
-		var c bytes.Buffer
-		if err := json.Compact(&c, vb.Custom); err != nil {
+		c, err := vendor.CompactJSON(vb.Custom)
+		if err != nil {
 			return nil, errBadBody
 		}
-		f.Set("payload", c.String())
+		f.Set("payload", c)
 	}
 	return f, nil
 }

@@ -71,7 +71,7 @@ func StatusReply(name string, status int, code, retryAfter string) gateway.Reply
 }
 
 // CompactJSON is raw (a custom-attributes object) compacted into a string, as the HMS family's
-// data field carries it.
+// data field and Xiaomi's payload field carry it.
 func CompactJSON(raw []byte) (string, error) {
 	var c bytes.Buffer
 	if err := json.Compact(&c, raw); err != nil {
