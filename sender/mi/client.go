@@ -1,6 +1,7 @@
 package mi
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -30,13 +31,7 @@ func (c *Credentials) NewClient(route string, cfg Config) (*Client, error) {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
-	endpoint := Hosts[p.Region]
-	if cfg.Endpoint != "" {
-		endpoint = cfg.Endpoint
-	}
-	if p.Endpoint != "" {
-		endpoint = p.Endpoint
-	}
+	endpoint := cmp.Or(p.Endpoint, cfg.Endpoint, Hosts[p.Region])
 	cl := &Client{
 		url:   strings.TrimSuffix(endpoint, "/") + "/v3/message/regid",
 		authz: "key=" + p.AppSecret,

@@ -1,6 +1,7 @@
 package mz
 
 import (
+	"cmp"
 	"context"
 	"crypto/md5"
 	"encoding/hex"
@@ -38,13 +39,7 @@ func (c *Credentials) NewClient(route string, cfg Config) (*Client, error) {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
-	endpoint := DefaultEndpoint
-	if cfg.Endpoint != "" {
-		endpoint = cfg.Endpoint
-	}
-	if p.Endpoint != "" {
-		endpoint = p.Endpoint
-	}
+	endpoint := cmp.Or(p.Endpoint, cfg.Endpoint, DefaultEndpoint)
 	cl := &Client{
 		url:    strings.TrimSuffix(endpoint, "/") + notificationPath,
 		appID:  p.AppID.String(),
