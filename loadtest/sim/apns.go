@@ -323,14 +323,8 @@ func (s *APNs) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, id, reasonMethodNotAllowed, 0)
 		return
 	}
-	if s.answerOutage(w, r, Fault{Status: http.StatusServiceUnavailable, Reason: reasonShutdown}, func(f Fault) { s.fault(w, id, f) }) {
-		return
-	}
-	if !s.faults.wait(r.Context(), s.now()) {
-		return
-	}
-	if f, ok := s.faults.take(); ok {
-		s.fault(w, id, f)
+	answer := func(f Fault) { s.fault(w, id, f) }
+	if s.intercept(w, r, s.faults, s.now(), Fault{Status: http.StatusServiceUnavailable, Reason: reasonShutdown}, answer, answer) {
 		return
 	}
 	token := r.URL.Path[len(apnsPathPrefix):]

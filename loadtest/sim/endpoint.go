@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/tls"
 	"net/http"
+	"time"
 )
 
 // endpoint is what every gateway simulator shares: its TLS server and its recorder. Each
@@ -51,4 +52,22 @@ func (e *endpoint) answerOutage(w http.ResponseWriter, r *http.Request, goAwayFa
 		answer(Fault{Status: cmp.Or(o.Status, http.StatusServiceUnavailable), Reason: o.Reason, RetryAfter: o.RetryAfter})
 	}
 	return true
+}
+
+// intercept answers r before the simulator looks at it, and says whether it did: from the
+// scripted outage in force (answerOutage, with outage for its replies), or, after the pacing and
+// latency of f (a request whose client gave up meanwhile is dropped), with f's next injected
+// fault (injected writes it).
+func (e *endpoint) intercept(w http.ResponseWriter, r *http.Request, f *faults, now time.Time, goAwayFault Fault, outage, injected func(Fault)) bool {
+	if e.answerOutage(w, r, goAwayFault, outage) {
+		return true
+	}
+	if !f.wait(r.Context(), now) {
+		return true
+	}
+	if ft, ok := f.take(); ok {
+		injected(ft)
+		return true
+	}
+	return false
 }

@@ -234,14 +234,8 @@ func (s *FCM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.googleError(w, http.StatusNotFound, "NOT_FOUND", "", "Method not found.", nil)
 		return
 	}
-	if s.answerOutage(w, r, Fault{Status: http.StatusServiceUnavailable}, func(f Fault) { s.fault(w, f) }) {
-		return
-	}
-	if !s.faults.wait(r.Context(), s.now()) {
-		return
-	}
-	if f, ok := s.faults.take(); ok {
-		s.fault(w, f)
+	answer := func(f Fault) { s.fault(w, f) }
+	if s.intercept(w, r, s.faults, s.now(), Fault{Status: http.StatusServiceUnavailable}, answer, answer) {
 		return
 	}
 	authz := headerValue(r.Header, "Authorization")

@@ -203,14 +203,8 @@ func (s *HMS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// In status mode a phase's Reason is an HMS code (e.g. 81000001); a bare status otherwise.
-	if s.answerOutage(w, r, Fault{Status: http.StatusServiceUnavailable}, func(f Fault) { s.fault(w, f) }) {
-		return
-	}
-	if !s.faults.wait(r.Context(), s.now()) {
-		return
-	}
-	if f, ok := s.faults.take(); ok {
-		s.fault(w, f)
+	answer := func(f Fault) { s.fault(w, f) }
+	if s.intercept(w, r, s.faults, s.now(), Fault{Status: http.StatusServiceUnavailable}, answer, answer) {
 		return
 	}
 	tok, ok := cutPrefixFold(headerValue(r.Header, "Authorization"), "Bearer ")

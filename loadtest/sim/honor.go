@@ -266,14 +266,8 @@ func (s *Honor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.bare(w, http.StatusNotFound, "wrong URL or method", 0)
 		return
 	}
-	if s.answerOutage(w, r, Fault{Status: http.StatusServiceUnavailable}, func(f Fault) { s.fault(w, f) }) {
-		return
-	}
-	if !s.faults.wait(r.Context(), s.now()) {
-		return
-	}
-	if f, ok := s.faults.take(); ok {
-		s.fault(w, f)
+	answer := func(f Fault) { s.fault(w, f) }
+	if s.intercept(w, r, s.faults, s.now(), Fault{Status: http.StatusServiceUnavailable}, answer, answer) {
 		return
 	}
 	tok, ok := cutPrefixFold(headerValue(r.Header, "Authorization"), "Bearer ")

@@ -159,14 +159,8 @@ func (s *Mi) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// In status mode a phase's Reason is a Xiaomi code (HTTP 200); a bare status otherwise.
-	if s.answerOutage(w, r, Fault{Status: http.StatusServiceUnavailable}, func(f Fault) { s.fault(w, f) }) {
-		return
-	}
-	if !s.faults.wait(r.Context(), s.now()) {
-		return
-	}
-	if f, ok := s.faults.take(); ok {
-		s.fault(w, f)
+	answer := func(f Fault) { s.fault(w, f) }
+	if s.intercept(w, r, s.faults, s.now(), Fault{Status: http.StatusServiceUnavailable}, answer, answer) {
 		return
 	}
 	secret, ok := strings.CutPrefix(headerValue(r.Header, "Authorization"), "key=")

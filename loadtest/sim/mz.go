@@ -198,14 +198,8 @@ func (s *Mz) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.rec.answer(http.StatusNotFound, "404")
 		return
 	}
-	if s.answerOutage(w, r, Fault{Status: http.StatusServiceUnavailable}, func(f Fault) { s.fault(w, f) }) {
-		return
-	}
-	if !s.faults.wait(r.Context(), s.now()) {
-		return
-	}
-	if f, ok := s.faults.take(); ok {
-		s.fault(w, f)
+	answer := func(f Fault) { s.fault(w, f) }
+	if s.intercept(w, r, s.faults, s.now(), Fault{Status: http.StatusServiceUnavailable}, answer, answer) {
 		return
 	}
 	body, tooLarge, err := readSmall(r.Body, 1<<20)

@@ -230,18 +230,15 @@ func (s *Oppo) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// OPPO answers an outage with a bare HTTP status (the phase's Reason is not used).
-	if s.answerOutage(w, r, Fault{Status: http.StatusServiceUnavailable}, func(f Fault) { s.status(w, f.Status, f.RetryAfter) }) {
-		return
-	}
-	if !s.faults.wait(r.Context(), s.now()) {
-		return
-	}
-	if f, ok := s.faults.take(); ok {
+	status := func(f Fault) { s.status(w, f.Status, f.RetryAfter) }
+	injected := func(f Fault) {
 		if code, err := strconv.Atoi(f.Reason); err == nil {
 			s.reply(w, OppoReply{Code: code, Message: "injected fault"})
 		} else {
-			s.status(w, f.Status, f.RetryAfter)
+			status(f)
 		}
+	}
+	if s.intercept(w, r, s.faults, s.now(), Fault{Status: http.StatusServiceUnavailable}, status, injected) {
 		return
 	}
 	form, ok := s.form(w, r)
