@@ -186,6 +186,9 @@ type Server struct {
 	ln       net.Listener
 	now      func() time.Time
 	panics   *metrics.Counter
+	// silentGrace is how long a connection that has sent nothing may stay open once a
+	// drain starts (5 s, net/http's figure; tests shorten it).
+	silentGrace time.Duration
 }
 
 // New builds a server and registers the installation, admin and ops routes.
@@ -212,6 +215,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		log:   deps.Logger.Named("api"),
 		now:   deps.Now,
 		locks: newStripes(),
+
+		silentGrace: 5 * time.Second,
 	}
 	s.apps = newAppCache(deps.Apps, c.AppCacheTTL, deps.Now)
 	s.panics = deps.Metrics.NewCounter(`pushd_api_panics_total`)
@@ -535,7 +540,7 @@ func (s *Server) RunListener(ctx context.Context, ln net.Listener) error {
 		ln = s.ln
 	}
 	errc := make(chan error, 1)
-	sl := &signalListener{Listener: ln, accepting: make(chan struct{})}
+	sl := newSignalListener(ln)
 	// Ready before Serve: the first request Serve accepts may be a /readyz, and nothing can
 	// ask before Serve runs.
 	s.SetReady(true)
@@ -561,7 +566,15 @@ func (s *Server) RunListener(ctx context.Context, ln net.Listener) error {
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
-	if err := s.srv.ShutdownWithContext(sctx); err != nil {
+	// fasthttp's drain closes idle keep-alive connections but not one that never sent a
+	// request (it waits on it until ReadTimeout): close those once they have been silent for
+	// silentGrace, as net/http's Shutdown does with its new connections.
+	grace := min(s.silentGrace, s.cfg.ShutdownTimeout/2)
+	drained := make(chan struct{})
+	go sl.closeSilent(grace, drained)
+	err := s.srv.ShutdownWithContext(sctx)
+	close(drained)
+	if err != nil {
 		return fmt.Errorf("cannot drain http requests: %w", err)
 	}
 	if err := <-errc; err != nil {
@@ -573,14 +586,88 @@ func (s *Server) RunListener(ctx context.Context, ln net.Listener) error {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-// signalListener closes accepting when Serve first calls Accept.
+// signalListener closes accepting when Serve first calls Accept, and tracks the connections
+// that have not sent a byte yet so that a drain can close them (closeSilent).
 type signalListener struct {
 	net.Listener
 	once      sync.Once
 	accepting chan struct{}
+
+	mu     sync.Mutex
+	silent map[*silentConn]time.Time // accepted, nothing read yet: when accepted; guarded by mu
+}
+
+func newSignalListener(ln net.Listener) *signalListener {
+	return &signalListener{Listener: ln, accepting: make(chan struct{}), silent: make(map[*silentConn]time.Time)}
 }
 
 func (l *signalListener) Accept() (net.Conn, error) {
 	l.once.Do(func() { close(l.accepting) })
-	return l.Listener.Accept()
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	sc := &silentConn{Conn: c, l: l}
+	l.mu.Lock()
+	l.silent[sc] = time.Now()
+	l.mu.Unlock()
+	return sc, nil
+}
+
+func (l *signalListener) forget(c *silentConn) {
+	l.mu.Lock()
+	delete(l.silent, c)
+	l.mu.Unlock()
+}
+
+// closeSilent closes, every 100 ms until done is closed, the connections that were accepted at
+// least grace ago and have sent nothing: a client's spare keep-alive connection, a load
+// balancer's TCP probe. One that sends its first bytes meanwhile is served as usual.
+func (l *signalListener) closeSilent(grace time.Duration, done <-chan struct{}) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		cutoff := time.Now().Add(-grace)
+		var idle []*silentConn
+		l.mu.Lock()
+		for c, at := range l.silent {
+			if !at.After(cutoff) {
+				idle = append(idle, c)
+				delete(l.silent, c)
+			}
+		}
+		l.mu.Unlock()
+		for _, c := range idle {
+			_ = c.Conn.Close()
+		}
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// silentConn is an accepted connection; it leaves its listener's silent set at its first read
+// of any byte, or when closed.
+type silentConn struct {
+	net.Conn
+	l     *signalListener
+	spoke atomic.Bool
+}
+
+func (c *silentConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 && !c.spoke.Load() {
+		c.spoke.Store(true)
+		c.l.forget(c)
+	}
+	return n, err
+}
+
+func (c *silentConn) Close() error {
+	if !c.spoke.Load() {
+		c.l.forget(c)
+	}
+	return c.Conn.Close()
 }
