@@ -161,9 +161,8 @@ func testScheduledClaimFencing(t *testing.T, s store.Store) {
 	if !ok || b2.Epoch != a1.Epoch+1 {
 		t.Fatalf("b's acquisition after a's expiry = %+v, %v; want epoch %d", b2, ok, a1.Epoch+1)
 	}
-	other := s.PutScheduled(bg, push.Scheduled{ID: id + 1_000_000, AppID: app, DueAt: sc.DueAt, CreatedAt: sc.CreatedAt, Job: sc.Job})
-	if other != nil {
-		t.Fatal(other)
+	if err := s.PutScheduled(bg, push.Scheduled{ID: id + 1_000_000, AppID: app, DueAt: sc.DueAt, CreatedAt: sc.CreatedAt, Job: sc.Job}); err != nil {
+		t.Fatal(err)
 	}
 	wantErr(t, "ClaimScheduled of a schedule nobody claimed, by the lease's last tenure",
 		s.ClaimScheduled(bg, a1, app, id+1_000_000), store.ErrLeaseLost)
