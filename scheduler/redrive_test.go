@@ -86,7 +86,7 @@ func TestSchedulerRefiresAfterACrashMidFiring(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.now = firstFire.Add(time.Minute)
-	s := New(Config{}, e.st, e.log, soleLease{}, zap.NewNop(), metrics.NewSet(), func() time.Time { return e.now })
+	s := New(Config{}, e.st, e.log, e.sole(t), zap.NewNop(), metrics.NewSet(), func() time.Time { return e.now })
 	got, stop := e.jobs(t)
 	defer stop()
 	if n, err := s.Tick(ctx); err != nil || n != 1 {

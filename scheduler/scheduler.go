@@ -6,11 +6,13 @@
 // once. A push whose time passed while the server was down fires at the first tick after start.
 //
 // In a cluster every scheduler node runs one, under the lease "scheduler" (internal/lease): only
-// the holder looks for due pushes, and each firing first claims its schedule with the lease's
-// epoch (store.Store.ClaimScheduled). A holder that pauses past its lease's expiry, while
-// another node takes the lease over, wakes up to a refused claim and fires nothing: a push fires
-// once. Only a pause between the claim and the job's append lets two nodes append the same job
-// (the log cannot be fenced); its id is the same, and the planner plans a job id once.
+// the holder looks for due pushes, and each firing first claims its schedule under the lease
+// (store.Store.ClaimScheduled), which the store refuses once the lease has passed to another
+// tenure, and confirms the claim again right before the job's append. A holder that pauses
+// past its lease's expiry, while another node takes the lease over, wakes up to a refused claim
+// or confirmation and fires nothing: a push fires once. Only a pause between the confirmation
+// and the job's append lets two nodes append the same job (the log cannot be fenced); its id is
+// the same, and the planner plans a job id once.
 package scheduler
 
 import (
@@ -32,7 +34,7 @@ import (
 // Store is what the scheduler reads and writes.
 type Store interface {
 	DueScheduled(ctx context.Context, before time.Time, limit int) ([]push.Scheduled, error)
-	ClaimScheduled(ctx context.Context, appID string, id int64, epoch int64) error
+	ClaimScheduled(ctx context.Context, l store.Lease, appID string, id int64) error
 	DeleteScheduled(ctx context.Context, appID string, id int64) error
 	UpdateNotification(ctx context.Context, appID, objectID string, fn func(*push.Notification) error) (push.Notification, error)
 }
@@ -78,6 +80,8 @@ type Scheduler struct {
 
 	beforeClaim func(*push.Scheduled) // test hook: runs after the lease check, before the claim
 	afterClaim  func(*push.Scheduled) // test hook: runs after the claim
+	// test hook: runs after the record's write, before the claim's confirmation
+	beforeConfirm func(*push.Scheduled)
 }
 
 // New returns a scheduler firing under lease; now may be nil (time.Now).
@@ -127,7 +131,7 @@ func (s *Scheduler) Tick(ctx context.Context) (int, error) {
 			if now, ok := s.lease.Held(); !ok || now.Epoch != l.Epoch {
 				return n, nil // lost meanwhile: the next holder fires the rest
 			}
-			fired, err := s.fire(ctx, &due[i], l.Epoch)
+			fired, err := s.fire(ctx, &due[i], l)
 			if errors.Is(err, store.ErrLeaseLost) {
 				s.fenced.Inc()
 				s.zl.Warn("a later lease holder took a firing over: this node stops firing",
@@ -157,17 +161,20 @@ var (
 // errNoWrite aborts a record update that has nothing to write.
 var errNoWrite = errors.New("record needs no update")
 
-// fire claims the schedule for epoch, moves the record in-queue holding the job, appends the
-// job, then removes the schedule. A schedule gone (fired or cancelled) is skipped; a claim
-// refused for a later epoch returns store.ErrLeaseLost and writes nothing.
+// fire claims the schedule under lease l, moves the record in-queue holding the job, confirms
+// the claim, appends the job, then removes the schedule. A schedule gone (fired or cancelled)
+// is skipped; a claim refused because the lease passed to another tenure returns
+// store.ErrLeaseLost and writes nothing, and a confirmation refused so returns it before the
+// append: a holder that pauses after its claim and wakes after the lease moved does not append
+// the job the new holder fires (only a pause between the confirmation and the append can).
 // A crash before the removal fires the schedule again at the next tick: the record already
 // holds the job then, and the same job (same QueryAt) is appended again, unless the planner
 // took it already, when only the schedule is removed.
-func (s *Scheduler) fire(ctx context.Context, sp *push.Scheduled, epoch int64) (bool, error) {
+func (s *Scheduler) fire(ctx context.Context, sp *push.Scheduled, l store.Lease) (bool, error) {
 	if s.beforeClaim != nil {
 		s.beforeClaim(sp)
 	}
-	switch err := s.store.ClaimScheduled(ctx, sp.AppID, sp.ID, epoch); {
+	switch err := s.store.ClaimScheduled(ctx, l, sp.AppID, sp.ID); {
 	case errors.Is(err, store.ErrNotFound):
 		return false, nil // fired by an earlier holder, or cancelled
 	case errors.Is(err, store.ErrLeaseLost):
@@ -212,7 +219,19 @@ func (s *Scheduler) fire(ctx context.Context, sp *push.Scheduled, epoch int64) (
 		return false, fmt.Errorf("cannot mark scheduled push %d of app %s in queue: %w", sp.ID, sp.AppID, err)
 	}
 	fpAfterRecord.Hit()
+	if s.beforeConfirm != nil {
+		s.beforeConfirm(sp)
+	}
 	if appendJob {
+		// The log cannot be fenced: confirm the claim, under the same tenure, right before.
+		switch err := s.store.ClaimScheduled(ctx, l, sp.AppID, sp.ID); {
+		case errors.Is(err, store.ErrNotFound):
+			return false, nil // fired meanwhile by a later holder
+		case errors.Is(err, store.ErrLeaseLost):
+			return false, err
+		case err != nil:
+			return false, fmt.Errorf("cannot confirm the claim of scheduled push %d of app %s: %w", sp.ID, sp.AppID, err)
+		}
 		body, err := json.Marshal(&job)
 		if err != nil {
 			return false, fmt.Errorf("BUG: cannot encode job %s: %w", job.ID, err)

@@ -93,7 +93,7 @@ func TestSchedulerFiresDuePushOnce(t *testing.T) {
 	ctx := context.Background()
 	due := e.schedule(t, "app1", e.now.Add(2*time.Minute))
 	later := e.schedule(t, "app1", e.now.Add(time.Hour))
-	s := New(Config{}, e.st, e.log, soleLease{}, zap.NewNop(), metrics.NewSet(), func() time.Time { return e.now })
+	s := New(Config{}, e.st, e.log, e.sole(t), zap.NewNop(), metrics.NewSet(), func() time.Time { return e.now })
 
 	if n, err := s.Tick(ctx); err != nil || n != 0 {
 		t.Fatalf("before the due time: fired %d (err %v), want 0", n, err)
@@ -139,7 +139,7 @@ func TestSchedulerDropsCancelledPush(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.now = e.now.Add(time.Hour)
-	s := New(Config{}, e.st, e.log, soleLease{}, zap.NewNop(), metrics.NewSet(), func() time.Time { return e.now })
+	s := New(Config{}, e.st, e.log, e.sole(t), zap.NewNop(), metrics.NewSet(), func() time.Time { return e.now })
 	if n, err := s.Tick(ctx); err != nil || n != 0 {
 		t.Fatalf("cancelled push: fired %d (err %v), want 0", n, err)
 	}
@@ -169,12 +169,12 @@ func TestSchedulerRefiresSameJobAfterCrashAndAfterDowntime(t *testing.T) {
 	sp := e.schedule(t, "app1", e.now.Add(2*time.Minute))
 	// The server was down past the due time: the first tick after start fires it.
 	e.now = e.now.Add(24 * time.Hour)
-	s := New(Config{}, &failingDelete{Store: e.st}, e.log, soleLease{}, zap.NewNop(), metrics.NewSet(), func() time.Time { return e.now })
+	s := New(Config{}, &failingDelete{Store: e.st}, e.log, e.sole(t), zap.NewNop(), metrics.NewSet(), func() time.Time { return e.now })
 	if _, err := s.Tick(ctx); err == nil {
 		t.Fatal("tick with a failing delete reported no error")
 	}
 	// "Restart": the schedule is still there, so it fires again, with the same job id.
-	s2 := New(Config{}, e.st, e.log, soleLease{}, zap.NewNop(), metrics.NewSet(), func() time.Time { return e.now })
+	s2 := New(Config{}, e.st, e.log, e.sole(t), zap.NewNop(), metrics.NewSet(), func() time.Time { return e.now })
 	if n, err := s2.Tick(ctx); err != nil || n != 1 {
 		t.Fatalf("after restart: fired %d (err %v), want 1", n, err)
 	}
@@ -186,9 +186,17 @@ func TestSchedulerRefiresSameJobAfterCrashAndAfterDowntime(t *testing.T) {
 	}
 }
 
-// soleLease is the lease of a scheduler alone in its test: always held, at epoch 1.
-type soleLease struct{}
+// soleLease is the lease of a scheduler alone in its test: acquired in the store (the claims
+// are fenced by it) until far in the future, and held throughout.
+type soleLease struct{ l store.Lease }
 
-func (soleLease) Held() (store.Lease, bool) {
-	return store.Lease{Name: "scheduler", Owner: "test", Epoch: 1, Expires: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)}, true
+func (s soleLease) Held() (store.Lease, bool) { return s.l, true }
+
+func (e *env) sole(t *testing.T) soleLease {
+	t.Helper()
+	l, ok, err := e.st.AcquireLease(context.Background(), "scheduler", "test", e.now, 100*365*24*time.Hour)
+	if err != nil || !ok {
+		t.Fatalf("cannot acquire the sole scheduler lease: %v, %v", ok, err)
+	}
+	return soleLease{l}
 }

@@ -36,8 +36,14 @@ type AppSource interface {
 // "" for a listed device id without a stored installation; since is when the gateway learned
 // the token was dead (zero when it does not say): an installation refreshed after that keeps
 // its token.
+//
+// DropVendorToken is the same report for a vendor_first delivery (one with an own-channel
+// Fallback): the installation stays, reachable on the own channel, and loses only its dead
+// vendor token (registrationId), under the same rules (a rotated token or a refresh after since
+// keeps it).
 type TokenInvalidator interface {
 	InvalidateToken(ctx context.Context, appID, objectID, deviceID string, since time.Time) error
+	DropVendorToken(ctx context.Context, appID, objectID, regID string, since time.Time) error
 }
 
 // Dispatcher routes deliveries to pools. See the package doc.

@@ -66,6 +66,14 @@ func (v *invalidations) InvalidateToken(_ context.Context, appID, objectID, devi
 	return nil
 }
 
+// DropVendorToken records a vendor_first dead token as "vendor:" + what InvalidateToken records.
+func (v *invalidations) DropVendorToken(_ context.Context, appID, objectID, regID string, _ time.Time) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.list = append(v.list, "vendor:"+appID+"/"+objectID+"/"+regID)
+	return nil
+}
+
 func (v *invalidations) got() []string {
 	v.mu.Lock()
 	defer v.mu.Unlock()

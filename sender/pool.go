@@ -325,7 +325,13 @@ func (p *pool) invalidate(ctx context.Context, d *push.Delivery, rep gateway.Rep
 	if p.inv == nil {
 		return
 	}
-	if err := p.inv.InvalidateToken(ctx, d.AppID, d.Target.ObjectID, d.Target.DeviceID, rep.Since); err != nil {
+	drop := p.inv.InvalidateToken
+	if d.Fallback != nil && d.Target.ObjectID != "" {
+		// vendor_first: the message goes to the own channel (direct.Handoff), where the
+		// installation stays reachable; only its vendor token is dead.
+		drop = p.inv.DropVendorToken
+	}
+	if err := drop(ctx, d.AppID, d.Target.ObjectID, d.Target.DeviceID, rep.Since); err != nil {
 		p.m.invErrors.Inc()
 		p.sampled("cannot delete an installation with a dead token", zap.String("reason", rep.Reason), zap.Error(err))
 	}

@@ -202,11 +202,14 @@ type Store interface {
 	// ReleaseLease frees l for the next acquirer if it is still held (same owner and epoch),
 	// keeping its epoch; a lease no longer held is left alone.
 	ReleaseLease(ctx context.Context, l Lease) error
-	// ClaimScheduled fences the firing of scheduled push id by the epoch of the scheduler's
-	// lease: it records epoch on the schedule unless a greater one is recorded (ErrLeaseLost:
-	// a later holder took the firing over). ErrNotFound when the schedule is gone (fired or
-	// cancelled). The same epoch may claim again (a retry of the same holder).
-	ClaimScheduled(ctx context.Context, appID string, id int64, epoch int64) error
+	// ClaimScheduled fences the firing of scheduled push id by l, the scheduler's lease as its
+	// holder knows it: it is refused (ErrLeaseLost) unless l is the lease's current tenure
+	// (owner and epoch; whether it expired by someone's clock is not judged) or when a greater
+	// epoch claimed the schedule, and otherwise records l.Epoch on the schedule. A holder that
+	// lost the lease therefore claims nothing, whether or not the next holder reached this
+	// schedule yet. ErrNotFound when the schedule is gone (fired or cancelled). The same tenure
+	// may claim again: a retry, or the confirmation a firing makes before its job's append.
+	ClaimScheduled(ctx context.Context, l Lease, appID string, id int64) error
 
 	// Gateway registry (gateways). PutGateway writes (or replaces) g.Node's advertisement,
 	// kept until g.Expires; DeleteGateway removes it (a node stopping); Gateways lists those

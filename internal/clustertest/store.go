@@ -164,11 +164,11 @@ func (s *gatedStore) DueScheduled(ctx context.Context, before time.Time, limit i
 	return s.Store.DueScheduled(ctx, before, limit)
 }
 
-func (s *gatedStore) ClaimScheduled(ctx context.Context, appID string, id int64, epoch int64) error {
+func (s *gatedStore) ClaimScheduled(ctx context.Context, l store.Lease, appID string, id int64) error {
 	if err := s.g.passAt(ctx, "ClaimScheduled"); err != nil {
 		return err
 	}
-	return s.Store.ClaimScheduled(ctx, appID, id, epoch)
+	return s.Store.ClaimScheduled(ctx, l, appID, id)
 }
 
 func (s *gatedStore) DeleteScheduled(ctx context.Context, appID string, id int64) error {

@@ -5,8 +5,9 @@
 //
 // Holding is judged at the node's own clock: a node believes it holds the lease until its
 // Expires, and a paused node may believe so too long. That is why the writes made under a lease
-// carry its epoch and the store refuses an earlier epoch's (store.Store.ClaimScheduled): the
-// clock decides who works, the epoch keeps a late worker from doing harm.
+// carry it and the store refuses them once the lease has another tenure
+// (store.Store.ClaimScheduled): the clock decides who works, the epoch keeps a late worker from
+// doing harm.
 //
 // Concurrency: a Keeper's methods are safe for concurrent use; Run is its only writer.
 package lease

@@ -44,6 +44,11 @@ func (n noInvalidations) InvalidateToken(context.Context, string, string, string
 	return nil
 }
 
+func (n noInvalidations) DropVendorToken(context.Context, string, string, string, time.Time) error {
+	*n.n++
+	return nil
+}
+
 // setPolicy stores the test app's channel policy.
 func (r *rig) setPolicy(t *testing.T, policy string) {
 	t.Helper()

@@ -154,8 +154,16 @@ func (s *Store) ReleaseLease(ctx context.Context, l store.Lease) error {
 }
 
 // ClaimScheduled implements store.Store with an LWT on the schedule's scheduled_by_id row
-// (CLUSTER.md: LWT for a scheduled push's firing).
-func (s *Store) ClaimScheduled(ctx context.Context, appID string, id int64, epoch int64) error {
+// (CLUSTER.md: LWT for a scheduled push's firing), between two serial reads of the lease. An
+// LWT covers one partition, so the claim cannot test the lease row itself; the read after it
+// is what fences it: a serial read sees every acquisition applied before it, so a claim
+// confirmed by it was recorded while l was the lease's tenure, and a holder that lost the
+// lease is refused whether or not the next holder claimed this schedule already. The read
+// before it only keeps a stale epoch off the row.
+func (s *Store) ClaimScheduled(ctx context.Context, l store.Lease, appID string, id int64) error {
+	if err := s.checkTenure(ctx, l, appID, id); err != nil {
+		return err
+	}
 	for range maxCASRetries {
 		var (
 			slot  int
@@ -172,20 +180,32 @@ func (s *Store) ClaimScheduled(ctx context.Context, appID string, id int64, epoc
 		if prev != nil {
 			claim = *prev
 			switch {
-			case claim > epoch:
+			case claim > l.Epoch:
 				return store.ErrLeaseLost
-			case claim == epoch:
-				return nil
+			case claim == l.Epoch:
+				return s.checkTenure(ctx, l, appID, id)
 			}
 		}
-		applied, err := s.q(ctx, cqlSchedClaim, epoch, appID, id, slot, prev).MapScanCAS(map[string]any{})
+		applied, err := s.q(ctx, cqlSchedClaim, l.Epoch, appID, id, slot, prev).MapScanCAS(map[string]any{})
 		if err != nil && !casTimedOut(err) {
 			return fmt.Errorf("cannot claim scheduled push %d of app %s: %w", id, appID, err)
 		}
 		if applied {
-			return nil
+			return s.checkTenure(ctx, l, appID, id)
 		}
 		// Changed meanwhile, or timed out: the serial read above decides on the next round.
 	}
 	return fmt.Errorf("cannot claim scheduled push %d of app %s: contended past %d tries", id, appID, maxCASRetries)
+}
+
+// checkTenure reads lease l at SERIAL and refuses (ErrLeaseLost) when another tenure holds it.
+func (s *Store) checkTenure(ctx context.Context, l store.Lease, appID string, id int64) error {
+	cur, err := s.readLease(ctx, l.Name)
+	if err != nil {
+		return fmt.Errorf("cannot claim scheduled push %d of app %s: %w", id, appID, err)
+	}
+	if !cur.found || cur.owner != l.Owner || cur.epoch != l.Epoch {
+		return store.ErrLeaseLost
+	}
+	return nil
 }

@@ -610,7 +610,7 @@ func TestStoreCassandraStatements(t *testing.T) {
 				func() error { _, err := s.GetScheduled(ctx, "a", 19); return ignoreNotFound(err) },
 				func() error { _, err := s.ListScheduled(ctx, "a"); return err },
 				func() error { _, err := s.DueScheduled(ctx, t0, 10); return err },
-				func() error { return s.ClaimScheduled(ctx, "a", 19, 3) },
+				func() error { return s.ClaimScheduled(ctx, l, "a", 19) },
 				func() error { _, err := s.NextID(ctx, "x"); return err },
 				func() error { return s.ReleaseReqID(ctx, "a", "r", "p") },
 				func() error { _, err := s.DailyVolume(ctx, "a", "d"); return err },

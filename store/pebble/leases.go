@@ -122,8 +122,9 @@ func (s *Store) ReleaseLease(ctx context.Context, l store.Lease) error {
 }
 
 // ClaimScheduled implements store.Store under the schedule's stripe, which DeleteScheduled
-// takes too.
-func (s *Store) ClaimScheduled(ctx context.Context, appID string, id int64, epoch int64) error {
+// takes too, and then leaseMu: the lease's tenure is checked and the claim written with no
+// acquisition in between, as one compare-and-set on the lease would.
+func (s *Store) ClaimScheduled(ctx context.Context, l store.Lease, appID string, id int64) error {
 	if err := s.enter(); err != nil {
 		return err
 	}
@@ -133,6 +134,15 @@ func (s *Store) ClaimScheduled(ctx context.Context, appID string, id int64, epoc
 		return fmt.Errorf("cannot claim scheduled push %d of app %s: %w", id, appID, err)
 	} else if !found {
 		return store.ErrNotFound
+	}
+	s.leaseMu.Lock()
+	defer s.leaseMu.Unlock()
+	cur, err := s.readLease(l.Name)
+	if err != nil {
+		return fmt.Errorf("cannot claim scheduled push %d of app %s: %w", id, appID, err)
+	}
+	if cur.Owner != l.Owner || cur.Epoch != l.Epoch {
+		return store.ErrLeaseLost // the lease passed to another tenure
 	}
 	key := schedClaimKey(nil, appID, id)
 	v, found, err := s.getInto(nil, key)
@@ -144,13 +154,13 @@ func (s *Store) ClaimScheduled(ctx context.Context, appID string, id int64, epoc
 			return fmt.Errorf("cannot claim scheduled push %d of app %s: %d-byte epoch", id, appID, len(v))
 		}
 		switch prev := int64(binary.BigEndian.Uint64(v)); {
-		case prev > epoch:
+		case prev > l.Epoch:
 			return store.ErrLeaseLost
-		case prev == epoch:
+		case prev == l.Epoch:
 			return nil
 		}
 	}
-	if err := s.db.Set(key, binary.BigEndian.AppendUint64(nil, uint64(epoch)), pebble.Sync); err != nil {
+	if err := s.db.Set(key, binary.BigEndian.AppendUint64(nil, uint64(l.Epoch)), pebble.Sync); err != nil {
 		return fmt.Errorf("cannot claim scheduled push %d of app %s: %w", id, appID, err)
 	}
 	return nil

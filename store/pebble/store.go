@@ -177,7 +177,7 @@ type Store struct {
 	idMu  sync.Mutex       // NextID
 	idMax map[string]int64 // last id handed out per name, cached after the first read
 
-	leaseMu sync.Mutex // AcquireLease, RenewLease, ReleaseLease: one compare-and-set at a time
+	leaseMu sync.Mutex // AcquireLease, RenewLease, ReleaseLease, ClaimScheduled: one compare-and-set at a time; taken after a stripe lock
 }
 
 var _ store.Store = (*Store)(nil)

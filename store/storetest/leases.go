@@ -141,26 +141,56 @@ func testScheduledClaimFencing(t *testing.T, s store.Store) {
 	if err := s.PutScheduled(bg, sc); err != nil {
 		t.Fatal(err)
 	}
-	for _, step := range []struct {
-		epoch int64
-		want  error
-	}{
-		{2, nil},                // the holder of epoch 2 fires it
-		{2, nil},                // and may retry
-		{1, store.ErrLeaseLost}, // a paused holder of an earlier epoch is refused
-		{3, nil},                // a later holder takes the firing over
-		{2, store.ErrLeaseLost},
-	} {
-		wantErr(t, fmt.Sprintf("ClaimScheduled epoch %d", step.epoch), s.ClaimScheduled(bg, app, id, step.epoch), step.want)
+	name, now := uniq("lease"), ms(time.Now()).UTC()
+	a1, ok := acquire(t, s, name, "a", now)
+	if !ok {
+		t.Fatal("a cannot acquire a fresh lease")
 	}
+	claim := func(what string, l store.Lease, want error) {
+		t.Helper()
+		wantErr(t, "ClaimScheduled "+what, s.ClaimScheduled(bg, l, app, id), want)
+	}
+	claim("by the holder", a1, nil)
+	claim("by the holder again (a retry, a confirmation)", a1, nil)
+	claim("under a lease never held", store.Lease{Name: uniq("lease"), Owner: "a", Epoch: a1.Epoch}, store.ErrLeaseLost)
+	claim("under another owner's lease of the same epoch", store.Lease{Name: name, Owner: "b", Epoch: a1.Epoch}, store.ErrLeaseLost)
+
+	// a's lease runs out and b takes it over. a, paused meanwhile, is refused on this schedule,
+	// which b has not claimed yet: the fence is the lease's tenure, not the schedule's last claim.
+	b2, ok := acquire(t, s, name, "b", now.Add(leaseTTL))
+	if !ok || b2.Epoch != a1.Epoch+1 {
+		t.Fatalf("b's acquisition after a's expiry = %+v, %v; want epoch %d", b2, ok, a1.Epoch+1)
+	}
+	if err := s.PutScheduled(bg, push.Scheduled{ID: id + 1_000_000, AppID: app, DueAt: sc.DueAt, CreatedAt: sc.CreatedAt, Job: sc.Job}); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, "ClaimScheduled of a schedule nobody claimed, by the lease's last tenure",
+		s.ClaimScheduled(bg, a1, app, id+1_000_000), store.ErrLeaseLost)
+	claim("by the holder of the last tenure", a1, store.ErrLeaseLost)
+	claim("by the new holder", b2, nil)
+	claim("by the new holder again", b2, nil)
+
+	// b releases it; a takes it again, a new tenure with a new epoch: b's claims are refused,
+	// a's old tenure is refused, a's new one claims.
+	if err := s.ReleaseLease(bg, b2); err != nil {
+		t.Fatal(err)
+	}
+	a3, ok := acquire(t, s, name, "a", now.Add(leaseTTL))
+	if !ok || a3.Epoch != b2.Epoch+1 {
+		t.Fatalf("a's acquisition after b's release = %+v, %v; want epoch %d", a3, ok, b2.Epoch+1)
+	}
+	claim("by the released tenure", b2, store.ErrLeaseLost)
+	claim("by the holder's first tenure", a1, store.ErrLeaseLost)
+	claim("by the holder's new tenure", a3, nil)
+
 	if err := s.DeleteScheduled(bg, app, id); err != nil {
 		t.Fatal(err)
 	}
-	wantErr(t, "ClaimScheduled of a fired schedule", s.ClaimScheduled(bg, app, id, 4), store.ErrNotFound)
-	wantErr(t, "ClaimScheduled of another app's id", s.ClaimScheduled(bg, uniq("app"), id, 4), store.ErrNotFound)
+	claim("of a fired schedule", a3, store.ErrNotFound)
+	wantErr(t, "ClaimScheduled of another app's id", s.ClaimScheduled(bg, a3, uniq("app"), id), store.ErrNotFound)
 	// A schedule with the same id written again (not done today) starts unclaimed.
 	if err := s.PutScheduled(bg, sc); err != nil {
 		t.Fatal(err)
 	}
-	wantErr(t, "ClaimScheduled of a new schedule", s.ClaimScheduled(bg, app, id, 1), nil)
+	claim("of a new schedule", a3, nil)
 }
