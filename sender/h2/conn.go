@@ -197,6 +197,18 @@ type stream struct {
 	err        error
 	done       chan struct{}
 	timer      *time.Timer
+	grp        *group // set: a DoBatch request, signalled through its group instead of done
+}
+
+// signal tells the waiter that s ended (s.err and the response are set).
+func (s *stream) signal() {
+	if g := s.grp; g != nil {
+		if g.left.Add(-1) == 0 {
+			g.done <- struct{}{}
+		}
+		return
+	}
+	s.done <- struct{}{}
 }
 
 var streamPool = sync.Pool{New: func() any {
@@ -292,7 +304,7 @@ func (c *Conn) handshake() error {
 func (c *Conn) Do(ctx context.Context, req *Request, res *Response) error {
 	s := streamPool.Get().(*stream)
 	s.req = *req
-	s.id, s.sent, s.recvd, s.status, s.retryAfter, s.body, s.err = 0, 0, 0, 0, "", s.body[:0], nil
+	s.id, s.sent, s.recvd, s.status, s.retryAfter, s.body, s.err, s.grp = 0, 0, 0, 0, "", s.body[:0], nil, nil
 	c.mu.Lock()
 	if c.err != nil || c.goAway {
 		c.mu.Unlock()
@@ -394,7 +406,7 @@ func (c *Conn) complete(s *stream, err error) {
 	idle := c.goAway && c.active == 0
 	c.mu.Unlock()
 	s.err = err
-	s.done <- struct{}{}
+	s.signal()
 	if idle {
 		c.fail(errUnusable)
 	}
@@ -425,11 +437,11 @@ func (c *Conn) fail(cause error) {
 		if s.id > handed {
 			s.err = errNotSent
 		}
-		s.done <- struct{}{}
+		s.signal()
 	}
 	for _, s := range waiting {
 		s.err = errNotSent
-		s.done <- struct{}{}
+		s.signal()
 	}
 }
 
