@@ -60,22 +60,34 @@ func (p *Pool) DoBatch(ctx context.Context, reqs []Request, res []Response, errs
 	for i := range reqs {
 		g.idx = append(g.idx, i)
 	}
-	for range NotProcessedAttempts {
+	var tries []uint8 // per request; allocated only once one is not processed
+	for len(g.idx) > 0 {
 		p.attemptBatch(ctx, g, reqs, res, errs)
 		n := 0
 		for _, i := range g.idx {
-			if errors.Is(errs[i], ErrNotProcessed) {
-				g.idx[n] = i
-				n++
+			switch {
+			case errs[i] == errDeferred:
+				// not sent this round (the set was full): next round, no attempt spent
+			case errors.Is(errs[i], ErrNotProcessed):
+				if len(tries) == 0 {
+					tries = make([]uint8, len(reqs))
+				}
+				if tries[i]++; int(tries[i]) >= NotProcessedAttempts {
+					continue
+				}
+			default:
+				continue
 			}
+			g.idx[n] = i
+			n++
 		}
 		g.idx = g.idx[:n]
-		if n == 0 {
-			break
-		}
 	}
 	groupPool.Put(g)
 }
+
+// errDeferred marks a request an attempt left for the next round (internal to DoBatch).
+var errDeferred = errors.New("http2 request deferred")
 
 // attemptBatch sends the requests g.idx names once.
 func (p *Pool) attemptBatch(ctx context.Context, g *group, reqs []Request, res []Response, errs []error) {
@@ -85,10 +97,14 @@ func (p *Pool) attemptBatch(ctx context.Context, g *group, reqs []Request, res [
 	for _, i := range g.idx {
 		errs[i] = nil
 		slot, ok := p.conns.TryAcquire()
+		if !ok && len(g.ents) > 0 {
+			// Every stream of the set is taken, some by this attempt: send what it holds and
+			// leave the rest for the next round (DoBatch), since waiting here with streams
+			// held could wait on ourselves or on another batch waiting likewise.
+			errs[i] = errDeferred
+			continue
+		}
 		if !ok {
-			// Every stream of the set is taken: the streams queued so far must be on their
-			// way before waiting for one to end, or two batches could wait on each other.
-			g.kick()
 			var err error
 			if slot, err = p.conns.AcquireContext(ctx); err != nil {
 				if ctx.Err() != nil {
