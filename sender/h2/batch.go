@@ -93,25 +93,20 @@ var errDeferred = errors.New("http2 request deferred")
 func (p *Pool) attemptBatch(ctx context.Context, g *group, reqs []Request, res []Response, errs []error) {
 	g.ents, g.conns = g.ents[:0], g.conns[:0]
 	g.left.Store(1) // the attempt's own reference, dropped once every stream is queued
-	var timeout time.Duration
+	timeout := p.timeout
 	for _, i := range g.idx {
 		errs[i] = nil
 		slot, ok := p.conns.TryAcquire()
-		if !ok && len(g.ents) > 0 {
-			// Every stream of the set is taken, some by this attempt: send what it holds and
-			// leave the rest for the next round (DoBatch), since waiting here with streams
-			// held could wait on ourselves or on another batch waiting likewise.
-			errs[i] = errDeferred
-			continue
-		}
 		if !ok {
+			// Every stream of the set is taken. The streams this attempt queued are sent
+			// first and give their slot back as each ends (signal), so waiting cannot wait on
+			// ourselves; the wait is bounded by the request timeout, after which the rest is
+			// left for the next round (DoBatch), once this attempt's deadline has dealt with
+			// streams that never end.
+			g.kick()
 			var err error
-			if slot, err = p.conns.AcquireContext(ctx); err != nil {
-				if ctx.Err() != nil {
-					errs[i] = ctx.Err()
-				} else {
-					errs[i] = errPoolClosed
-				}
+			if slot, err = p.acquireFor(ctx, timeout); err != nil {
+				errs[i] = err
 				continue
 			}
 		}
@@ -121,15 +116,14 @@ func (p *Pool) attemptBatch(ctx context.Context, g *group, reqs []Request, res [
 			errs[i] = &dialError{err}
 			continue
 		}
-		timeout = c.cfg.RequestTimeout
 		s := streamPool.Get().(*stream)
 		s.req = reqs[i]
-		s.id, s.sent, s.recvd, s.status, s.retryAfter, s.body, s.err, s.grp = 0, 0, 0, 0, "", s.body[:0], nil, g
+		s.id, s.sent, s.recvd, s.status, s.retryAfter, s.body, s.err, s.grp, s.slot = 0, 0, 0, 0, "", s.body[:0], nil, g, slot
 		g.left.Add(1)
 		if !c.enqueue(s) {
 			g.left.Add(-1)
 			slot.Release()
-			s.req, s.grp = Request{}, nil
+			s.req, s.grp, s.slot = Request{}, nil, nil
 			streamPool.Put(s)
 			errs[i] = errUnusable
 			continue
@@ -157,8 +151,9 @@ func (p *Pool) attemptBatch(ctx context.Context, g *group, reqs []Request, res [
 	}
 	for k := range g.ents {
 		e := &g.ents[k]
-		e.slot.Release()
 		if e.gone {
+			e.slot.Release() // a cancelled stream does not signal, so it did not give it back
+			*e = batchEntry{}
 			continue
 		}
 		s := e.s
@@ -172,6 +167,22 @@ func (p *Pool) attemptBatch(ctx context.Context, g *group, reqs []Request, res [
 		streamPool.Put(s)
 		*e = batchEntry{}
 	}
+}
+
+// acquireFor waits up to timeout for a stream of the set: errDeferred when none came in time.
+func (p *Pool) acquireFor(ctx context.Context, timeout time.Duration) (*gateway.Conn[*poolSlot], error) {
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	slot, err := p.conns.AcquireContext(actx)
+	switch {
+	case err == nil:
+		return slot, nil
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case actx.Err() != nil:
+		return nil, errDeferred
+	}
+	return nil, errPoolClosed
 }
 
 // abandon takes the streams that have not ended off their connections (ctx ended or the
