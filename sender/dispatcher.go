@@ -235,10 +235,16 @@ func (d *Dispatcher) Send(ctx context.Context, ds []push.Delivery, res []push.Re
 	b := &batch{res: res, left: len(ds), done: make(chan struct{})}
 	var memo appMemo
 	now := d.cfg.now()
+	sr := sendRunsPool.Get().(*sendRuns)
+	defer func() {
+		sr.reset()
+		sendRunsPool.Put(sr)
+	}()
 	for i := range ds {
 		dl := &ds[i]
 		r, p, err := d.route(ctx, dl, now, &memo)
 		if err != nil {
+			d.cutRuns(sr, b)
 			b.abandon()
 			return err
 		}
@@ -246,19 +252,40 @@ func (d *Dispatcher) Send(ctx context.Context, ds []push.Delivery, res []push.Re
 			b.finish(i, r, true)
 			continue
 		}
+		if p.batchable(dl) {
+			sr.add(p, dl, i)
+			continue
+		}
 		select {
 		case p.queue <- item{ctx: ctx, d: dl, i: i, b: b}:
 			p.ensureWorker()
 		case <-ctx.Done():
 			p.done()
+			d.cutRuns(sr, b)
 			b.abandon()
 			return ctx.Err()
 		case <-d.closed:
 			p.done()
+			d.cutRuns(sr, b)
 			b.abandon()
 			return ErrClosed
 		}
 	}
+	// The runs of batching pools (one per pool, usually one per call): every run but the
+	// first in a goroutine of its own, the first in this one. They end before Send returns
+	// (each honours ctx), so sr is not reused under them.
+	var wg sync.WaitGroup
+	for k := 1; k < len(sr.runs); k++ {
+		wg.Add(1)
+		go func(r *poolRun) {
+			defer wg.Done()
+			d.sendBatch(ctx, r, b)
+		}(&sr.runs[k])
+	}
+	if len(sr.runs) > 0 {
+		d.sendBatch(ctx, &sr.runs[0], b)
+	}
+	wg.Wait()
 	select {
 	case <-b.done:
 		return d.settled(ctx, b)

@@ -25,6 +25,10 @@ type item struct {
 	d   *push.Delivery
 	i   int
 	b   *batch
+	// first, when set, is the gateway's answer to d's first attempt, made in a batch
+	// (sendBatch): the worker goes on from it instead of sending d again.
+	first    gateway.Reply
+	hasFirst bool
 }
 
 // pool delivers over one route. Workers start on demand up to cfg.Workers and live as long
@@ -40,6 +44,7 @@ type pool struct {
 	rate   float64 // the bucket's cluster-wide rate; guarded by Dispatcher.mu
 
 	queue  chan item
+	batch  batchClient     // set when the client sends batches (sendBatch)
 	ctx    context.Context // cancelled by close: stops the workers
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -66,6 +71,9 @@ func newPool(key poolKey, cl client, cfg *Config, rate float64, inv TokenInvalid
 		key: key, cfg: cfg, client: cl, inv: inv, m: m, quota: q,
 		log:   log.With(zap.String("app_id", key.appID), zap.String("vendor", key.channel), zap.String("route", key.route)),
 		queue: make(chan item, cfg.QueueSize),
+	}
+	if bc, ok := cl.(batchClient); ok && bc.CanBatch() {
+		p.batch = bc
 	}
 	p.bucket, p.rate = newBucket(rate, cfg.Burst, cfg.Share, cfg.now), rate
 	p.gate.init()
@@ -97,7 +105,11 @@ func (p *pool) work() {
 		select {
 		case it := <-p.queue:
 			p.idle.Add(-1)
-			r, final := p.deliver(it.ctx, it.d)
+			var first *gateway.Reply
+			if it.hasFirst {
+				first = &it.first
+			}
+			r, final := p.deliverFrom(it.ctx, it.d, first, true)
 			if final {
 				p.m.outcome(r.Outcome)
 			}
@@ -163,6 +175,13 @@ func (p *pool) trip(reason string) {
 // (then it is expired, not failed) or RetryHorizon after its first attempt, whichever comes
 // first. While the pool's gateway is down the delivery parks instead (see gate).
 func (p *pool) deliver(ctx context.Context, d *push.Delivery) (res push.Result, final bool) {
+	return p.deliverFrom(ctx, d, nil, false)
+}
+
+// deliverFrom is deliver of a delivery whose first attempt, when first is set, was already
+// made (in a batch, sendBatch) and answered first: it goes on from that answer. recorded says
+// the gate was told first already.
+func (p *pool) deliverFrom(ctx context.Context, d *push.Delivery, first *gateway.Reply, recorded bool) (res push.Result, final bool) {
 	canceled := push.Result{Outcome: push.OutcomeFailed, Reason: "canceled"}
 	if ctx.Err() != nil {
 		return canceled, false
@@ -195,58 +214,68 @@ func (p *pool) deliver(ctx context.Context, d *push.Delivery) (res push.Result, 
 
 	authRetried := false
 	for attempt := 1; ; attempt++ {
-		if r, ok := p.rejected(); ok {
-			return r, true
-		}
-		if d.Fallback != nil {
-			// vendor_first: a spent quota is a refusal the own channel takes over, not a wait.
-			if qp, ok := p.quota.parked(p.key, p.cfg.now()); ok {
-				return push.Result{Outcome: push.OutcomeFailed, Reason: qp.reason, Refused: true}, true
+		var rep gateway.Reply
+		probe, record := false, true
+		if first != nil {
+			// answered in a batch (sendBatch), which made the checks before it
+			rep, first, record = *first, nil, !recorded
+		} else {
+			if r, ok := p.rejected(); ok {
+				return r, true
 			}
-		}
-		// Before the expiry check: a delivery whose push expires while the quota is spent
-		// fails with the quota's reason.
-		r, final, done, waited := p.waitQuota(ctx, d)
-		if done {
-			return r, final
-		}
-		if !exp.IsZero() && !p.cfg.now().Before(exp) {
-			return push.Result{Outcome: push.OutcomeExpired}, true
-		}
-		if waited { // the quota window reset: a new retry horizon
-			setDeadline()
-		}
-		probe, err := p.admit(ctx, deadline)
-		switch {
-		case errors.Is(err, errDeadline):
-			return late()
-		case err != nil:
-			return canceled, false
-		}
-		if w := p.bucket.reserve(); w > 0 {
-			if p.cfg.sleep(ctx, w) != nil {
-				if probe {
-					p.release()
+			if d.Fallback != nil {
+				// vendor_first: a spent quota is a refusal the own channel takes over, not a wait.
+				if qp, ok := p.quota.parked(p.key, p.cfg.now()); ok {
+					return push.Result{Outcome: push.OutcomeFailed, Reason: qp.reason, Refused: true}, true
 				}
-				return canceled, false
+			}
+			// Before the expiry check: a delivery whose push expires while the quota is spent
+			// fails with the quota's reason.
+			r, final, done, waited := p.waitQuota(ctx, d)
+			if done {
+				return r, final
 			}
 			if !exp.IsZero() && !p.cfg.now().Before(exp) {
+				return push.Result{Outcome: push.OutcomeExpired}, true
+			}
+			if waited { // the quota window reset: a new retry horizon
+				setDeadline()
+			}
+			var err error
+			probe, err = p.admit(ctx, deadline)
+			switch {
+			case errors.Is(err, errDeadline):
+				return late()
+			case err != nil:
+				return canceled, false
+			}
+			if w := p.bucket.reserve(); w > 0 {
+				if p.cfg.sleep(ctx, w) != nil {
+					if probe {
+						p.release()
+					}
+					return canceled, false
+				}
+				if !exp.IsZero() && !p.cfg.now().Before(exp) {
+					if probe {
+						p.release()
+					}
+					return push.Result{Outcome: push.OutcomeExpired}, true // expired while rate-limited
+				}
+			}
+			p.m.inflight.Inc()
+			rep = p.client.Send(ctx, d)
+			p.m.inflight.Dec()
+			if rep.Kind == gateway.KindRetry && ctx.Err() != nil {
 				if probe {
 					p.release()
 				}
-				return push.Result{Outcome: push.OutcomeExpired}, true // expired while rate-limited
+				return canceled, false // our own cancel, not the gateway's answer
 			}
 		}
-		p.m.inflight.Inc()
-		rep := p.client.Send(ctx, d)
-		p.m.inflight.Dec()
-		if rep.Kind == gateway.KindRetry && ctx.Err() != nil {
-			if probe {
-				p.release()
-			}
-			return canceled, false // our own cancel, not the gateway's answer
+		if record {
+			p.record(rep, probe, p.cfg.now())
 		}
-		p.record(rep, probe, p.cfg.now())
 		switch rep.Kind {
 		case gateway.KindSent:
 			p.sent.Add(1)
@@ -264,11 +293,7 @@ func (p *pool) deliver(ctx context.Context, d *push.Delivery) (res push.Result, 
 		case gateway.KindFailed:
 			return push.Result{Outcome: push.OutcomeFailed, Reason: rep.Reason, Refused: d.Fallback != nil}, true
 		case gateway.KindCredentials:
-			if rep.TokenScoped && p.sent.Load() > 0 {
-				return push.Result{Outcome: push.OutcomeFailed, Reason: rep.Reason}, true
-			}
-			p.trip(rep.Reason)
-			return push.Result{Outcome: push.OutcomeFailed, Reason: "credentials rejected: " + rep.Reason}, true
+			return p.credentialsResult(rep), true
 		case gateway.KindQuota:
 			// The vendor's daily quota is spent: park the app+vendor (quota.go); this delivery
 			// waits for the reset (or fails when its push expires first) in waitQuota; one with an
@@ -299,6 +324,16 @@ func (p *pool) deliver(ctx context.Context, d *push.Delivery) (res push.Result, 
 			return canceled, false
 		}
 	}
+}
+
+// credentialsResult is the result of a KindCredentials reply; it opens the breaker unless the
+// reply may be about this one token of a pool whose credentials are proven.
+func (p *pool) credentialsResult(rep gateway.Reply) push.Result {
+	if rep.TokenScoped && p.sent.Load() > 0 {
+		return push.Result{Outcome: push.OutcomeFailed, Reason: rep.Reason}
+	}
+	p.trip(rep.Reason)
+	return push.Result{Outcome: push.OutcomeFailed, Reason: "credentials rejected: " + rep.Reason}
 }
 
 // backoff is the delay before retry number attempt: exponential, capped, with jitter
@@ -388,6 +423,16 @@ func (b *bucket) setRate(r float64) {
 		b.tokens, b.last = b.depth(r*b.share()), b.now()
 	}
 	b.rate = r
+}
+
+// limited says whether the bucket paces (a rate is set).
+func (b *bucket) limited() bool {
+	if b == nil {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.rate > 0
 }
 
 func (b *bucket) reserve() time.Duration {

@@ -1,6 +1,7 @@
 package apns
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -155,19 +156,23 @@ func (cl *Client) Close() {
 	cl.conns.Close()
 }
 
+// topicOf is d's apns-topic: the request's, the installation's, or the app's default; false
+// (and the failure) when token auth has none to send.
+func (cl *Client) topicOf(d *push.Delivery) (string, gateway.Reply, bool) {
+	topic := cmp.Or(d.Message.Topic, d.Target.Topic, cl.creds.defaultTopic)
+	if topic == "" && cl.tok != nil {
+		return "", gateway.Reply{Kind: gateway.KindFailed, Reason: "no apns topic: the request, the installation's apnsTopic and the app's defaultTopic are all empty"}, false
+	}
+	return topic, gateway.Reply{}, true
+}
+
 // Send makes one attempt to deliver d and classifies the reply. The topic is the request's,
 // else the installation's apnsTopic, else the app's default topic.
 func (cl *Client) Send(ctx context.Context, d *push.Delivery) gateway.Reply {
 	m := d.Message
-	topic := m.Topic
-	if topic == "" {
-		topic = d.Target.Topic
-	}
-	if topic == "" {
-		topic = cl.creds.defaultTopic
-	}
-	if topic == "" && cl.tok != nil {
-		return gateway.Reply{Kind: gateway.KindFailed, Reason: "no apns topic: the request, the installation's apnsTopic and the app's defaultTopic are all empty"}
+	topic, rep, ok := cl.topicOf(d)
+	if !ok {
+		return rep
 	}
 	if cl.lean != nil {
 		return cl.sendLean(ctx, d, topic)

@@ -118,11 +118,66 @@ func (cl *Client) authBlock() []byte {
 
 // sendLean is Send over TransportLean.
 func (cl *Client) sendLean(ctx context.Context, d *push.Delivery, topic string) gateway.Reply {
-	m := d.Message
-	req := h2.Request{Path: "/3/device/", PathSuffix: d.Target.DeviceID, Body: m.Body}
-	req.Header = [3][]byte{cl.lean.static, cl.lean.block(m, topic), cl.authBlock()}
+	var req h2.Request
+	cl.leanRequest(&req, d, topic)
 	var res h2.Response
-	if err := cl.lean.conns.Do(ctx, &req, &res); err != nil {
+	err := cl.lean.conns.Do(ctx, &req, &res)
+	return cl.leanReply(ctx, &res, err)
+}
+
+func (cl *Client) leanRequest(req *h2.Request, d *push.Delivery, topic string) {
+	m := d.Message
+	*req = h2.Request{Path: "/3/device/", PathSuffix: d.Target.DeviceID, Body: m.Body}
+	req.Header = [3][]byte{cl.lean.static, cl.lean.block(m, topic), cl.authBlock()}
+}
+
+// CanBatch says whether SendBatch sends its deliveries together (TransportLean).
+func (cl *Client) CanBatch() bool { return cl.lean != nil }
+
+// leanBatch is SendBatch's scratch, pooled.
+type leanBatch struct {
+	reqs []h2.Request
+	res  []h2.Response
+	errs []error
+	at   []int // reqs[k] is ds[at[k]]
+}
+
+var leanBatches = sync.Pool{New: func() any { return new(leanBatch) }}
+
+// SendBatch is Send of every delivery of ds at once (TransportLean only, see CanBatch): reps[i]
+// is what Send would have answered for ds[i]. The requests go out together and their answers
+// are waited for together: one wake-up and one deadline for the batch.
+func (cl *Client) SendBatch(ctx context.Context, ds []*push.Delivery, reps []gateway.Reply) {
+	lb := leanBatches.Get().(*leanBatch)
+	lb.reqs, lb.at = lb.reqs[:0], lb.at[:0]
+	for i, d := range ds {
+		topic, rep, ok := cl.topicOf(d)
+		if !ok {
+			reps[i] = rep
+			continue
+		}
+		lb.reqs = append(lb.reqs, h2.Request{})
+		cl.leanRequest(&lb.reqs[len(lb.reqs)-1], d, topic)
+		lb.at = append(lb.at, i)
+	}
+	n := len(lb.reqs)
+	if cap(lb.res) < n {
+		lb.res = make([]h2.Response, n)
+		lb.errs = make([]error, n)
+	}
+	lb.res, lb.errs = lb.res[:n], lb.errs[:n]
+	cl.lean.conns.DoBatch(ctx, lb.reqs, lb.res, lb.errs)
+	for k, i := range lb.at {
+		reps[i] = cl.leanReply(ctx, &lb.res[k], lb.errs[k])
+	}
+	clear(lb.reqs)
+	clear(lb.errs)
+	leanBatches.Put(lb)
+}
+
+// leanReply is the gateway reply of one lean request's answer (err: none came).
+func (cl *Client) leanReply(ctx context.Context, res *h2.Response, err error) gateway.Reply {
+	if err != nil {
 		return cl.lean.conns.Reply(ctx, err)
 	}
 	if res.Status == http.StatusOK {

@@ -134,18 +134,23 @@ func (cl *Client) Close() {
 
 var jsonContentType = []string{"application/json"}
 
+// tokenReply is the reply of a delivery for which no access token could be had (err).
+func (cl *Client) tokenReply(ctx context.Context, err error) gateway.Reply {
+	var ce *credError
+	switch {
+	case errors.As(err, &ce):
+		return gateway.Reply{Kind: gateway.KindCredentials, Reason: ce.reason}
+	case ctx.Err() != nil:
+		return gateway.Reply{Kind: gateway.KindRetry, Reason: "canceled"}
+	}
+	return gateway.Reply{Kind: gateway.KindRetry, Reason: "cannot get an oauth2 access token"}
+}
+
 // Send makes one attempt to deliver d and classifies the reply.
 func (cl *Client) Send(ctx context.Context, d *push.Delivery) gateway.Reply {
 	bearer, err := cl.ts.token(ctx)
 	if err != nil {
-		var ce *credError
-		switch {
-		case errors.As(err, &ce):
-			return gateway.Reply{Kind: gateway.KindCredentials, Reason: ce.reason}
-		case ctx.Err() != nil:
-			return gateway.Reply{Kind: gateway.KindRetry, Reason: "canceled"}
-		}
-		return gateway.Reply{Kind: gateway.KindRetry, Reason: "cannot get an oauth2 access token"}
+		return cl.tokenReply(ctx, err)
 	}
 	if cl.lean != nil {
 		return cl.sendLean(ctx, d, bearer)

@@ -83,6 +83,72 @@ func (cl *Client) sendLean(ctx context.Context, d *push.Delivery, bearer string)
 	if err == nil && cap(*buf) <= 64<<10 {
 		bufs.Put(buf)
 	}
+	return cl.leanReply(ctx, res, err, bearer)
+}
+
+// CanBatch says whether SendBatch sends its deliveries together (TransportLean).
+func (cl *Client) CanBatch() bool { return cl.lean != nil }
+
+// leanBatch is SendBatch's scratch, pooled.
+type leanBatch struct {
+	reqs []h2.Request
+	res  []h2.Response
+	errs []error
+	bufs []*[]byte // the bodies, from bufs
+	at   []int     // reqs[k] is ds[at[k]]
+}
+
+var leanBatches = sync.Pool{New: func() any { return new(leanBatch) }}
+
+// SendBatch is Send of every delivery of ds at once (TransportLean only, see CanBatch): reps[i]
+// is what Send would have answered for ds[i]. The requests go out together and their answers
+// are waited for together: one wake-up and one deadline for the batch.
+func (cl *Client) SendBatch(ctx context.Context, ds []*push.Delivery, reps []gateway.Reply) {
+	bearer, err := cl.ts.token(ctx)
+	if err != nil {
+		rep := cl.tokenReply(ctx, err)
+		for i := range ds {
+			reps[i] = rep
+		}
+		return
+	}
+	lb := leanBatches.Get().(*leanBatch)
+	lb.reqs, lb.bufs, lb.at = lb.reqs[:0], lb.bufs[:0], lb.at[:0]
+	auth := cl.lean.authBlock(bearer)
+	for i, d := range ds {
+		buf := bufs.Get().(*[]byte)
+		*buf, err = appendMessage((*buf)[:0], d.Target.DeviceID, d.Message.Body)
+		if err != nil {
+			bufs.Put(buf)
+			reps[i] = gateway.Reply{Kind: gateway.KindFailed, Reason: err.Error()}
+			continue
+		}
+		lb.reqs = append(lb.reqs, h2.Request{Path: cl.lean.conns.Path, Body: *buf, Header: [3][]byte{cl.lean.static, auth}})
+		lb.bufs = append(lb.bufs, buf)
+		lb.at = append(lb.at, i)
+	}
+	n := len(lb.reqs)
+	if cap(lb.res) < n {
+		lb.res = make([]h2.Response, n)
+		lb.errs = make([]error, n)
+	}
+	lb.res, lb.errs = lb.res[:n], lb.errs[:n]
+	cl.lean.conns.DoBatch(ctx, lb.reqs, lb.res, lb.errs)
+	for k, i := range lb.at {
+		reps[i] = cl.leanReply(ctx, &lb.res[k], lb.errs[k], bearer)
+		// As in sendLean: a body goes back only after an answer.
+		if lb.errs[k] == nil && cap(*lb.bufs[k]) <= 64<<10 {
+			bufs.Put(lb.bufs[k])
+		}
+	}
+	clear(lb.reqs)
+	clear(lb.errs)
+	clear(lb.bufs)
+	leanBatches.Put(lb)
+}
+
+// leanReply is the gateway reply of one lean request's answer (err: none came).
+func (cl *Client) leanReply(ctx context.Context, res *h2.Response, err error, bearer string) gateway.Reply {
 	if err != nil {
 		return cl.lean.conns.Reply(ctx, err)
 	}

@@ -127,6 +127,33 @@ func (c *Conns[T]) AcquireContext(ctx context.Context) (*Conn[T], error) {
 	}
 }
 
+// TryAcquire is AcquireContext without the wait: false when a bounded set has every stream
+// taken (or the set is closed); a sharing set answers as Acquire.
+func (c *Conns[T]) TryAcquire() (*Conn[T], bool) {
+	if c.slots == nil {
+		cn, err := c.Acquire()
+		return cn, err == nil
+	}
+	select {
+	case c.slots <- struct{}{}:
+	default:
+		return nil, false
+	}
+	for {
+		list := *c.list.Load()
+		if cn := c.reserve(list); cn != nil {
+			return cn, true
+		}
+		if len(list) >= c.max {
+			continue // as in AcquireContext
+		}
+		if err := c.grow(len(list)); err != nil {
+			<-c.slots
+			return nil, false
+		}
+	}
+}
+
 // reserve counts one request on the least-loaded connection below streams, or returns nil.
 func (c *Conns[T]) reserve(list []*Conn[T]) *Conn[T] {
 	for {

@@ -15,6 +15,8 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"github.com/pushd/pushd/sender/gateway"
 )
 
 // Config are the settings of one connection.
@@ -197,6 +199,25 @@ type stream struct {
 	err        error
 	done       chan struct{}
 	timer      *time.Timer
+	grp        *group // set: a DoBatch request, signalled through its group instead of done
+	// slot is a DoBatch request's stream of the pool's connection set, given back as soon as
+	// the stream ends so that other requests (of this batch too) can take it.
+	slot *gateway.Conn[*poolSlot]
+}
+
+// signal tells the waiter that s ended (s.err and the response are set).
+func (s *stream) signal() {
+	if s.slot != nil {
+		s.slot.Release()
+		s.slot = nil
+	}
+	if g := s.grp; g != nil {
+		if g.left.Add(-1) == 0 {
+			g.done <- struct{}{}
+		}
+		return
+	}
+	s.done <- struct{}{}
 }
 
 var streamPool = sync.Pool{New: func() any {
@@ -292,7 +313,7 @@ func (c *Conn) handshake() error {
 func (c *Conn) Do(ctx context.Context, req *Request, res *Response) error {
 	s := streamPool.Get().(*stream)
 	s.req = *req
-	s.id, s.sent, s.recvd, s.status, s.retryAfter, s.body, s.err = 0, 0, 0, 0, "", s.body[:0], nil
+	s.id, s.sent, s.recvd, s.status, s.retryAfter, s.body, s.err, s.grp, s.slot = 0, 0, 0, 0, "", s.body[:0], nil, nil, nil
 	c.mu.Lock()
 	if c.err != nil || c.goAway {
 		c.mu.Unlock()
@@ -394,7 +415,7 @@ func (c *Conn) complete(s *stream, err error) {
 	idle := c.goAway && c.active == 0
 	c.mu.Unlock()
 	s.err = err
-	s.done <- struct{}{}
+	s.signal()
 	if idle {
 		c.fail(errUnusable)
 	}
@@ -425,11 +446,11 @@ func (c *Conn) fail(cause error) {
 		if s.id > handed {
 			s.err = errNotSent
 		}
-		s.done <- struct{}{}
+		s.signal()
 	}
 	for _, s := range waiting {
 		s.err = errNotSent
-		s.done <- struct{}{}
+		s.signal()
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"sync"
+	"time"
 
 	"github.com/pushd/pushd/sender/gateway"
 )
@@ -25,6 +26,8 @@ type Pool struct {
 
 	// Authority is the endpoint's host[:port] (the :authority to send), Path its escaped path.
 	Authority, Path string
+
+	timeout time.Duration // Config.RequestTimeout: a DoBatch attempt's deadline
 }
 
 // NewPool returns the pool of at most maxConns connections, each carrying up to
@@ -38,7 +41,7 @@ func NewPool(name, endpoint string, cfg Config, maxConns, streamsPerConn int) (*
 	if u.Port() == "" {
 		addr = net.JoinHostPort(u.Hostname(), "443")
 	}
-	p := &Pool{name: name, Authority: u.Host, Path: u.EscapedPath()}
+	p := &Pool{name: name, Authority: u.Host, Path: u.EscapedPath(), timeout: cfg.withDefaults().RequestTimeout}
 	dial := func() (*poolSlot, error) { return &poolSlot{addr: addr, cfg: cfg}, nil }
 	p.conns = gateway.NewBoundedConns(maxConns, streamsPerConn, dial, (*poolSlot).close)
 	return p, nil

@@ -255,7 +255,7 @@ func (c *Conn) onGoAway(last uint32) {
 	}
 	for _, s := range waiting {
 		s.err = errAboveGoAway
-		s.done <- struct{}{}
+		s.signal()
 	}
 	c.mu.Lock()
 	idle := c.active == 0

@@ -83,7 +83,7 @@ func (c *Conn) plan() (control, bool) {
 			c.goAway = true // ids exhausted: the pool opens a new connection
 			for _, s := range c.waiting {
 				s.err = errUnusable
-				s.done <- struct{}{}
+				s.signal()
 			}
 			c.waiting = nil
 			break

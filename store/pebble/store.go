@@ -11,6 +11,7 @@
 package pebble
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -151,6 +152,10 @@ var valueSeparation = pebble.ValueSeparationPolicy{
 	TargetGarbageRatio:    0.2,
 }
 
+// scanSpan holds the rows fan-out scans, which are kept out of blob files: by_bucket ('b')
+// and by_channel ('c'), adjacent tags (keys.go).
+var scanSpan = pebble.KeyRange{Start: []byte{tByBucket}, End: []byte{tByChannel + 1}}
+
 // valueSeparationMin is the least value size kept in blob files: an installation document is
 // a few hundred bytes; device, counter and index rows without a document stay inline.
 const valueSeparationMin = 256
@@ -226,12 +231,17 @@ func Open(dir string, opts Options) (*Store, error) {
 	// Bloom filters let a Get of an absent key (a new installation, a free device id) skip
 	// every table whose filter rules the key out, instead of reading an index and a data block.
 	po.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
-	// Values of at least valueSeparationMin bytes (installation documents: the primary,
-	// by_bucket and by_channel rows) go to blob files when a memtable is flushed, and
+	// Values of at least valueSeparationMin bytes (installation documents of the primary
+	// rows) go to blob files when a memtable is flushed, and
 	// compactions then move only their keys and references instead of rewriting the
 	// documents at every level. It cut the CPU of an import (pushd import) by about an
 	// eighth, measured with no cost to scans; see docs/decisions.md, "Moving an app in".
 	po.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy { return valueSeparation }
+	// Except for the rows fan-out scans (by_bucket, by_channel): a scan reads every row's
+	// value, and one kept in a blob file costs a second block read (cache miss, cgo allocation)
+	// per block of rows; the profile of a 100k push spent about a tenth of pushd's CPU there.
+	po.Experimental.SpanPolicyFunc = pebble.MakeStaticSpanPolicyFunc(bytes.Compare, scanSpan,
+		pebble.SpanPolicy{ValueStoragePolicy: pebble.ValueStorageLowReadLatency})
 	if d := opts.walMinSyncInterval(); d > 0 {
 		po.WALMinSyncInterval = func() time.Duration { return d }
 	}

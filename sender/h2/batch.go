@@ -1,0 +1,219 @@
+package h2
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pushd/pushd/sender/gateway"
+)
+
+// group is the completion of one DoBatch attempt: every stream of it decrements left as it
+// ends, and the one that reaches zero signals done. One wake-up and one deadline per batch,
+// not per request.
+type group struct {
+	left  atomic.Int64
+	done  chan struct{} // buffered 1
+	timer *time.Timer
+	ents  []batchEntry
+	conns []*Conn // connections the attempt queued streams on (kicked once each)
+	idx   []int   // the indexes still to send (NotProcessed answers are sent again)
+}
+
+// batchEntry is one request of an attempt.
+type batchEntry struct {
+	i    int // index into the caller's slices
+	s    *stream
+	c    *Conn
+	slot *gateway.Conn[*poolSlot]
+	gone bool // cancelled: its stream is no longer ours, and it signals nothing
+}
+
+var groupPool = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &group{done: make(chan struct{}, 1), timer: t}
+}}
+
+// enqueue queues s (of group g) on c without waking the writer; false when c takes no new
+// stream (s is then not queued).
+func (c *Conn) enqueue(s *stream) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil || c.goAway {
+		return false
+	}
+	c.waiting = append(c.waiting, s)
+	return true
+}
+
+// DoBatch sends every request of reqs at once and waits for all their answers: res[i] and
+// errs[i] are what Do would have answered for reqs[i] (errs[i] for Reply). The requests share
+// one completion and one deadline (Config.RequestTimeout, from when the last was queued) instead
+// of a wake-up and a timer each; requests the server did not process are sent again, up to
+// NotProcessedAttempts times, like Do. len(res) and len(errs) must be at least len(reqs).
+func (p *Pool) DoBatch(ctx context.Context, reqs []Request, res []Response, errs []error) {
+	g := groupPool.Get().(*group)
+	g.idx = g.idx[:0]
+	for i := range reqs {
+		g.idx = append(g.idx, i)
+	}
+	var tries []uint8 // per request; allocated only once one is not processed
+	for len(g.idx) > 0 {
+		p.attemptBatch(ctx, g, reqs, res, errs)
+		n := 0
+		for _, i := range g.idx {
+			switch {
+			case errs[i] == errDeferred:
+				// not sent this round (the set was full): next round, no attempt spent
+			case errors.Is(errs[i], ErrNotProcessed):
+				if len(tries) == 0 {
+					tries = make([]uint8, len(reqs))
+				}
+				if tries[i]++; int(tries[i]) >= NotProcessedAttempts {
+					continue
+				}
+			default:
+				continue
+			}
+			g.idx[n] = i
+			n++
+		}
+		g.idx = g.idx[:n]
+	}
+	groupPool.Put(g)
+}
+
+// errDeferred marks a request an attempt left for the next round (internal to DoBatch).
+var errDeferred = errors.New("http2 request deferred")
+
+// attemptBatch sends the requests g.idx names once.
+func (p *Pool) attemptBatch(ctx context.Context, g *group, reqs []Request, res []Response, errs []error) {
+	g.ents, g.conns = g.ents[:0], g.conns[:0]
+	g.left.Store(1) // the attempt's own reference, dropped once every stream is queued
+	timeout := p.timeout
+	for _, i := range g.idx {
+		errs[i] = nil
+		slot, ok := p.conns.TryAcquire()
+		if !ok {
+			// Every stream of the set is taken. The streams this attempt queued are sent
+			// first and give their slot back as each ends (signal), so waiting cannot wait on
+			// ourselves; the wait is bounded by the request timeout, after which the rest is
+			// left for the next round (DoBatch), once this attempt's deadline has dealt with
+			// streams that never end.
+			g.kick()
+			var err error
+			if slot, err = p.acquireFor(ctx, timeout); err != nil {
+				errs[i] = err
+				continue
+			}
+		}
+		c, err := slot.C.conn(ctx)
+		if err != nil {
+			slot.Release()
+			errs[i] = &dialError{err}
+			continue
+		}
+		s := streamPool.Get().(*stream)
+		s.req = reqs[i]
+		s.id, s.sent, s.recvd, s.status, s.retryAfter, s.body, s.err, s.grp, s.slot = 0, 0, 0, 0, "", s.body[:0], nil, g, slot
+		g.left.Add(1)
+		if !c.enqueue(s) {
+			g.left.Add(-1)
+			slot.Release()
+			s.req, s.grp, s.slot = Request{}, nil, nil
+			streamPool.Put(s)
+			errs[i] = errUnusable
+			continue
+		}
+		g.ents = append(g.ents, batchEntry{i: i, s: s, c: c, slot: slot})
+		g.addConn(c)
+	}
+	g.kick()
+	// left counts the queued streams not yet ended; the attempt's own reference kept it above
+	// zero while streams were queued, so done is signalled only once all of them ended.
+	if g.left.Add(-1) > 0 {
+		g.timer.Reset(timeout)
+		var err error
+		select {
+		case <-g.done:
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-g.timer.C:
+			err = ErrTimeout
+		}
+		g.timer.Stop()
+		if err != nil {
+			g.abandon(err, errs)
+		}
+	}
+	for k := range g.ents {
+		e := &g.ents[k]
+		if e.gone {
+			e.slot.Release() // a cancelled stream does not signal, so it did not give it back
+			*e = batchEntry{}
+			continue
+		}
+		s := e.s
+		errs[e.i] = s.err
+		if s.err == nil {
+			r := &res[e.i]
+			r.Status, r.RetryAfter = s.status, s.retryAfter
+			r.Body = append(r.Body[:0], s.body...)
+		}
+		s.req, s.grp = Request{}, nil
+		streamPool.Put(s)
+		*e = batchEntry{}
+	}
+}
+
+// acquireFor waits up to timeout for a stream of the set: errDeferred when none came in time.
+func (p *Pool) acquireFor(ctx context.Context, timeout time.Duration) (*gateway.Conn[*poolSlot], error) {
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	slot, err := p.conns.AcquireContext(actx)
+	switch {
+	case err == nil:
+		return slot, nil
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case actx.Err() != nil:
+		return nil, errDeferred
+	}
+	return nil, errPoolClosed
+}
+
+// abandon takes the streams that have not ended off their connections (ctx ended or the
+// deadline passed) and waits for those that ended meanwhile to signal.
+func (g *group) abandon(err error, errs []error) {
+	for k := range g.ents {
+		e := &g.ents[k]
+		if !e.c.cancel(e.s) {
+			continue // ended: it signals (or did)
+		}
+		e.gone = true
+		errs[e.i] = err
+		if g.left.Add(-1) == 0 {
+			return // every other stream had signalled: nothing more comes
+		}
+	}
+	<-g.done
+}
+
+func (g *group) addConn(c *Conn) {
+	for _, x := range g.conns {
+		if x == c {
+			return
+		}
+	}
+	g.conns = append(g.conns, c)
+}
+
+// kick wakes the writers of the connections streams were queued on.
+func (g *group) kick() {
+	for _, c := range g.conns {
+		c.kick()
+	}
+}
