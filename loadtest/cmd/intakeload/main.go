@@ -245,11 +245,43 @@ func ratio(a, b float64) float64 {
 	return a / b
 }
 
-// runOne runs l and reads the CPU process pid (0: none) used meanwhile.
+// settle waits until process pid is quiet, using under a tenth of a core over half a second,
+// or a minute has passed: fan-out plans the pushes of a closed loop after their answers, and
+// that backlog would otherwise count in the next load's CPU per request.
+func settle(ctx context.Context, pid int) error {
+	const window = 500 * time.Millisecond
+	prev, err := procmon.Read(pid)
+	if err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		select {
+		case <-time.After(window): // sampling a rate, not waiting for an event
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		cur, err := procmon.Read(pid)
+		if err != nil {
+			return err
+		}
+		if used := cur.CPU - prev.CPU; used < window/10 {
+			return nil
+		}
+		prev = cur
+	}
+	return nil
+}
+
+// runOne runs l, once process pid (0: none) is quiet, and reads the CPU it used from then
+// until it is quiet again: the work the requests caused after their answers (fan-out
+// planning the pushes, Pebble flushing and compacting) counts in their CPU per request.
 func runOne(ctx context.Context, l *intake.Load, first int64, n, pid int) (Figures, error) {
 	var before procmon.Sample
 	var err error
 	if pid > 0 {
+		if err := settle(ctx, pid); err != nil {
+			return Figures{}, err
+		}
 		if before, err = procmon.Read(pid); err != nil {
 			return Figures{}, err
 		}
@@ -267,6 +299,9 @@ func runOne(ctx context.Context, l *intake.Load, first int64, n, pid int) (Figur
 		FirstFailure: res.FirstError,
 	}
 	if pid > 0 {
+		if err := settle(ctx, pid); err != nil {
+			return Figures{}, err
+		}
 		after, err := procmon.Read(pid)
 		if err != nil {
 			return Figures{}, err
