@@ -60,9 +60,9 @@ func run() int {
 	fs.IntVar(&c.conns, "conns", 256, "keep-alive connections, one request in flight on each")
 	fs.IntVar(&c.upserts, "upserts", 60000, "installation upserts of the closed loop (0: none)")
 	fs.IntVar(&c.devices, "devices", 0, "distinct installations the upserts go to (0: half the upserts: the first half creates, the second updates)")
-	fs.IntVar(&c.pushes, "pushes", 60000, "pushes of the closed loop (0: none)")
+	fs.IntVar(&c.pushes, "pushes", 40000, "pushes of the closed loop (0: none)")
 	fs.IntVar(&c.rate, "rate", 5000, "pushes per second of the open loop")
-	fs.IntVar(&c.rateN, "rate-pushes", 25000, "pushes of the open loop (5 s at the default rate)")
+	fs.IntVar(&c.rateN, "rate-pushes", 15000, "pushes of the open loop (3 s at the default rate)")
 	fs.IntVar(&c.warmup, "warmup", 2000, "upserts and pushes sent before measuring (connections, caches, the limiter's slices)")
 	fs.BoolVar(&c.floor, "floor", true, "measure the floor: the same loads against a fasthttp server answering 200 at once, in its own process")
 	fs.StringVar(&c.report, "report", "", "write the JSON report to this file")
@@ -120,7 +120,11 @@ type Figures struct {
 	PerSecond    float64 `json:"perSecond"`
 	P50ms        float64 `json:"p50ms"`
 	P99ms        float64 `json:"p99ms"`
-	CPUus        float64 `json:"cpuMicrosPerRequest"` // the server process's user+system CPU per request (0: not measured)
+	// The server process's user+system CPU per request (0: not measured): while the load ran,
+	// and from the load's start until the process was quiet again (fan-out's planning of the
+	// accepted pushes, Pebble's flushes and compactions included).
+	CPULoadUs float64 `json:"cpuMicrosPerRequestDuringLoad"`
+	CPUus     float64 `json:"cpuMicrosPerRequest"`
 	FirstFailure string  `json:"firstFailure,omitempty"`
 }
 
@@ -131,7 +135,7 @@ type Row struct {
 	Pushd Figures  `json:"pushd"`
 	Floor *Figures `json:"floor,omitempty"`
 	// RateRatio is pushd's requests per second over the floor's; CPURatio pushd's CPU per
-	// request over the floor's (× the floor's cost).
+	// request while the load ran over the floor's (× the floor's cost).
 	RateRatio float64 `json:"rateRatio,omitempty"`
 	CPURatio  float64 `json:"cpuRatio,omitempty"`
 }
@@ -231,7 +235,7 @@ func measure(ctx context.Context, c config) (*Report, error) {
 			}
 			row.Floor = &ff
 			row.RateRatio = ratio(f.PerSecond, ff.PerSecond)
-			row.CPURatio = ratio(f.CPUus, ff.CPUus)
+			row.CPURatio = ratio(f.CPULoadUs, ff.CPUus)
 		}
 		rep.Rows = append(rep.Rows, row)
 	}
@@ -246,7 +250,7 @@ func ratio(a, b float64) float64 {
 }
 
 // settle waits until process pid is quiet, using under a tenth of a core over half a second,
-// or a minute has passed: fan-out plans the pushes of a closed loop after their answers, and
+// or three minutes have passed: fan-out plans the pushes of a closed loop after their answers, and
 // that backlog would otherwise count in the next load's CPU per request.
 func settle(ctx context.Context, pid int) error {
 	const window = 500 * time.Millisecond
@@ -254,7 +258,7 @@ func settle(ctx context.Context, pid int) error {
 	if err != nil {
 		return err
 	}
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); {
 		select {
 		case <-time.After(window): // sampling a rate, not waiting for an event
 		case <-ctx.Done():
@@ -299,6 +303,11 @@ func runOne(ctx context.Context, l *intake.Load, first int64, n, pid int) (Figur
 		FirstFailure: res.FirstError,
 	}
 	if pid > 0 {
+		loaded, err := procmon.Read(pid)
+		if err != nil {
+			return Figures{}, err
+		}
+		f.CPULoadUs = float64((loaded.CPU - before.CPU).Microseconds()) / float64(res.Requests)
 		if err := settle(ctx, pid); err != nil {
 			return Figures{}, err
 		}
@@ -370,10 +379,10 @@ func createApps(ctx context.Context, base, token, runID string, n int) ([]intake
 
 func (r *Report) writeTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "scenario\trequests\tfailed\treq/s\tp50 ms\tp99 ms\tCPU µs/req\tfloor req/s\tfloor p50\tfloor p99\tfloor CPU µs/req\trate ratio\tCPU ratio\t\n")
+	fmt.Fprintf(tw, "scenario\trequests\tfailed\treq/s\tp50 ms\tp99 ms\tCPU µs/req in load\tto quiet\tfloor req/s\tfloor p50\tfloor p99\tfloor CPU µs/req\trate ratio\tCPU ratio\t\n")
 	for _, row := range r.Rows {
 		p := row.Pushd
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.2f\t%.2f\t%.1f\t", row.Name, p.Requests, p.Failed, p.PerSecond, p.P50ms, p.P99ms, p.CPUus)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.2f\t%.2f\t%.1f\t%.1f\t", row.Name, p.Requests, p.Failed, p.PerSecond, p.P50ms, p.P99ms, p.CPULoadUs, p.CPUus)
 		if f := row.Floor; f != nil {
 			fmt.Fprintf(tw, "%.0f\t%.2f\t%.2f\t%.1f\t%.2f\t×%.1f\t\n", f.PerSecond, f.P50ms, f.P99ms, f.CPUus, row.RateRatio, row.CPURatio)
 		} else {
