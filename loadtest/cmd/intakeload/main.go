@@ -115,16 +115,16 @@ func runFloor(addr string) int {
 
 // Figures are one load's: against pushd or against the floor.
 type Figures struct {
-	Requests     int64   `json:"requests"`
-	Failed       int64   `json:"failed"`
-	PerSecond    float64 `json:"perSecond"`
-	P50ms        float64 `json:"p50ms"`
-	P99ms        float64 `json:"p99ms"`
+	Requests  int64   `json:"requests"`
+	Failed    int64   `json:"failed"`
+	PerSecond float64 `json:"perSecond"`
+	P50ms     float64 `json:"p50ms"`
+	P99ms     float64 `json:"p99ms"`
 	// The server process's user+system CPU per request (0: not measured): while the load ran,
 	// and from the load's start until the process was quiet again (fan-out's planning of the
 	// accepted pushes, Pebble's flushes and compactions included).
-	CPULoadUs float64 `json:"cpuMicrosPerRequestDuringLoad"`
-	CPUus     float64 `json:"cpuMicrosPerRequest"`
+	CPULoadUs    float64 `json:"cpuMicrosPerRequestDuringLoad"`
+	CPUus        float64 `json:"cpuMicrosPerRequest"`
 	FirstFailure string  `json:"firstFailure,omitempty"`
 }
 
