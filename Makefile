@@ -10,7 +10,7 @@ FUZZTIME  ?= 100000x
 BENCHTIME ?= 3s
 STATICCHECK_VERSION := $(shell cat .staticcheck-version)
 
-.PHONY: help run test test-short test-browser console-screenshots bench loadtest loadtest-latency profile lint fuzz vuln proto
+.PHONY: help run test test-short test-browser console-screenshots bench loadtest loadtest-intake loadtest-latency profile lint fuzz vuln proto
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -64,6 +64,14 @@ LOADTEST_HTML   ?= $(LOADTEST_REPORT:.json=.html)
 loadtest: ## load test: real pushd + simulators on 127.0.0.1, per-token delivery proof, JSON + HTML report (LOADTEST_FLAGS="--installations 500")
 	@rc=0; scripts/loadtest.sh --report $(LOADTEST_REPORT) --html $(LOADTEST_HTML) $(LOADTEST_FLAGS) || rc=$$?; \
 	[ -f $(LOADTEST_HTML) ] && echo "HTML report: $(abspath $(LOADTEST_HTML))"; exit $$rc
+
+# Intake and upserts (issue 16, item 6): upserts and pushes per second at max (closed loop),
+# p50/p99 of pushes at INTAKE_RATE/s (open loop), pushd's CPU per request; each beside the floor
+# (the same generator against a fasthttp server answering 200 at once) measured in the same run.
+# INTAKE_PROFILE_DIR=dir adds a CPU and an allocation profile of pushd over the run.
+INTAKE_RATE ?= 5000
+loadtest-intake: ## load test of the intake: upserts/s and pushes/s at max, p99 at INTAKE_RATE=5000/s, CPU per request, each as a ratio to the floor
+	scripts/loadtest-intake.sh --rate $(INTAKE_RATE) --report loadtest-intake.json $(INTAKE_FLAGS)
 
 # The same whole-population push twice in one run: with the simulators answering at once, then
 # with LATENCY added to every answer (pushsim's POST /_latency); prints both rates and the ratio.

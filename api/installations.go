@@ -23,6 +23,13 @@ type InstallationStore interface {
 	Scan(ctx context.Context, r store.ScanRange, fn func(*store.Row) error) error
 }
 
+// NewInstallationPutter is an optional InstallationStore capability: PutNewInstallation is
+// PutInstallation for an objectId just generated (newObjectID: 96 random bits, so no stored
+// version exists), which spares the store the read of one.
+type NewInstallationPutter interface {
+	PutNewInstallation(ctx context.Context, appID string, buckets int, inst push.Installation) error
+}
+
 const maxObjectIDLen = 64 // our ids are 24; longer ones cannot exist
 
 // Installation route names (metric labels).
@@ -284,7 +291,11 @@ func (s *Server) upsertInstallation(ctx *fasthttp.RequestCtx, c *Call, body, pro
 		if err != nil {
 			return err
 		}
-		if err := s.deps.Installations.PutInstallation(bg, app.ID, app.Settings.Buckets, inst); err != nil {
+		put := s.deps.Installations.PutInstallation
+		if np, ok := s.deps.Installations.(NewInstallationPutter); ok {
+			put = np.PutNewInstallation
+		}
+		if err := put(bg, app.ID, app.Settings.Buckets, inst); err != nil {
 			return wrapPutError(err, oid, app.ID)
 		}
 		ctx.Response.Header.Set("Location", s.baseURL(ctx)+"/1.1/installations/"+oid)

@@ -61,8 +61,12 @@ type Log interface {
 // same store returns (store/pebble documents why). The service uses it only when such a write
 // follows before it answers: the job, when Deps.LogSyncsStore says the log's Append is such a
 // write. One fsync per push instead of two, and nothing is acknowledged before it is durable.
+//
+// CreateNewNotificationNoSync is the same for a record whose objectId was just generated
+// (push.NewObjectID): no record can hold it, so the store skips the read that refuses one.
 type RecordNoSyncer interface {
 	CreateNotificationNoSync(ctx context.Context, n push.Notification) error
+	CreateNewNotificationNoSync(ctx context.Context, n push.Notification) error
 }
 
 // Deps are what the service calls out to.

@@ -106,7 +106,13 @@ func BenchmarkPushAccept(b *testing.B) {
 	if f := failed.Load(); f > 0 {
 		b.Fatalf("%d pushes failed", f)
 	}
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "pushes/s")
+	perSec := float64(b.N) / elapsed.Seconds()
+	b.ReportMetric(perSec, "pushes/s")
+	// The floor: the same clients against a server that answers at once, right after.
+	b.StopTimer()
+	floor := floorRate(b, app, pushFloor(b), max(b.N, 10000), workers)
+	b.ReportMetric(floor, "http-floor-req/s")
+	b.ReportMetric(perSec/floor, "ratio")
 	b.ReportMetric(float64(runtime.GOMAXPROCS(0)), "gomaxprocs")
 }
 

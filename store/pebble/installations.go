@@ -155,6 +155,18 @@ func (s *Store) LookupDevice(ctx context.Context, appID string, kind push.IDKind
 // batch. Rows whose key and value are unchanged (device ids, an unchanged updatedAt row) are
 // not rewritten. The batch is committed synced under the stripes (commitUnlockSync).
 func (s *Store) PutInstallation(ctx context.Context, appID string, buckets int, inst push.Installation) error {
+	return s.putInstallation(appID, buckets, inst, false)
+}
+
+// PutNewInstallation is PutInstallation for an installation whose objectId the caller has
+// just generated (96 random bits, so no stored version can exist): it skips the read of the
+// stored version, a point lookup that misses every memtable and level. The new device ids
+// are still read, so one that belongs to another installation is refused (store.ErrDuplicate).
+func (s *Store) PutNewInstallation(ctx context.Context, appID string, buckets int, inst push.Installation) error {
+	return s.putInstallation(appID, buckets, inst, true)
+}
+
+func (s *Store) putInstallation(appID string, buckets int, inst push.Installation, isNew bool) error {
 	if err := s.enter(); err != nil {
 		return err
 	}
@@ -172,7 +184,7 @@ func (s *Store) PutInstallation(ctx context.Context, appID string, buckets int, 
 		stripeIdx = append(stripeIdx, stripeOf("d", appID, string(d.Kind), d.ID))
 	}
 	unlock := s.locks.lockAll(stripeIdx)
-	b, err := s.putInstBatch(appID, buckets, &inst, ids)
+	b, err := s.putInstBatch(appID, buckets, &inst, ids, isNew)
 	if err != nil {
 		unlock()
 		return fmt.Errorf("cannot put installation %s of app %s: %w", inst.ObjectID, appID, err)
@@ -192,9 +204,14 @@ func (s *Store) PutInstallation(ctx context.Context, appID string, buckets int, 
 // A device id the stored version already has needs no read: its row points at inst, because
 // every write and delete changes an installation's route and its device rows in one batch
 // under these stripes. Only a new id's row is read, to refuse one that belongs to another
-// installation. A refresh with the same ids (the usual upsert) reads just the stored route.
-func (s *Store) putInstBatch(appID string, buckets int, inst *push.Installation, ids []push.DeviceRef) (*pebble.Batch, error) {
-	old, err := s.readInstRoute(appID, inst.ObjectID)
+// installation. A refresh with the same ids (the usual upsert) reads just the stored route;
+// isNew (an objectId just generated) skips that read too.
+func (s *Store) putInstBatch(appID string, buckets int, inst *push.Installation, ids []push.DeviceRef, isNew bool) (*pebble.Batch, error) {
+	var old stored
+	err := store.ErrNotFound
+	if !isNew {
+		old, err = s.readInstRoute(appID, inst.ObjectID)
+	}
 	found := err == nil
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("cannot read the stored version: %w", err)

@@ -1,0 +1,257 @@
+// Package intake owns the intake load test's generator: HTTP/1.1 requests over many
+// keep-alive connections to pushd's REST API (or to the floor, a server that answers every
+// request at once), in a closed loop (every connection sends its next request when the last
+// one is answered: the throughput figure) or an open loop (requests start on a fixed schedule
+// whether or not earlier ones were answered: the latency figure, queueing included).
+//
+// The client speaks HTTP/1.1 by hand, as wrk does: a request is one write of bytes built into
+// a reused buffer, a response is read by its status line and Content-Length. It shares the
+// machine with the server under test, so the less CPU it takes the closer the figures are to
+// the server's own.
+//
+// Concurrency: Run starts one goroutine per connection (plus the pacer of an open loop) and
+// waits for all of them; a Load is used by one Run at a time.
+package intake
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// RequestFunc appends request number i (whole: request line, headers, body) to dst.
+type RequestFunc func(dst []byte, i int64) []byte
+
+// Load is one request shape against one address.
+type Load struct {
+	Addr    string
+	Conns   int         // keep-alive connections, each with one request in flight
+	Request RequestFunc // request i, for i from 0
+	// OK says whether a status code counts as served (e.g. 200 and 201 for upserts).
+	OK func(code int) bool
+	// Rate, when positive, makes the loop open: request i is due at start + i/Rate and its
+	// latency runs from then. 0: closed loop.
+	Rate int
+}
+
+// Result is what one Run measured.
+type Result struct {
+	Requests int64         // requests answered
+	Failed   int64         // answered with a status OK refused
+	Elapsed  time.Duration // first request's start to last answer
+	// Latencies of every request, sorted: from its send (closed loop) or its due time (open loop).
+	Latencies []time.Duration
+	// FirstError is the first status or transport failure, for the report.
+	FirstError string
+}
+
+// PerSecond is the answered requests per second.
+func (r *Result) PerSecond() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Requests) / r.Elapsed.Seconds()
+}
+
+// Percentile is latency percentile p (0–100) of the run, 0 without requests.
+func (r *Result) Percentile(p float64) time.Duration {
+	n := len(r.Latencies)
+	if n == 0 {
+		return 0
+	}
+	i := int(float64(n)*p/100+0.5) - 1
+	return r.Latencies[min(max(i, 0), n-1)]
+}
+
+// Run sends requests first to first+n-1 and returns once all are answered, or ctx ends, or a
+// connection fails (a transport error ends the run: it would skew the figures).
+func (l *Load) Run(ctx context.Context, first int64, n int) (*Result, error) {
+	if l.Conns < 1 || n < 1 {
+		return nil, errors.New("cannot run a load without connections or requests")
+	}
+	conns := make([]*conn, l.Conns)
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				_ = c.nc.Close()
+			}
+		}
+	}()
+	var d net.Dialer
+	for i := range conns {
+		nc, err := d.DialContext(ctx, "tcp", l.Addr)
+		if err != nil {
+			return nil, fmt.Errorf("cannot connect to %s: %w", l.Addr, err)
+		}
+		conns[i] = &conn{nc: nc, r: bufio.NewReaderSize(nc, 4096)}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	// Unblock reads and writes when the run is cancelled.
+	stop := context.AfterFunc(ctx, func() {
+		for _, c := range conns {
+			_ = c.nc.SetDeadline(time.Unix(1, 0))
+		}
+	})
+	defer stop()
+
+	lat := make([]time.Duration, n)
+	var next atomic.Int64 // closed loop: the next request's offset
+	var dues chan int     // open loop: offsets of due requests, in order
+	var failed atomic.Int64
+	var firstErr atomic.Pointer[string]
+	noteErr := func(s string) { firstErr.CompareAndSwap(nil, &s) }
+	start := time.Now()
+	interval := time.Duration(0)
+	if l.Rate > 0 {
+		interval = time.Second / time.Duration(l.Rate)
+		dues = make(chan int, n)
+		go pace(ctx, dues, start, interval, n)
+	}
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var req []byte
+			for {
+				var k int
+				var from time.Time
+				if dues != nil {
+					var ok bool
+					select {
+					case k, ok = <-dues:
+					case <-ctx.Done():
+						return
+					}
+					if !ok {
+						return
+					}
+					from = start.Add(time.Duration(k) * interval)
+				} else {
+					k = int(next.Add(1) - 1)
+					if k >= n || ctx.Err() != nil {
+						return
+					}
+					from = time.Now()
+				}
+				req = l.Request(req[:0], first+int64(k))
+				code, body, err := c.roundTrip(req)
+				if err != nil {
+					cancel(fmt.Errorf("request %d: %w", first+int64(k), err))
+					return
+				}
+				lat[k] = time.Since(from)
+				if !l.OK(code) {
+					failed.Add(1)
+					noteErr(fmt.Sprintf("status %d: %.200s", code, body))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if err := context.Cause(ctx); err != nil {
+		return nil, fmt.Errorf("cannot finish the load on %s: %w", l.Addr, err)
+	}
+	slices.Sort(lat)
+	res := &Result{Requests: int64(n), Failed: failed.Load(), Elapsed: elapsed, Latencies: lat}
+	if p := firstErr.Load(); p != nil {
+		res.FirstError = *p
+	}
+	return res, nil
+}
+
+// pace sends offsets 0..n-1 to dues, each at its due time start + k×interval, then closes
+// dues. It wakes at most every millisecond and sends every offset due by then, so its own
+// timer resolution does not cap the rate. dues holds n: pacing never waits for the workers,
+// so requests the server is late for queue and their latency counts from their due time.
+func pace(ctx context.Context, dues chan<- int, start time.Time, interval time.Duration, n int) {
+	defer close(dues)
+	t := time.NewTimer(0)
+	defer t.Stop()
+	k := 0
+	for k < n {
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+		now := time.Since(start)
+		for k < n && time.Duration(k)*interval <= now {
+			dues <- k
+			k++
+		}
+		if k < n {
+			t.Reset(max(time.Duration(k)*interval-time.Since(start), time.Millisecond))
+		}
+	}
+}
+
+// conn is one keep-alive HTTP/1.1 connection.
+type conn struct {
+	nc   net.Conn
+	r    *bufio.Reader
+	body []byte
+}
+
+// roundTrip writes req and reads one response: its status code and body. It refuses a
+// response it does not understand (chunked bodies, no Content-Length, a closing connection),
+// which neither pushd nor the floor sends to these requests.
+func (c *conn) roundTrip(req []byte) (int, []byte, error) {
+	if _, err := c.nc.Write(req); err != nil {
+		return 0, nil, err
+	}
+	line, err := c.r.ReadSlice('\n')
+	if err != nil {
+		return 0, nil, fmt.Errorf("cannot read a status line: %w", err)
+	}
+	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.1 ")) {
+		return 0, nil, fmt.Errorf("not an HTTP/1.1 status line: %q", line)
+	}
+	code, err := strconv.Atoi(string(line[9:12]))
+	if err != nil {
+		return 0, nil, fmt.Errorf("bad status line %q", line)
+	}
+	length := -1
+	for {
+		line, err := c.r.ReadSlice('\n')
+		if err != nil {
+			return 0, nil, fmt.Errorf("cannot read a header: %w", err)
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) == 0 {
+			break
+		}
+		name, value, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			return 0, nil, fmt.Errorf("bad header %q", line)
+		}
+		switch {
+		case bytes.EqualFold(name, []byte("Content-Length")):
+			if length, err = strconv.Atoi(string(bytes.TrimSpace(value))); err != nil || length < 0 {
+				return 0, nil, fmt.Errorf("bad Content-Length %q", value)
+			}
+		case bytes.EqualFold(name, []byte("Transfer-Encoding")),
+			bytes.EqualFold(name, []byte("Connection")) && bytes.EqualFold(bytes.TrimSpace(value), []byte("close")):
+			return 0, nil, fmt.Errorf("unexpected header %q", line)
+		}
+	}
+	if length < 0 {
+		return 0, nil, fmt.Errorf("status %d without Content-Length", code)
+	}
+	c.body = slices.Grow(c.body[:0], length)[:length]
+	if _, err := io.ReadFull(c.r, c.body); err != nil {
+		return 0, nil, fmt.Errorf("cannot read a body: %w", err)
+	}
+	return code, c.body, nil
+}
