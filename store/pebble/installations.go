@@ -387,6 +387,9 @@ func (s *Store) deleteInst(appID, objectID string) error {
 	if err := deleteInstRows(b, appID, &st); err != nil {
 		return err
 	}
+	if err := deletePresence(b, appID, st.inst.InstallationID); err != nil {
+		return err
+	}
 	err = b.Commit(pebble.Sync)
 	s.forgetDevices(b)
 	return err
@@ -474,6 +477,9 @@ func (s *Store) sweepInactive(appID, oid string, rowKey []byte, cutoff time.Time
 	inactive := err == nil && st.inst.UpdatedAt < cutoff.UnixMilli()
 	if inactive {
 		if err := deleteInstRows(b, appID, &st); err != nil {
+			return false, err
+		}
+		if err := deletePresence(b, appID, st.inst.InstallationID); err != nil {
 			return false, err
 		}
 	}
