@@ -14,7 +14,9 @@ type fakeLedger struct {
 	acked map[string]bool
 }
 
-func newFakeLedger() *fakeLedger { return &fakeLedger{times: map[string]int{}, acked: map[string]bool{}} }
+func newFakeLedger() *fakeLedger {
+	return &fakeLedger{times: map[string]int{}, acked: map[string]bool{}}
+}
 
 func (f *fakeLedger) Times(id string) int  { return f.times[id] }
 func (f *fakeLedger) Acked(id string) bool { return f.acked[id] }
