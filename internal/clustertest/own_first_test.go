@@ -2,7 +2,10 @@ package clustertest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -77,6 +80,15 @@ func TestClusterOwnFirstAsksTheOwningGateway(t *testing.T) {
 		return len(seen) == 2
 	})
 
+	// The presence endpoint of the API node (no gateway role) answers from what the owning
+	// gateways recorded through the shared store.
+	for i, want := range map[int]bool{0: true, 1: false} {
+		p := c.presence(fan, fmt.Sprintf("hyb%07d", i))
+		if p.Connected != want || (want && p.Node == "") {
+			t.Errorf("presence of installation %d = %+v, want connected %v", i, p, want)
+		}
+	}
+
 	status, oid := c.Push(fan, `{"where":{},"data":{"alert":"own first"}}`)
 	if status != http.StatusOK {
 		t.Fatalf("push: status %d", status)
@@ -115,4 +127,32 @@ func TestClusterOwnFirstAsksTheOwningGateway(t *testing.T) {
 	if strings.Contains(fan.Metrics(), "pushd_direct_connected") {
 		t.Errorf("the fan-out node runs a gateway core: the scenario needs one without")
 	}
+}
+
+// presenceView is the part of GET /1.1/installations/<id>/presence the scenario reads.
+type presenceView struct {
+	Connected bool   `json:"connected"`
+	Node      string `json:"node"`
+}
+
+// presence asks the node's API for an installation's presence with the master key.
+func (c *Cluster) presence(n *Node, objectID string) presenceView {
+	c.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, n.API+"/1.1/installations/"+objectID+"/presence", nil)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.Header.Set("X-LC-Id", c.App.ID)
+	req.Header.Set("X-LC-Key", c.App.MasterKey+",master")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var v presenceView
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &v) != nil {
+		c.t.Fatalf("presence of %s: %d %s", objectID, resp.StatusCode, b)
+	}
+	return v
 }
