@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -174,7 +175,6 @@ func TestE2EFlappingOwnFirst(t *testing.T) {
 	}
 	n := envInt(t, "PUSHD_FLAP_DEVICES", 60)
 	rounds := envInt(t, "PUSHD_FLAP_PUSHES", 4)
-	n -= n % (2 * len(flapVendors))
 	timeout := pushTimeout + time.Duration(n)*20*time.Millisecond
 	t.Setenv("PUSHD_ADMIN_TOKEN", e2eAdminToken)
 	data := t.TempDir()
@@ -236,12 +236,14 @@ func TestE2EFlappingOwnFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
+	var connects, drops atomic.Int64
 	connect := func(d *flapDevice) error {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		if d.conn != nil {
 			return nil
 		}
+		connects.Add(1)
 		dctx, cancel := context.WithTimeout(ctx, startTimeout)
 		defer cancel()
 		dev, _, err := sim.DialDevice(dctx, sim.DeviceConfig{API: c.base, AppID: c.appID, AppKey: c.key, InstallationID: d.iid, Ledger: d.ledger.(*sim.Ledger)})
@@ -257,6 +259,7 @@ func TestE2EFlappingOwnFirst(t *testing.T) {
 		if d.conn != nil {
 			d.conn.Close()
 			d.conn = nil
+			drops.Add(1)
 		}
 	}
 	t.Cleanup(func() {
@@ -372,7 +375,7 @@ func TestE2EFlappingOwnFirst(t *testing.T) {
 			byChannel[ch] += c.Sent
 		}
 	}
-	t.Logf("flapping: sent per channel over the pushes %v", byChannel)
+	t.Logf("flapping: sent per channel over the pushes %v; %d connects, %d drops", byChannel, connects.Load(), drops.Load())
 	t.Logf("flapping: %d devices (%d hybrid over %d vendors), %d pushes: %d deliveries, 0 lost, 0 shown twice, %d wire duplicates (%.3f%%); webhook %d events, %d duplicates, %d bad signatures",
 		n, n/2, len(flapVendors), rounds, deliveries, dups, 100*float64(dups)/float64(deliveries), wh.Events, wh.Duplicates, wh.BadSigs)
 	if dups*100 > deliveries {
