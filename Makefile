@@ -10,7 +10,7 @@ FUZZTIME  ?= 100000x
 BENCHTIME ?= 3s
 STATICCHECK_VERSION := $(shell cat .staticcheck-version)
 
-.PHONY: help run test test-short test-browser console-screenshots bench loadtest loadtest-intake loadtest-latency profile lint fuzz vuln proto
+.PHONY: help run test test-short test-browser console-screenshots bench loadtest loadtest-intake loadtest-flap loadtest-latency profile lint fuzz vuln proto
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -80,6 +80,15 @@ LATENCY_INSTALLATIONS ?= 50000
 loadtest-latency: ## load test: one push at 0 and at LATENCY=20ms per gateway answer, both rates and their ratio (target ≥ 0.9)
 	LOADTEST_SIM_INVALID_RATE=0 scripts/loadtest.sh --installations $(LATENCY_INSTALLATIONS) --latency-compare $(LATENCY) \
 		--report loadtest-latency.json --html loadtest-latency.html $(LOADTEST_FLAGS)
+
+# The flapping scenario (issue 20): FLAP_DEVICES Android devices, half hybrid over the six
+# vendors, all on the own channel too, dropping and reconnecting while FLAP_PUSHES own_first
+# pushes go out; every record checked against the device, vendor and webhook ledgers.
+FLAP_DEVICES ?= 10000
+FLAP_PUSHES  ?= 5
+loadtest-flap: ## load test: the own_first flapping scenario on the real binary (FLAP_DEVICES=10000, FLAP_PUSHES=5)
+	PUSHD_FLAP_DEVICES=$(FLAP_DEVICES) PUSHD_FLAP_PUSHES=$(FLAP_PUSHES) $(GO) test -count=1 -v -timeout 60m \
+		-run 'TestE2EFlappingOwnFirst' ./e2e/ | grep -E 'flapping|^(---|ok|FAIL)|_test.go'
 
 # A 100,000-device push, iOS only, to the APNs simulator, profiled through pushd's --pprof:
 # consecutive 2 s CPU profiles over the push (merged by pprof) and the allocation profile

@@ -18,6 +18,9 @@ type batch struct {
 	cursor    []byte // the task cursor once this batch is final
 	last      bool
 	bd        badgeScratch // per-target APNs payloads of an "Increment" push
+	// ownFirst are the indexes in ds of own_first targets queued for their vendor until the
+	// batch's presence query (scanner.resolveOwnFirst).
+	ownFirst []int
 }
 
 func newBatch(size int) *batch {
@@ -40,14 +43,16 @@ func (b *batch) reset() {
 	b.preReason = ""
 	b.cursor = b.cursor[:0]
 	b.last = false
+	b.ownFirst = b.ownFirst[:0]
 }
 
 // add appends a delivery to route r; strings are copied into the arena and bound by seal.
 //
 // own sends a hybrid installation's delivery on the own channel (its installation id is the
 // device id); fallback, when set, is the own-channel message a vendor_first delivery falls
-// back to (the target then carries its installation id too).
-func (b *batch) add(tmpl *push.Delivery, msg *push.Message, ch uint8, channel string, r *push.Route, own bool, fallback *push.Message) {
+// back to (the target then carries its installation id too); withIID keeps the installation
+// id of an own_first target for the batch's presence query.
+func (b *batch) add(tmpl *push.Delivery, msg *push.Message, ch uint8, channel string, r *push.Route, own bool, fallback *push.Message, withIID bool) {
 	b.ds = append(b.ds, *tmpl)
 	d := &b.ds[len(b.ds)-1]
 	d.Message = msg
@@ -70,7 +75,7 @@ func (b *batch) add(tmpl *push.Delivery, msg *push.Message, ch uint8, channel st
 	o[4] = uint32(len(a))
 	a = append(a, r.DeviceProfile...)
 	o[5] = uint32(len(a))
-	if fallback != nil {
+	if fallback != nil || withIID {
 		a = append(a, r.InstallationID...)
 	}
 	o[6] = uint32(len(a))

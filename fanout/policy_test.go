@@ -19,9 +19,12 @@ import (
 // onlineBelow is a Presence: installation ids hid-<i> with i < n are online.
 type onlineBelow int
 
-func (n onlineBelow) Online(app, iid string) bool {
-	i, err := strconv.Atoi(strings.TrimPrefix(iid, "hid-"))
-	return app == testApp && err == nil && i < int(n)
+func (n onlineBelow) Online(_ context.Context, app string, iids []string, online []bool) error {
+	for k, iid := range iids {
+		i, err := strconv.Atoi(strings.TrimPrefix(iid, "hid-"))
+		online[k] = app == testApp && err == nil && i < int(n)
+	}
+	return nil
 }
 
 // startWithPresence runs a planner and one worker that asks p (e.start without presence).

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"go.uber.org/zap"
+
+	"github.com/pushd/pushd/internal/telemetry"
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/query"
 	"github.com/pushd/pushd/store"
@@ -58,6 +61,9 @@ type scanner struct {
 	// counts, when set, receives every target (Targets; InvalidTokens for listed ids known
 	// dead) and no batch is ever filled or handed on.
 	counts *tally
+	// iids and online are resolveOwnFirst's scratch.
+	iids   []string
+	online []bool
 }
 
 func (s *scanner) scan(ctx context.Context) error {
@@ -70,7 +76,7 @@ func (s *scanner) scan(ctx context.Context) error {
 		return err
 	}
 	s.b.last = true
-	s.b.seal()
+	s.seal(ctx)
 	return s.emit(ctx)
 }
 
@@ -108,17 +114,24 @@ func (s *scanner) emit(ctx context.Context) error {
 }
 
 // target adds one target to the batch (or, when its channel has no message, counts it failed).
-func (s *scanner) target(rt *push.Route) {
+func (s *scanner) target(ctx context.Context, rt *push.Route) {
 	r := s.r
 	ch := deliveryChannel(rt, &r.js.app)
-	own, fallback := false, (*push.Message)(nil)
+	own, ownFirst, fallback := false, false, (*push.Message)(nil)
 	if r.js.policy != push.PolicyVendor && ch != push.ChannelDirect && rt.DeviceType == push.DeviceAndroid && rt.InstallationID != "" {
 		// A hybrid installation (one with a vendor): its channel policy decides.
 		switch r.js.policy {
 		case push.PolicyOwnOnly:
 			own = true
 		case push.PolicyOwnFirst:
-			own = s.counts == nil && r.w.presence != nil && r.w.presence.Online(r.js.app.ID, rt.InstallationID)
+			switch {
+			case s.counts != nil || r.w.presence == nil:
+			case r.js.msgs[channelIndex(ch)] != nil && r.js.msgs[channelIndex(push.ChannelDirect)] != nil:
+				// Queued for its vendor; the batch's presence query may move it (resolveOwnFirst).
+				ownFirst = true
+			default: // a channel without a message: ask for this one target now
+				own = s.onlineNow(ctx, rt.InstallationID)
+			}
 		case push.PolicyVendorFirst:
 			fallback = r.js.msgs[channelIndex(push.ChannelDirect)]
 		}
@@ -138,7 +151,7 @@ func (s *scanner) target(rt *push.Route) {
 		if o == push.OutcomeExpired && r.asksHeld() {
 			// The push expired before its message was rendered: deliver (countExpired) asks
 			// the Sender whether a gateway's quota held the target back. It is never sent.
-			s.b.add(&r.tmpl, nil, ci, ch, rt, own, nil)
+			s.b.add(&r.tmpl, nil, ci, ch, rt, own, nil, false)
 			return
 		}
 		s.b.pre.count(ci, o)
@@ -148,7 +161,61 @@ func (s *scanner) target(rt *push.Route) {
 		}
 		return
 	}
-	s.b.add(&r.tmpl, msg, ci, ch, rt, own, fallback)
+	s.b.add(&r.tmpl, msg, ci, ch, rt, own, fallback, ownFirst)
+	if ownFirst {
+		s.b.ownFirst = append(s.b.ownFirst, len(s.b.ds)-1)
+	}
+}
+
+// seal binds the batch's strings and decides its own_first targets.
+func (s *scanner) seal(ctx context.Context) {
+	s.b.seal()
+	s.resolveOwnFirst(ctx)
+}
+
+// resolveOwnFirst asks the presence, once for the whole batch, which of its own_first targets
+// are connected to the own channel now, and moves those from their vendor to the own channel
+// (the installation id is their device id there). Each target stays one delivery, counted on
+// the channel that carries it. When the presence cannot answer, all stay with their vendor.
+func (s *scanner) resolveOwnFirst(ctx context.Context) {
+	b, r := s.b, s.r
+	if len(b.ownFirst) == 0 {
+		return
+	}
+	s.iids = s.iids[:0]
+	for _, i := range b.ownFirst {
+		s.iids = append(s.iids, b.ds[i].Target.InstallationID)
+	}
+	s.online = append(s.online[:0], make([]bool, len(s.iids))...)
+	if err := r.w.presence.Online(ctx, r.js.app.ID, s.iids, s.online); err != nil {
+		r.w.m.presenceErrors.Inc()
+		if ctx.Err() == nil {
+			r.w.logger.Warn("cannot ask the own channel's presence: own_first targets go to their vendor",
+				zap.String(telemetry.KeyAppID, r.js.app.ID), zap.Int("targets", len(s.iids)), zap.Error(err))
+		}
+		clear(s.online)
+	}
+	di := channelIndex(push.ChannelDirect)
+	for k, i := range b.ownFirst {
+		t := &b.ds[i].Target
+		if s.online[k] {
+			b.ds[i].Message = r.js.msgs[di]
+			t.Channel = push.ChannelDirect
+			t.DeviceID = t.InstallationID
+			b.ch[i] = di
+		}
+		t.InstallationID = "" // set only with a Fallback (push.Delivery)
+	}
+}
+
+// onlineNow asks the presence about one installation.
+func (s *scanner) onlineNow(ctx context.Context, iid string) bool {
+	online := []bool{false}
+	if err := s.r.w.presence.Online(ctx, s.r.js.app.ID, []string{iid}, online); err != nil {
+		s.r.w.m.presenceErrors.Inc()
+		return false
+	}
+	return online[0]
 }
 
 // isFull says whether the batch should be handed on now.
@@ -157,7 +224,7 @@ func (s *scanner) isFull() bool {
 }
 
 func (s *scanner) flush(ctx context.Context) error {
-	s.b.seal()
+	s.seal(ctx)
 	if err := s.emit(ctx); err != nil {
 		return err
 	}
@@ -192,7 +259,7 @@ func (s *scanner) scanRange(ctx context.Context) error {
 			if s.match && !s.f.keep(row.Route, row.Doc) {
 				return nil
 			}
-			s.target(row.Route)
+			s.target(ctx, row.Route)
 			if !s.isFull() {
 				return nil
 			}
@@ -235,20 +302,20 @@ func (s *scanner) scanPoints(ctx context.Context) error {
 			if dead {
 				s.deadTarget(&synth)
 			} else {
-				s.target(&synth)
+				s.target(ctx, &synth)
 			}
 		case job.Kind == push.JobDevices:
 			if inst.DeviceProfile == "" {
 				inst.DeviceProfile = job.DeviceProfile
 			}
-			s.target(&inst.Route)
+			s.target(ctx, &inst.Route)
 		case !found:
 			continue
 		default:
 			if !s.f.keep(&inst.Route, inst.Doc) {
 				continue
 			}
-			s.target(&inst.Route)
+			s.target(ctx, &inst.Route)
 		}
 		if s.isFull() {
 			s.b.cursor = appendPointCursor(s.b.cursor[:0], i+1)

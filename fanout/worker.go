@@ -37,11 +37,13 @@ type Worker struct {
 	presence    Presence // nil: no own channel on this node (own_first goes to the vendor)
 }
 
-// Presence says whether an installation is connected to the own channel right now: the
-// gateway that owns the device (sender/direct.Core) answers. own_first asks it per hybrid
-// target (docs/decisions.md, "Channel policy").
+// Presence says which installations are connected to the own channel right now, as the
+// gateways that own them know it (one node: its sender/direct.Core; a cluster: the
+// connections the owning gateways record, sender/direct.Presence). own_first asks it once
+// per batch for the batch's hybrid targets (docs/decisions.md, "Channel policy"): online[i]
+// for iids[i]. An error sends the batch's own_first targets to their vendor.
 type Presence interface {
-	Online(appID, installationID string) bool
+	Online(ctx context.Context, appID string, iids []string, online []bool) error
 }
 
 // SetPresence gives the worker the own channel's presence; call it before Run.
@@ -52,6 +54,7 @@ type workerMetrics struct {
 	rows, matched                                                      *metrics.Counter
 	sent, failed, expired, invalidTokens                               *metrics.Counter
 	batches, checkpoints                                               *metrics.Counter
+	presenceErrors                                                     *metrics.Counter
 	inflight                                                           *metrics.Histogram
 }
 
@@ -94,6 +97,7 @@ func NewWorker(cfg WorkerConfig, st WorkerStore, cons Consumer, snd Sender, logg
 		invalidTokens:  ms.NewCounter(`pushd_fanout_deliveries_total{outcome="invalid_token"}`),
 		batches:        ms.NewCounter(`pushd_fanout_batches_total`),
 		checkpoints:    ms.NewCounter(`pushd_fanout_checkpoints_total`),
+		presenceErrors: ms.NewCounter(`pushd_fanout_presence_errors_total`),
 		inflight:       ms.NewHistogram(`pushd_fanout_batches_in_flight`),
 	}
 	ms.NewGauge(`pushd_fanout_tasks_capacity`, func() float64 { return float64(cfg.Concurrency) })

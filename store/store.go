@@ -218,6 +218,20 @@ type Store interface {
 	DeleteGateway(ctx context.Context, node string) error
 	Gateways(ctx context.Context, now time.Time) ([]Gateway, error)
 
+	// Own-channel presence (presence), written by the gateway holding a device on connect,
+	// disconnect and ack, never per message. DeviceOnline records that node holds iid's
+	// connection since at; DeviceOffline that node's connection of iid ended at at (a
+	// connection recorded for another node since is left alone: the device moved); DeviceAcked
+	// the last ack. DevicePresence reads them back (the newest connection when several nodes
+	// are recorded). ConnectedNodes fills nodes[i] with the node recorded holding iids[i]'s
+	// connection ("" none): fan-out's own_first asks it once per batch. DeleteInstallation
+	// and DeleteInactive remove the presence of the installation's installationId.
+	DeviceOnline(ctx context.Context, appID, iid, node string, at time.Time) error
+	DeviceOffline(ctx context.Context, appID, iid, node string, at time.Time) error
+	DeviceAcked(ctx context.Context, appID, iid string, at time.Time) error
+	DevicePresence(ctx context.Context, appID, iid string) (push.DevicePresence, error)
+	ConnectedNodes(ctx context.Context, appID string, iids []string, nodes []string) error
+
 	// Fan-out checkpoints.
 	GetTaskProgress(ctx context.Context, jobID, taskID string) (push.TaskProgress, error)
 	PutTaskProgress(ctx context.Context, p push.TaskProgress) error

@@ -276,9 +276,11 @@ type Node struct {
 	Name string
 	// API is the base URL of its API, if it runs the api role.
 	API string
-	n   *node.Node
-	net *cutter
-	st  *gatedStore
+	// GatewayURL is the connect URL it advertises, if started by StartGateway.
+	GatewayURL string
+	n          *node.Node
+	net        *cutter
+	st         *gatedStore
 	// gw are the node's paths to the simulators (APNs, FCM).
 	gw []*gatewayProxy
 
@@ -291,6 +293,12 @@ type Node struct {
 // Start builds a node with roles (default api,fanout,scheduler) through internal/node and
 // runs it; it returns once its API listens.
 func (c *Cluster) Start(name string, roles ...string) *Node {
+	c.t.Helper()
+	return c.start(name, nil, roles...)
+}
+
+// start is Start with adjust, when set, changing the node's config last.
+func (c *Cluster) start(name string, adjust func(*node.Config), roles ...string) *Node {
 	t := c.t
 	t.Helper()
 	if len(roles) == 0 {
@@ -299,6 +307,9 @@ func (c *Cluster) Start(name string, roles ...string) *Node {
 	apnsGW, apnsURL := newGatewayProxy(t, c.APNs.URL())
 	fcmGW, fcmURL := newGatewayProxy(t, c.FCM.URL())
 	cfg := c.config(roles, apnsURL, fcmURL)
+	if adjust != nil {
+		adjust(cfg)
+	}
 	nd := &Node{Name: name, net: &cutter{conns: map[*cutConn]struct{}{}}, st: &gatedStore{Store: c.Store, g: newGate()},
 		gw: []*gatewayProxy{apnsGW, fcmGW}, done: make(chan error, 1)}
 	ready := make(chan string, 1)

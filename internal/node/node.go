@@ -240,12 +240,12 @@ func addGateway(p *parts, g *service.Group, hooks *Hooks) error {
 	cfg.Addr = p.cfg.GatewayAddr
 	core := direct.NewCore(cfg, p.store, p.log, set)
 	p.core = core
-	if ps, ok := p.store.(direct.PresenceStore); ok { // the presence endpoint (api.RegisterPresence)
-		if p.owner == "" {
-			p.owner = lease.Owner()
-		}
-		core.SetPresence(ps, p.owner)
+	// Presence for the presence endpoint (api.RegisterPresence) and own_first in a cluster
+	// (direct.Presence), with either store.
+	if p.owner == "" {
+		p.owner = lease.Owner()
 	}
+	core.SetPresence(p.store, p.owner)
 	core.SetEvents(p.webhooks(g))
 	cluster := p.cfg.Log == "kafka"
 	if cluster {
@@ -360,16 +360,14 @@ func addAPI(p *parts, g *service.Group, hooks *Hooks) error {
 		rc.Gateways, rc.Partitions = p.store, p.queue.Partitions(queue.TopicDirect)
 	}
 	srv.RegisterRouter(rc)
-	if ps, ok := p.store.(api.PresenceReader); ok {
-		pc := api.PresenceConfig{Store: ps}
-		if p.core != nil {
-			pc.Local = p.core
-		}
-		if p.cfg.Log == "kafka" {
-			pc.Gateways = p.store
-		}
-		srv.RegisterPresence(pc)
+	pc := api.PresenceConfig{Store: p.store} // either store records presence
+	if p.core != nil {
+		pc.Local = p.core
 	}
+	if p.cfg.Log == "kafka" {
+		pc.Gateways = p.store
+	}
+	srv.RegisterPresence(pc)
 	if p.cfg.AdminToken == "" {
 		p.log.Info("admin API disabled: set PUSHD_ADMIN_TOKEN to enable /admin/")
 	}

@@ -153,19 +153,28 @@ func addFanout(p *parts, g *service.Group, _ *Hooks) error {
 		return err
 	}
 	w.SetEvents(hooks)
-	// own_first asks the gateway that owns the device whether it is connected: this node's,
-	// when it runs the gateway role too (docs/decisions.md, "Channel policy").
-	w.SetPresence(localPresence{p})
+	// own_first asks the gateway that owns the device whether it is connected: on one node
+	// its own gateway core; in a cluster the connections the owning gateways record, once per
+	// batch (docs/decisions.md, "Channel policy").
+	if p.cfg.Log == "kafka" {
+		w.SetPresence(direct.NewPresence(p.store, func() *direct.Core { return p.core }))
+	} else {
+		w.SetPresence(localPresence{p})
+	}
 	g.Add("worker", w)
 	return nil
 }
 
-// localPresence is fan-out's Presence on a node that runs the gateway role too; on a node
-// without it no device is online here, and own_first targets go to their vendor.
+// localPresence is fan-out's Presence on one node (the embedded log): its gateway core holds
+// every device; without the gateway role none is online, and own_first targets go to their
+// vendor.
 type localPresence struct{ p *parts }
 
-func (l localPresence) Online(app, iid string) bool {
-	return l.p.core != nil && l.p.core.Online(app, iid)
+func (l localPresence) Online(_ context.Context, app string, iids []string, online []bool) error {
+	for i, iid := range iids {
+		online[i] = l.p.core != nil && l.p.core.Online(app, iid)
+	}
+	return nil
 }
 
 // dispatcher builds the sender pools with the gateway endpoints and trust of the config

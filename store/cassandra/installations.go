@@ -282,6 +282,8 @@ func containsID(xs []push.DeviceRef, x push.DeviceRef) bool {
 	return false
 }
 
+// deleteStored removes an installation, its index rows and its presence (DeleteInstallation,
+// DeleteInactive).
 func (s *Store) deleteStored(ctx context.Context, appID string, st *stored) error {
 	o, oid := &st.inst, st.inst.ObjectID
 	b := s.s.NewBatch(gocql.LoggedBatch).WithContext(ctx)
@@ -293,6 +295,10 @@ func (s *Store) deleteStored(ctx context.Context, appID string, st *stored) erro
 	}
 	for _, d := range o.Route.DeviceIDs() {
 		b.Query(cqlDeviceDelete, appID, string(d.Kind), d.ID)
+	}
+	if iid := o.InstallationID; iid != "" { // its own-channel presence (presence.go)
+		b.Query(cqlPresenceConnsDrop, appID, iid)
+		b.Query(cqlPresenceDrop, appID, iid)
 	}
 	return s.s.ExecuteBatch(b)
 }

@@ -404,6 +404,9 @@ func (s *Store) deleteInst(appID, objectID string) error {
 	if err := deleteInstRows(b, appID, &st); err != nil {
 		return err
 	}
+	if err := deletePresence(b, appID, st.inst.InstallationID); err != nil {
+		return err
+	}
 	err = b.Commit(pebble.Sync)
 	s.forgetDevices(b)
 	return err
@@ -491,6 +494,9 @@ func (s *Store) sweepInactive(appID, oid string, rowKey []byte, cutoff time.Time
 	inactive := err == nil && st.inst.UpdatedAt < cutoff.UnixMilli()
 	if inactive {
 		if err := deleteInstRows(b, appID, &st); err != nil {
+			return false, err
+		}
+		if err := deletePresence(b, appID, st.inst.InstallationID); err != nil {
 			return false, err
 		}
 	}

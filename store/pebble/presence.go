@@ -24,6 +24,21 @@ func presenceKey(app, iid string, kind byte) []byte {
 	return append(appendStr(appendStr([]byte{tPresence}, app), iid), kind)
 }
 
+// deletePresence adds the deletion of iid's presence to b: its installation is deleted. Not
+// in deleteInstRows: an import's stale registration gives its device ids, and with them the
+// presence, to the newer installation.
+func deletePresence(b *pebble.Batch, app, iid string) error {
+	if iid == "" {
+		return nil
+	}
+	for _, kind := range []byte{presenceConn, presenceSeen, presenceAck} {
+		if err := b.Delete(presenceKey(app, iid, kind), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func msBytes(t time.Time) []byte { return binary.BigEndian.AppendUint64(nil, uint64(t.UnixMilli())) }
 
 // DeviceOnline records that node holds iid's connection since at.
@@ -114,4 +129,26 @@ func (s *Store) DevicePresence(ctx context.Context, app, iid string) (push.Devic
 		}
 	}
 	return p, nil
+}
+
+// ConnectedNodes implements store.Store: one point read per installation.
+func (s *Store) ConnectedNodes(ctx context.Context, app string, iids []string, nodes []string) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	var v []byte
+	for i, iid := range iids {
+		nodes[i] = ""
+		var found bool
+		var err error
+		v, found, err = s.getInto(v[:0], presenceKey(app, iid, presenceConn))
+		if err != nil {
+			return fmt.Errorf("cannot read the connections of %d installations of app %s: %w", len(iids), app, err)
+		}
+		if found && len(v) > 8 {
+			nodes[i] = string(v[8:])
+		}
+	}
+	return nil
 }

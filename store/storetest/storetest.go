@@ -58,6 +58,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"LeaseConcurrent", testLeaseConcurrent},
 		{"ScheduledClaimFencing", testScheduledClaimFencing},
 		{"Gateways", testGateways},
+		{"Presence", testPresence},
+		{"PresenceDeletedWithInstallation", testPresenceDeleted},
 		{"ReserveCalls", testReserveCalls},
 		{"ReserveCallsConcurrent", testReserveCallsConcurrent},
 		{"AppBlocks", testAppBlocks},

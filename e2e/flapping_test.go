@@ -1,0 +1,409 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/pushd/pushd/internal/waitfor"
+	"github.com/pushd/pushd/loadtest/sim"
+	"github.com/pushd/pushd/loadtest/webhooksink"
+	"github.com/pushd/pushd/push"
+)
+
+// The flapping scenario (issue 20, "Done when" 1) on the real binary: Android devices, half
+// of them hybrid across the six vendors, every one also holding an own-channel connection
+// that drops and comes back on a random schedule, receive a series of own_first pushes. The
+// schedule runs on an injected clock: a seeded random plan of rounds, each round's drops and
+// reconnects racing that round's push (no wall-clock timer decides anything). Size:
+// PUSHD_FLAP_DEVICES (default 60 here; `make loadtest-flap` runs 10,000), rounds
+// PUSHD_FLAP_PUSHES (default 4).
+
+// flapVendors are the six vendors the hybrid devices spread over (stored name → channel).
+var flapVendors = []struct{ stored, channel string }{
+	{"HMS", push.ChannelHMS}, {"honor", push.ChannelHonor}, {"mi", push.ChannelMi},
+	{"meizu", push.ChannelMz}, {"vivo", push.ChannelVivo}, {"oppo", push.ChannelOppo},
+}
+
+// deviceLedger is what a device's ledger tells the check (*sim.Ledger).
+type deviceLedger interface {
+	Times(id string) int
+	Acked(id string) bool
+}
+
+// flapDevice is one simulated device: its own-channel ledger (a *sim.Ledger in the scenario)
+// survives its reconnects.
+type flapDevice struct {
+	iid, token, channel string // token, channel: its vendor's ("" for an own-channel-only device)
+	ledger              deviceLedger
+	mu                  sync.Mutex
+	conn                *sim.Device
+}
+
+// flapLedgers is what the devices and the simulators saw, the truth a record is checked with.
+type flapLedgers struct {
+	devs []*flapDevice
+	// vendor[pushID][token] is how often a vendor simulator accepted push pushID for token
+	// (the difference of its per-token counts across the push).
+	vendor map[string]map[string]int64
+}
+
+// flapTally is a record's per-channel counts as the REST API shows them (counts.byChannel).
+type flapTally struct {
+	Targets, Sent, Failed, Expired, InvalidTokens, Arrivals int64
+}
+
+type flapRecord struct {
+	ObjectID string `json:"objectId"`
+	Status   string `json:"status"`
+	Counts   struct {
+		ByChannel map[string]flapTally `json:"byChannel"`
+	} `json:"counts"`
+}
+
+// flapShown is, per device, how the push reached it: on the own channel (wire copies, and
+// whether it was acked) and from its vendor.
+type flapShown struct {
+	own, vendor int64
+	acked       bool
+}
+
+func (l *flapLedgers) shown(pushID string) []flapShown {
+	out := make([]flapShown, len(l.devs))
+	for i, d := range l.devs {
+		out[i] = flapShown{own: int64(d.ledger.Times(pushID)), acked: d.ledger.Acked(pushID)}
+		if d.token != "" {
+			out[i].vendor = l.vendor[pushID][d.token]
+		}
+	}
+	return out
+}
+
+// flapCheck compares one push record with the ledgers and the webhook ledger; it returns
+// every difference (none: the record's funnel is exact) and the wire duplicates. De-duplication
+// is by the own channel's message id (the record's objectId); a vendor copy carries no id
+// today, so a push shown by the own channel and a vendor counts as shown twice.
+func flapCheck(rec flapRecord, l *flapLedgers, wh webhooksink.Ledger) (diffs []string, wireDups int64) {
+	want := map[string]*flapTally{}
+	at := func(ch string) *flapTally {
+		if want[ch] == nil {
+			want[ch] = &flapTally{}
+		}
+		return want[ch]
+	}
+	for i, s := range l.shown(rec.ObjectID) {
+		d := l.devs[i]
+		switch {
+		case s.own == 0 && s.vendor == 0:
+			diffs = append(diffs, fmt.Sprintf("device %s: lost", d.iid))
+		case s.own > 0 && s.vendor > 0:
+			diffs = append(diffs, fmt.Sprintf("device %s: shown twice (own channel and %s)", d.iid, d.channel))
+		}
+		wireDups += max(s.own-1, 0) + max(s.vendor-1, 0)
+		if s.own > 0 {
+			t := at(push.ChannelDirect)
+			t.Targets++
+			t.Sent++
+			if s.acked {
+				t.Arrivals++
+			}
+		}
+		if s.vendor > 0 {
+			t := at(d.channel)
+			t.Targets++
+			t.Sent++
+		}
+	}
+	var sent int64
+	for ch, got := range rec.Counts.ByChannel {
+		if got.Targets == 0 && want[ch] == nil {
+			continue
+		}
+		w := want[ch]
+		if w == nil {
+			w = &flapTally{}
+		}
+		if got != *w {
+			diffs = append(diffs, fmt.Sprintf("push %s channel %s: record %+v, ledgers %+v", rec.ObjectID, ch, got, *w))
+		}
+		sent += got.Sent
+	}
+	for ch, w := range want {
+		if _, ok := rec.Counts.ByChannel[ch]; !ok {
+			diffs = append(diffs, fmt.Sprintf("push %s channel %s: not in the record, ledgers %+v", rec.ObjectID, ch, *w))
+		}
+	}
+	ev := wh.ByPush[rec.ObjectID]
+	own := rec.Counts.ByChannel[push.ChannelDirect]
+	if int64(ev["sent"]) != sent || int64(ev["arrived"]) != own.Arrivals || ev["failed"] != 0 || ev["expired"] != 0 {
+		diffs = append(diffs, fmt.Sprintf("push %s: webhook ledger %v, record sent %d, arrived %d", rec.ObjectID, ev, sent, own.Arrivals))
+	}
+	return diffs, wireDups
+}
+
+func envInt(t *testing.T, name string, def int) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		t.Fatalf("%s=%q: want a positive number", name, v)
+	}
+	return n
+}
+
+func TestE2EFlappingOwnFirst(t *testing.T) {
+	if testing.Short() {
+		t.Skip("e2e")
+	}
+	n := envInt(t, "PUSHD_FLAP_DEVICES", 60)
+	rounds := envInt(t, "PUSHD_FLAP_PUSHES", 4)
+	timeout := pushTimeout + time.Duration(n)*20*time.Millisecond
+	t.Setenv("PUSHD_ADMIN_TOKEN", e2eAdminToken)
+	data := t.TempDir()
+	p := startPushdSim(t, data, "--direct-connect-rate", "100000")
+	line := p.waitOutput(regexp.MustCompile(`gateway simulators: .*`), startTimeout)
+	sims := map[string]*simClient{}
+	for ch, re := range map[string]*regexp.Regexp{push.ChannelHMS: hmsSimLine, push.ChannelHonor: honorSimLine, push.ChannelMi: miSimLine,
+		push.ChannelMz: mzSimLine, push.ChannelVivo: vivoSimLine, push.ChannelOppo: oppoSimLine} {
+		m := re.FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("no %s simulator in the start-up line %q", ch, line)
+		}
+		sims[ch] = newSimClient(m[1], &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // loopback test simulator
+	}
+	b, err := os.ReadFile(filepath.Join(data, "dev-app.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys struct{ AppID, AppKey, MasterKey string }
+	if err := json.Unmarshal(b, &keys); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(p.base, keys.AppID, keys.AppKey, keys.MasterKey)
+
+	// The webhook receiver, then the policy.
+	const secret = "flapping-webhook-secret-0123"
+	sink := webhooksink.New(secret)
+	hs := httptest.NewServer(sink)
+	t.Cleanup(hs.Close)
+	adminPut(t, p.base, keys.AppID, map[string]any{"webhook": map[string]any{"url": hs.URL, "secret": secret}})
+	setAppPolicy(t, p.base, keys.AppID, "own_first")
+
+	// The devices: even ones own-channel only, odd ones hybrid over the six vendors.
+	l := &flapLedgers{vendor: map[string]map[string]int64{}}
+	for i := range n {
+		d := &flapDevice{iid: fmt.Sprintf("f1a90000-0000-4000-8000-%012d", i), ledger: sim.NewLedger()}
+		if i%2 == 1 {
+			v := flapVendors[(i/2)%len(flapVendors)]
+			d.token, d.channel = fmt.Sprintf("flapreg-%s-%07d", v.channel, i), v.channel
+		}
+		l.devs = append(l.devs, d)
+	}
+	var g errgroup.Group
+	g.SetLimit(8)
+	for i, d := range l.devs {
+		g.Go(func() error {
+			body := map[string]any{"deviceType": "android", "installationId": d.iid, "channels": []string{"flap"}}
+			if d.token != "" {
+				body["vendor"], body["registrationId"] = flapVendors[(i/2)%len(flapVendors)].stored, d.token
+			}
+			status, b, err := c.call("POST", "/1.1/installations", false, body)
+			if err != nil || status/100 != 2 {
+				return fmt.Errorf("create installation %s: %d %s: %v", d.iid, status, b, err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var connects, drops atomic.Int64
+	connect := func(d *flapDevice) error {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if d.conn != nil {
+			return nil
+		}
+		connects.Add(1)
+		dctx, cancel := context.WithTimeout(ctx, startTimeout)
+		defer cancel()
+		dev, _, err := sim.DialDevice(dctx, sim.DeviceConfig{API: c.base, AppID: c.appID, AppKey: c.key, InstallationID: d.iid, Ledger: d.ledger.(*sim.Ledger)})
+		if err != nil {
+			return fmt.Errorf("device %s: %w", d.iid, err)
+		}
+		d.conn = dev
+		return nil
+	}
+	drop := func(d *flapDevice) {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if d.conn != nil {
+			d.conn.Close()
+			d.conn = nil
+			drops.Add(1)
+		}
+	}
+	t.Cleanup(func() {
+		for _, d := range l.devs {
+			drop(d)
+		}
+	})
+	// The injected clock: round r's plan says which devices are connected after it.
+	rng := rand.New(rand.NewPCG(20, 26))
+	plan := make([][]bool, rounds)
+	for r := range plan {
+		plan[r] = make([]bool, n)
+		for i := range plan[r] {
+			plan[r][i] = rng.Float64() < 0.6
+		}
+	}
+	apply := func(up []bool) error {
+		var g errgroup.Group
+		g.SetLimit(32)
+		for i, d := range l.devs {
+			g.Go(func() error {
+				if up[i] {
+					return connect(d)
+				}
+				drop(d)
+				return nil
+			})
+		}
+		return g.Wait()
+	}
+	all := make([]bool, n)
+	for i := range all {
+		all[i] = rng.Float64() < 0.5 // the start: half connected
+	}
+	if err := apply(all); err != nil {
+		t.Fatal(err)
+	}
+	vendorCounts := func() map[string]int64 {
+		out := map[string]int64{}
+		for _, s := range sims {
+			for tok, k := range s.mustGet(t, true).PerToken {
+				out[tok] += k
+			}
+		}
+		return out
+	}
+	var pushes []string
+	for r := range rounds {
+		before := vendorCounts()
+		oid := c.push(t, map[string]any{"data": map[string]any{"alert": "flap " + strconv.Itoa(r)}, "channels": []string{"flap"},
+			"expiration_interval": 3600})
+		// This round's drops and reconnects race the push's fan-out.
+		flapped := make(chan error, 1)
+		go func() { flapped <- apply(plan[r]) }()
+		c.waitDone(t, oid)
+		if err := <-flapped; err != nil {
+			t.Fatal(err)
+		}
+		after := vendorCounts()
+		delta := map[string]int64{}
+		for tok, k := range after {
+			if k > before[tok] {
+				delta[tok] = k - before[tok]
+			}
+		}
+		l.vendor[oid] = delta
+		pushes = append(pushes, oid)
+	}
+	// Every device comes back: what the own channel cached reaches it.
+	for i := range all {
+		all[i] = true
+	}
+	if err := apply(all); err != nil {
+		t.Fatal(err)
+	}
+	waitfor.True(t, timeout, "every push on every device, acked on the own channel", func() bool {
+		for _, oid := range pushes {
+			for _, s := range l.shown(oid) {
+				if s.vendor == 0 && (s.own == 0 || !s.acked) {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	recs := map[string]flapRecord{}
+	waitfor.True(t, timeout, "the records' arrivals and the webhook events settled", func() bool {
+		wh := sink.Ledger()
+		for _, oid := range pushes {
+			var rec flapRecord
+			status, b, err := c.call("GET", "/1.1/tables/Notifications/"+oid, true, nil)
+			if err != nil || status != http.StatusOK || json.Unmarshal(b, &rec) != nil {
+				return false
+			}
+			recs[oid] = rec
+			if diffs, _ := flapCheck(rec, l, wh); len(diffs) > 0 {
+				return false
+			}
+		}
+		return true
+	})
+	var deliveries, dups int64
+	wh := sink.Ledger()
+	byChannel := map[string]int64{}
+	for _, oid := range pushes {
+		diffs, d := flapCheck(recs[oid], l, wh)
+		for _, s := range diffs {
+			t.Error(s)
+		}
+		dups += d
+		deliveries += int64(n)
+		for ch, c := range recs[oid].Counts.ByChannel {
+			byChannel[ch] += c.Sent
+		}
+	}
+	t.Logf("flapping: sent per channel over the pushes %v; %d connects, %d drops", byChannel, connects.Load(), drops.Load())
+	t.Logf("flapping: %d devices (%d hybrid over %d vendors), %d pushes: %d deliveries, 0 lost, 0 shown twice, %d wire duplicates (%.3f%%); webhook %d events, %d duplicates, %d bad signatures",
+		n, n/2, len(flapVendors), rounds, deliveries, dups, 100*float64(dups)/float64(deliveries), wh.Events, wh.Duplicates, wh.BadSigs)
+	if dups*100 > deliveries {
+		t.Errorf("%d wire duplicates of %d deliveries: over 1%%", dups, deliveries)
+	}
+	if wh.BadSigs != 0 {
+		t.Errorf("%d webhook requests with a bad signature", wh.BadSigs)
+	}
+}
+
+// adminPut changes an app through the admin API.
+func adminPut(t *testing.T, base, appID string, body map[string]any) {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	req, err := http.NewRequest(http.MethodPut, base+"/admin/apps/"+appID, bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+e2eAdminToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var out bytes.Buffer
+		_, _ = out.ReadFrom(resp.Body)
+		t.Fatalf("PUT /admin/apps/%s %s: %d %s", appID, b, resp.StatusCode, out.String())
+	}
+}
