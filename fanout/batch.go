@@ -46,8 +46,10 @@ func (b *batch) reset() {
 //
 // own sends a hybrid installation's delivery on the own channel (its installation id is the
 // device id); fallback, when set, is the own-channel message a vendor_first delivery falls
-// back to (the target then carries its installation id too).
-func (b *batch) add(tmpl *push.Delivery, msg *push.Message, ch uint8, channel string, r *push.Route, own bool, fallback *push.Message) {
+// back to (the target then carries its installation id too); hybrid keeps the installation id
+// of a target sent to its vendor under own_first (a deferral may later send it on the own
+// channel, quota.go).
+func (b *batch) add(tmpl *push.Delivery, msg *push.Message, ch uint8, channel string, r *push.Route, own bool, fallback *push.Message, hybrid bool) {
 	b.ds = append(b.ds, *tmpl)
 	d := &b.ds[len(b.ds)-1]
 	d.Message = msg
@@ -70,7 +72,7 @@ func (b *batch) add(tmpl *push.Delivery, msg *push.Message, ch uint8, channel st
 	o[4] = uint32(len(a))
 	a = append(a, r.DeviceProfile...)
 	o[5] = uint32(len(a))
-	if fallback != nil {
+	if fallback != nil || hybrid && !own {
 		a = append(a, r.InstallationID...)
 	}
 	o[6] = uint32(len(a))

@@ -111,13 +111,14 @@ func (s *scanner) emit(ctx context.Context) error {
 func (s *scanner) target(rt *push.Route) {
 	r := s.r
 	ch := deliveryChannel(rt, &r.js.app)
-	own, fallback := false, (*push.Message)(nil)
+	own, fallback, hybrid := false, (*push.Message)(nil), false
 	if r.js.policy != push.PolicyVendor && ch != push.ChannelDirect && rt.DeviceType == push.DeviceAndroid && rt.InstallationID != "" {
 		// A hybrid installation (one with a vendor): its channel policy decides.
 		switch r.js.policy {
 		case push.PolicyOwnOnly:
 			own = true
 		case push.PolicyOwnFirst:
+			hybrid = true
 			own = s.counts == nil && r.w.presence != nil && r.w.presence.Online(r.js.app.ID, rt.InstallationID)
 		case push.PolicyVendorFirst:
 			fallback = r.js.msgs[channelIndex(push.ChannelDirect)]
@@ -138,7 +139,7 @@ func (s *scanner) target(rt *push.Route) {
 		if o == push.OutcomeExpired && r.asksHeld() {
 			// The push expired before its message was rendered: deliver (countExpired) asks
 			// the Sender whether a gateway's quota held the target back. It is never sent.
-			s.b.add(&r.tmpl, nil, ci, ch, rt, own, nil)
+			s.b.add(&r.tmpl, nil, ci, ch, rt, own, nil, false)
 			return
 		}
 		s.b.pre.count(ci, o)
@@ -148,7 +149,7 @@ func (s *scanner) target(rt *push.Route) {
 		}
 		return
 	}
-	s.b.add(&r.tmpl, msg, ci, ch, rt, own, fallback)
+	s.b.add(&r.tmpl, msg, ci, ch, rt, own, fallback, hybrid)
 }
 
 // isFull says whether the batch should be handed on now.

@@ -139,6 +139,9 @@ func addFanout(p *parts, g *service.Group, _ *Hooks) error {
 		return err
 	}
 	d.SetEvents(hooks)
+	// A spent vendor quota defers its targets in the store (fanout/quota.go), sent by the
+	// re-driver below once the window resets, instead of holding a task for a day.
+	d.SetDeferQuota()
 	g.Add("sender-membership", m)
 	g.Add("sender", d)
 	set := p.reg.Add(metrics.NewSet())
@@ -157,6 +160,16 @@ func addFanout(p *parts, g *service.Group, _ *Hooks) error {
 	// when it runs the gateway role too (docs/decisions.md, "Channel policy").
 	w.SetPresence(localPresence{p})
 	g.Add("worker", w)
+	// Deferred targets are sent once per cluster, under a lease (issue 20 item 2).
+	k := p.keeper("deferrals", set)
+	g.Add("deferrals-lease", k)
+	dr, err := fanout.NewDeferrals(p.cfg.Deferrals, p.store, direct.NewHandoff(d, p.queue), k, p.log, set)
+	if err != nil {
+		return err
+	}
+	dr.SetEvents(hooks)
+	dr.SetPresence(localPresence{p})
+	g.Add("deferrals", dr)
 	return nil
 }
 
