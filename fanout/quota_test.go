@@ -26,7 +26,7 @@ func (e *env) seedVivo(buckets, n int) {
 	for i := range n {
 		r := push.Route{
 			ObjectID: fmt.Sprintf("v%07d", i), DeviceType: push.DeviceAndroid,
-			InstallationID: fmt.Sprintf("vq-%d", i), RegistrationID: fmt.Sprintf("vreg-%d", i),
+			InstallationID: fmt.Sprintf("vq-%d", i), RegistrationID: quotaRegID(i),
 			Vendor: push.ChannelVivo, Channels: []string{"vq"}, UpdatedAt: now.UnixMilli(),
 		}
 		doc, _ := json.Marshal(map[string]any{
