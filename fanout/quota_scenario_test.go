@@ -42,7 +42,9 @@ func (a vivoApps) GetApp(ctx context.Context, id string) (push.App, error) {
 
 type keepTokens struct{}
 
-func (keepTokens) InvalidateToken(context.Context, string, string, string, time.Time) error { return nil }
+func (keepTokens) InvalidateToken(context.Context, string, string, string, time.Time) error {
+	return nil
+}
 
 // realQuotaRig is the quota scenario on real parts: Pebble and the embedded log, the vivo
 // simulator over real HTTPS through sender.Dispatcher, the own channel's gateway (direct.Core
