@@ -62,6 +62,9 @@ type SettingsRequest struct {
 	// ChannelPolicy is the app's default channel policy for hybrid Android installations
 	// (push/policy.go; a pushd extension): vendor, own_first, vendor_first or own_only.
 	ChannelPolicy *string `json:"channelPolicy"`
+	// VendorQuotas replaces the app's vendor budgets (push.VendorQuotas; a pushd extension,
+	// docs/decisions.md "Vendor quota accounting"): a vendor left out has none; {} clears them.
+	VendorQuotas *push.VendorQuotas `json:"vendorQuotas"`
 }
 
 // AppView is an app as the admin API shows it: no secrets, credential kinds only.
@@ -169,6 +172,9 @@ func ApplySettings(cur push.AppSettings, req *SettingsRequest, creating bool) (p
 	if req.SenderRates != nil {
 		out.SenderRates = *req.SenderRates
 	}
+	if req.VendorQuotas != nil {
+		out.VendorQuotas = *req.VendorQuotas
+	}
 	if req.ChannelPolicy != nil {
 		out.ChannelPolicy = *req.ChannelPolicy
 		if out.ChannelPolicy == push.PolicyVendor {
@@ -194,6 +200,9 @@ func ApplySettings(cur push.AppSettings, req *SettingsRequest, creating bool) (p
 		return cur, push.Errorf(push.CodeValidation, "buckets must be a power of two from 1 to 65536")
 	}
 	if perr := checkSenderRates(out.SenderRates); perr != nil {
+		return cur, perr
+	}
+	if perr := checkVendorQuotas(&out.VendorQuotas); perr != nil {
 		return cur, perr
 	}
 	return out, nil

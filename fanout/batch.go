@@ -50,9 +50,11 @@ func (b *batch) reset() {
 //
 // own sends a hybrid installation's delivery on the own channel (its installation id is the
 // device id); fallback, when set, is the own-channel message a vendor_first delivery falls
-// back to (the target then carries its installation id too); withIID keeps the installation
-// id of an own_first target for the batch's presence query.
-func (b *batch) add(tmpl *push.Delivery, msg *push.Message, ch uint8, channel string, r *push.Route, own bool, fallback *push.Message, withIID bool) {
+// back to (the target then carries its installation id too); keepIID keeps the installation
+// id of a hybrid target sent to its vendor under own_first: the batch's presence query may
+// move it to the own channel (resolveOwnFirst), and a deferral may later send it there
+// (quota.go).
+func (b *batch) add(tmpl *push.Delivery, msg *push.Message, ch uint8, channel string, r *push.Route, own bool, fallback *push.Message, keepIID bool) {
 	b.ds = append(b.ds, *tmpl)
 	d := &b.ds[len(b.ds)-1]
 	d.Message = msg
@@ -75,7 +77,7 @@ func (b *batch) add(tmpl *push.Delivery, msg *push.Message, ch uint8, channel st
 	o[4] = uint32(len(a))
 	a = append(a, r.DeviceProfile...)
 	o[5] = uint32(len(a))
-	if fallback != nil || withIID {
+	if fallback != nil || keepIID {
 		a = append(a, r.InstallationID...)
 	}
 	o[6] = uint32(len(a))

@@ -39,6 +39,8 @@ func (r *run) emit(ds []push.Delivery, res []push.Result, at time.Time) {
 			ev.Type, ev.Reason = webhook.Expired, ""
 		case push.OutcomeQueued:
 			continue
+		case push.OutcomeDeferred:
+			ev.Type = webhook.Deferred
 		case push.OutcomeInvalidToken:
 			ev.Type = webhook.Failed
 			if ev.Reason == "" {

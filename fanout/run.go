@@ -258,6 +258,13 @@ func (r *run) finish(ctx context.Context, f inflight, serr error) error {
 		r.release(ctx, f.n)
 		return fmt.Errorf("cannot send a batch of task %s: %w", r.t.ID, serr)
 	}
+	if f.n > 0 {
+		// Before anything of b is counted: a target its vendor deferred is durable first.
+		if err := r.deferReplies(ctx, b, b.res[:f.n]); err != nil {
+			r.release(ctx, f.n)
+			return err
+		}
+	}
 	r.tl.add(&b.pre)
 	if f.n > 0 {
 		fpWorkerAfterSend.Hit()
@@ -291,6 +298,15 @@ func (r *run) prepare(ctx context.Context, b *batch) ([]push.Delivery, error) {
 	}
 	if !r.expires.IsZero() && !w.clock.Now().Before(r.expires) {
 		r.countExpired(ctx, b)
+		return nil, nil
+	}
+	// Vendor budgets first (quota.go): a target deferred or moved to the own channel takes
+	// no unit of the day's volume here.
+	ds, err := r.admitQuotas(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	if len(ds) == 0 {
 		return nil, nil
 	}
 	allowed, err := r.reserve(ctx, len(ds))
@@ -344,6 +360,7 @@ func (r *run) tallyBatch(b *batch, res []push.Result) {
 		case push.OutcomeExpired:
 			expired++
 		case push.OutcomeQueued: // handed to the own-channel gateway, which counts it
+		case push.OutcomeDeferred: // written by deferReplies; the re-driver ends it
 		default:
 			failed++
 			reason := res[i].Reason

@@ -117,13 +117,14 @@ func (s *scanner) emit(ctx context.Context) error {
 func (s *scanner) target(ctx context.Context, rt *push.Route) {
 	r := s.r
 	ch := deliveryChannel(rt, &r.js.app)
-	own, ownFirst, fallback := false, false, (*push.Message)(nil)
+	own, ownFirst, hybrid, fallback := false, false, false, (*push.Message)(nil)
 	if r.js.policy != push.PolicyVendor && ch != push.ChannelDirect && rt.DeviceType == push.DeviceAndroid && rt.InstallationID != "" {
 		// A hybrid installation (one with a vendor): its channel policy decides.
 		switch r.js.policy {
 		case push.PolicyOwnOnly:
 			own = true
 		case push.PolicyOwnFirst:
+			hybrid = true
 			switch {
 			case s.counts != nil || r.w.presence == nil:
 			case r.js.msgs[channelIndex(ch)] != nil && r.js.msgs[channelIndex(push.ChannelDirect)] != nil:
@@ -161,7 +162,7 @@ func (s *scanner) target(ctx context.Context, rt *push.Route) {
 		}
 		return
 	}
-	s.b.add(&r.tmpl, msg, ci, ch, rt, own, fallback, ownFirst)
+	s.b.add(&r.tmpl, msg, ci, ch, rt, own, fallback, hybrid && !own)
 	if ownFirst {
 		s.b.ownFirst = append(s.b.ownFirst, len(s.b.ds)-1)
 	}
@@ -202,9 +203,11 @@ func (s *scanner) resolveOwnFirst(ctx context.Context) {
 			b.ds[i].Message = r.js.msgs[di]
 			t.Channel = push.ChannelDirect
 			t.DeviceID = t.InstallationID
+			t.InstallationID = ""
 			b.ch[i] = di
 		}
-		t.InstallationID = "" // set only with a Fallback (push.Delivery)
+		// One left with its vendor keeps its installation id: a deferral over the vendor's
+		// quota may send it on the own channel later (quota.go).
 	}
 }
 

@@ -64,6 +64,8 @@ func (t *tally) count(ch uint8, o push.Outcome) {
 	case push.OutcomeExpired:
 		x.Expired++
 	case push.OutcomeQueued: // the own-channel gateway counts it (sender/direct)
+	case push.OutcomeDeferred: // a vendor quota holds it (quota.go): Deferrals ends it
+		x.Deferred++
 	default:
 		x.Failed++
 	}

@@ -55,6 +55,7 @@ type workerMetrics struct {
 	sent, failed, expired, invalidTokens                               *metrics.Counter
 	batches, checkpoints                                               *metrics.Counter
 	presenceErrors                                                     *metrics.Counter
+	deferred, quotaFallbacks                                           *metrics.Counter
 	inflight                                                           *metrics.Histogram
 }
 
@@ -96,6 +97,8 @@ func NewWorker(cfg WorkerConfig, st WorkerStore, cons Consumer, snd Sender, logg
 		expired:        ms.NewCounter(`pushd_fanout_deliveries_total{outcome="expired"}`),
 		invalidTokens:  ms.NewCounter(`pushd_fanout_deliveries_total{outcome="invalid_token"}`),
 		batches:        ms.NewCounter(`pushd_fanout_batches_total`),
+		deferred:       ms.NewCounter(`pushd_fanout_deliveries_total{outcome="deferred"}`),
+		quotaFallbacks: ms.NewCounter(`pushd_fanout_quota_fallbacks_total`),
 		checkpoints:    ms.NewCounter(`pushd_fanout_checkpoints_total`),
 		presenceErrors: ms.NewCounter(`pushd_fanout_presence_errors_total`),
 		inflight:       ms.NewHistogram(`pushd_fanout_batches_in_flight`),

@@ -58,6 +58,9 @@ type AppSettings struct {
 	// ChannelPolicy is the app's default channel policy for hybrid Android installations
 	// (push/policy.go); "" is PolicyVendor. A push's channel_policy wins.
 	ChannelPolicy string `json:"channelPolicy,omitempty"`
+	// VendorQuotas are the app's vendor budgets: daily quota per message class and per-second
+	// limit (push/quota.go; a pushd extension, issue 20 item 2).
+	VendorQuotas VendorQuotas `json:"vendorQuotas,omitzero"`
 }
 
 // ChannelRates are deliveries per second per gateway channel, cluster-wide; 0 is "not set".

@@ -56,6 +56,9 @@ const (
 	// OutcomeQueued: handed to the own-channel gateway on push.direct. Fan-out counts only the
 	// target; the gateway counts it sent (written or cached) or expired on the record.
 	OutcomeQueued
+	// OutcomeDeferred: the vendor's quota for the app is spent (its reply, or the configured
+	// budget): fan-out keeps the target for the next quota window (push/quota.go).
+	OutcomeDeferred
 )
 
 func (o Outcome) String() string {
@@ -70,6 +73,8 @@ func (o Outcome) String() string {
 		return "expired"
 	case OutcomeQueued:
 		return "queued"
+	case OutcomeDeferred:
+		return "deferred"
 	}
 	return "unknown"
 }

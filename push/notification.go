@@ -21,6 +21,7 @@ type Tally struct {
 	Sent          int64 `json:"sent"`
 	Failed        int64 `json:"failed"`
 	Expired       int64 `json:"expired"`
+	Deferred      int64 `json:"deferred"`
 	InvalidTokens int64 `json:"invalidTokens"`
 	// Arrivals counts the own channel's targets whose device acknowledged the message: a
 	// figure APNs and FCM cannot give. Zero on every other channel.
@@ -33,6 +34,7 @@ func (t *Tally) Add(o Tally) {
 	t.Sent += o.Sent
 	t.Failed += o.Failed
 	t.Expired += o.Expired
+	t.Deferred += o.Deferred
 	t.InvalidTokens += o.InvalidTokens
 	t.Arrivals += o.Arrivals
 }
@@ -83,6 +85,7 @@ type Notification struct {
 	FlowControl        int             `json:"flowControl,omitempty"`
 	ReqID              string          `json:"reqId,omitempty"`
 	ChannelPolicy      string          `json:"channelPolicy,omitempty"` // channel_policy, a pushd extension
+	MessageClass       string          `json:"messageClass,omitempty"`
 	ScheduledID        int64           `json:"scheduledId,omitempty"`
 
 	// Progress, filled by fan-out.

@@ -469,7 +469,7 @@ func (d *Dispatcher) app(ctx context.Context, appID string, now time.Time) (*app
 		return old, nil
 	}
 	app, err := d.src.GetApp(ctx, appID)
-	e := &appEntry{fetched: now, found: true, creds: map[string]*credsEntry{}, rates: app.Settings.SenderRates}
+	e := &appEntry{fetched: now, found: true, creds: map[string]*credsEntry{}, rates: vendorRates(app.Settings.SenderRates, &app.Settings.VendorQuotas)}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		e.found = false

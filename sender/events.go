@@ -19,6 +19,11 @@ type Events interface {
 // before the first Send.
 func (d *Dispatcher) SetEvents(ev Events) { d.quota.events = ev }
 
+// SetDeferQuota makes a spent vendor quota end the app+vendor's deliveries at once as
+// push.OutcomeDeferred (fan-out keeps them in the store until the window resets, issue 20
+// item 2) instead of holding them in the pool. Call it before the first Send.
+func (d *Dispatcher) SetDeferQuota() { d.quota.deferring = true }
+
 // deferred reports dl as deferred by a spent quota (reason: the vendor's answer).
 func (q *quotas) deferred(dl *push.Delivery, reason string, at time.Time) {
 	if q.events == nil || !q.events.Enabled(dl.AppID) {

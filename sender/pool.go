@@ -229,6 +229,12 @@ func (p *pool) deliverFrom(ctx context.Context, d *push.Delivery, first *gateway
 					return push.Result{Outcome: push.OutcomeFailed, Reason: qp.reason, Refused: true}, true
 				}
 			}
+			if p.quota.deferring {
+				// Fan-out keeps it until the window resets (Dispatcher.SetDeferQuota).
+				if qp, ok := p.quota.parked(p.key, p.cfg.now()); ok {
+					return push.Result{Outcome: push.OutcomeDeferred, Reason: qp.reason}, true
+				}
+			}
 			// Before the expiry check: a delivery whose push expires while the quota is spent
 			// fails with the quota's reason.
 			r, final, done, waited := p.waitQuota(ctx, d)

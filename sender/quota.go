@@ -20,6 +20,10 @@ type quotas struct {
 	m  map[poolKey]quotaPark // guarded by mu
 
 	events Events // set once before the first Send (Dispatcher.SetEvents); nil: none
+	// deferring (Dispatcher.SetDeferQuota, set before the first Send): a delivery of a parked
+	// app+vendor ends at once as push.OutcomeDeferred, for fan-out to keep until the window
+	// resets, instead of waiting in its pool.
+	deferring bool
 }
 
 type quotaPark struct {
@@ -133,4 +137,21 @@ func (p *pool) waitQuota(ctx context.Context, dl *push.Delivery) (res push.Resul
 	}
 	p.quota.lift(p.key, qp)
 	return push.Result{}, false, false, true
+}
+
+// vendorRates are the app's per-channel rates with its vendor quotas' per-second limits
+// (settings.vendorQuotas.<vendor>.perSecond) applied: the lower of the two wins.
+func vendorRates(r push.ChannelRates, q *push.VendorQuotas) push.ChannelRates {
+	lower := func(cur *float64, ps float64) {
+		if ps > 0 && (*cur <= 0 || ps < *cur) {
+			*cur = ps
+		}
+	}
+	lower(&r.HMS, q.HMS.PerSecond)
+	lower(&r.Honor, q.Honor.PerSecond)
+	lower(&r.Mi, q.Mi.PerSecond)
+	lower(&r.Mz, q.Mz.PerSecond)
+	lower(&r.Oppo, q.Oppo.PerSecond)
+	lower(&r.Vivo, q.Vivo.PerSecond)
+	return r
 }

@@ -160,6 +160,23 @@ type Store interface {
 	// get more than limit in total; a store whose counter cannot be conditional (Cassandra)
 	// may grant fewer than would fit while callers race at the limit, never more.
 	ReserveCalls(ctx context.Context, appID string, minute int64, want, limit int) (granted int, err error)
+	// Vendor quotas (vendor_quotas; issue 20 item 2), shared by every fan-out node.
+	// ReserveVendorQuota adds up to want messages to app's count of budget (vendor/class) in
+	// the quota day day (a date in the vendor's zone) without taking it past limit, and says
+	// how many it added: 0 once the day is spent. Concurrent callers never get more than limit
+	// in total (a store whose counter cannot be conditional may grant fewer, never more). A
+	// day marked by SpendVendorQuota (the vendor said its quota is spent) grants nothing. until
+	// is the day's end: a row need not outlive it.
+	ReserveVendorQuota(ctx context.Context, appID, budget, day string, want, limit int64, until time.Time) (granted int64, err error)
+	SpendVendorQuota(ctx context.Context, appID, budget, day string, until time.Time) error
+	// Deferred targets (deferred): targets a spent quota holds until their window ends.
+	// PutDeferred writes them durably (a target already there, by Until and Deferred.Key, is
+	// overwritten); DueDeferred lists up to limit whose Until is at or before before, oldest
+	// window first; DeleteDeferred removes them (absent ones are no error).
+	PutDeferred(ctx context.Context, ds []push.Deferred) error
+	DueDeferred(ctx context.Context, before time.Time, limit int) ([]push.Deferred, error)
+	DeleteDeferred(ctx context.Context, ds []push.Deferred) error
+
 	// BlockApp refuses app's push calls until until; an earlier until than the stored one is
 	// ignored. AppBlocked returns the block's end when it is after now, else the zero time.
 	BlockApp(ctx context.Context, appID string, until time.Time) error

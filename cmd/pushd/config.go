@@ -84,6 +84,8 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	c.Planner.RegisterFlags(fs, "fanout-")
 	c.Worker = fanout.DefaultWorkerConfig()
 	c.Worker.RegisterFlags(fs, "fanout-")
+	c.Deferrals = fanout.DefaultDeferralsConfig()
+	c.Deferrals.RegisterFlags(fs, "fanout-")
 	c.Sender.RegisterFlags(fs, "sender-")
 	c.DryRun = pushapi.DefaultDryRunConfig()
 	c.DryRun.RegisterFlags(fs, "dry-run-")
@@ -184,6 +186,9 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	}
 	if err := c.Worker.Validate(); err != nil {
 		return nil, err
+	}
+	if err := c.Deferrals.Validate(); err != nil {
+		return nil, fmt.Errorf("--fanout-deferred-every, --fanout-deferred-batch: %w", err)
 	}
 	if err := c.DryRun.Validate(); err != nil {
 		return nil, fmt.Errorf("--dry-run-timeout, --dry-run-concurrency: %w", err)

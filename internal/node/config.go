@@ -50,6 +50,8 @@ type Config struct {
 	// Fan-out tuning.
 	Planner fanout.PlannerConfig
 	Worker  fanout.WorkerConfig
+	// Deferrals times the re-driver of the targets a spent vendor quota deferred.
+	Deferrals fanout.DeferralsConfig
 
 	// Sender tuning: retry horizon and backoff towards the gateways.
 	Sender sender.Config

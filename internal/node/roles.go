@@ -139,6 +139,9 @@ func addFanout(p *parts, g *service.Group, _ *Hooks) error {
 		return err
 	}
 	d.SetEvents(hooks)
+	// A spent vendor quota defers its targets in the store (fanout/quota.go), sent by the
+	// re-driver below once the window resets, instead of holding a task for a day.
+	d.SetDeferQuota()
 	g.Add("sender-membership", m)
 	g.Add("sender", d)
 	set := p.reg.Add(metrics.NewSet())
@@ -156,12 +159,22 @@ func addFanout(p *parts, g *service.Group, _ *Hooks) error {
 	// own_first asks the gateway that owns the device whether it is connected: on one node
 	// its own gateway core; in a cluster the connections the owning gateways record, once per
 	// batch (docs/decisions.md, "Channel policy").
+	var presence fanout.Presence = localPresence{p}
 	if p.cfg.Log == "kafka" {
-		w.SetPresence(direct.NewPresence(p.store, func() *direct.Core { return p.core }))
-	} else {
-		w.SetPresence(localPresence{p})
+		presence = direct.NewPresence(p.store, func() *direct.Core { return p.core })
 	}
+	w.SetPresence(presence)
 	g.Add("worker", w)
+	// Deferred targets are sent once per cluster, under a lease (issue 20 item 2).
+	k := p.keeper("deferrals", set)
+	g.Add("deferrals-lease", k)
+	dr, err := fanout.NewDeferrals(p.cfg.Deferrals, p.store, direct.NewHandoff(d, p.queue), k, p.log, set)
+	if err != nil {
+		return err
+	}
+	dr.SetEvents(hooks)
+	dr.SetPresence(presence)
+	g.Add("deferrals", dr)
 	return nil
 }
 

@@ -85,12 +85,15 @@ func Verify(e *Expect, rec RecordCounts, sims []SimDelta) []string {
 			if !ok {
 				gw, ok = e.Failed[tok]
 			}
+			if !ok {
+				gw, ok = e.Deferred[tok]
+			}
 			if ok && s.Name != "" && gw != s.Name {
 				wrongSim = append(wrongSim, tok)
 			}
 		}
 	}
-	var missing, dup, extra, deadAccepted, failedAccepted []string
+	var missing, dup, extra, deadAccepted, failedAccepted, deferredAccepted []string
 	for tok := range e.Alive {
 		switch n := got[tok]; {
 		case n == 0:
@@ -107,6 +110,8 @@ func Verify(e *Expect, rec RecordCounts, sims []SimDelta) []string {
 			deadAccepted = append(deadAccepted, tok)
 		} else if _, ok := e.Failed[tok]; ok {
 			failedAccepted = append(failedAccepted, tok)
+		} else if _, ok := e.Deferred[tok]; ok {
+			deferredAccepted = append(deferredAccepted, tok)
 		} else {
 			extra = append(extra, tok)
 		}
@@ -116,6 +121,7 @@ func Verify(e *Expect, rec RecordCounts, sims []SimDelta) []string {
 	p.tokens("tokens accepted that the scenario does not target", extra)
 	p.tokens("dead tokens accepted", deadAccepted)
 	p.tokens("tokens accepted that must fail", failedAccepted)
+	p.tokens("tokens accepted that must wait for the quota reset", deferredAccepted)
 	p.tokens("tokens accepted by the wrong simulator", wrongSim)
 
 	// The records against the expectation.
@@ -224,6 +230,10 @@ func (p *problems) tally(what string, got, want push.Tally) {
 		p.addf("%s: targets/sent/failed/expired/invalid/arrivals = %d/%d/%d/%d/%d/%d, want %d/%d/%d/%d/%d/%d", what,
 			got.Targets, got.Sent, got.Failed, got.Expired, got.InvalidTokens, got.Arrivals,
 			want.Targets, want.Sent, want.Failed, want.Expired, want.InvalidTokens, want.Arrivals)
+	case got.Deferred != 0 || want.Deferred != 0: // a vendor quota's
+		p.addf("%s: targets/sent/failed/expired/invalid/deferred = %d/%d/%d/%d/%d/%d, want %d/%d/%d/%d/%d/%d", what,
+			got.Targets, got.Sent, got.Failed, got.Expired, got.InvalidTokens, got.Deferred,
+			want.Targets, want.Sent, want.Failed, want.Expired, want.InvalidTokens, want.Deferred)
 	default:
 		p.addf("%s: targets/sent/failed/expired/invalid = %d/%d/%d/%d/%d, want %d/%d/%d/%d/%d", what,
 			got.Targets, got.Sent, got.Failed, got.Expired, got.InvalidTokens,

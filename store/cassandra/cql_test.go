@@ -172,6 +172,7 @@ var keptTables = map[string]string{
 	"notification_counts": "counter: Cassandra refuses TTLs on counters; dropped with the record",
 	"call_counts":         "counter: one row per app and minute",
 	"daily_volume":        "counter: one row per app and day",
+	"vendor_quotas":       "counter: one row per app, vendor budget and day",
 }
 
 // fullScans are statements allowed to read without a partition key.

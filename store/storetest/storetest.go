@@ -65,6 +65,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"AppBlocks", testAppBlocks},
 		{"InstallationConcurrentSameDevice", testInstallationConcurrentSameDevice},
 		{"Members", testMembers},
+		{"VendorQuota", testVendorQuota},
+		{"VendorQuotaConcurrent", testVendorQuotaConcurrent},
+		{"Deferred", testDeferred},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
