@@ -62,6 +62,12 @@ type SettingsRequest struct {
 	// ChannelPolicy is the app's default channel policy for hybrid Android installations
 	// (push/policy.go; a pushd extension): vendor, own_first, vendor_first or own_only.
 	ChannelPolicy *string `json:"channelPolicy"`
+	// MessageClass is the app's default message class (push/class.go; a pushd extension):
+	// system or marketing.
+	MessageClass *string `json:"messageClass"`
+	// Marketing replaces the app's marketing rules (daily cap per device, quiet hours); {}
+	// clears them.
+	Marketing *push.MarketingRules `json:"marketing"`
 }
 
 // AppView is an app as the admin API shows it: no secrets, credential kinds only.
@@ -175,6 +181,18 @@ func ApplySettings(cur push.AppSettings, req *SettingsRequest, creating bool) (p
 			out.ChannelPolicy = "" // the default, stored as such
 		}
 	}
+	if req.MessageClass != nil {
+		if !push.ValidMessageClass(*req.MessageClass) {
+			return cur, push.Errorf(push.CodeValidation, "messageClass must be %q or %q", push.ClassSystem, push.ClassMarketing)
+		}
+		out.MessageClass = *req.MessageClass
+		if out.MessageClass == push.ClassSystem {
+			out.MessageClass = "" // the default, stored as such
+		}
+	}
+	if req.Marketing != nil {
+		out.Marketing = *req.Marketing
+	}
 	if req.Buckets != nil {
 		if !creating && *req.Buckets != cur.Buckets {
 			return cur, push.Errorf(push.CodeReadOnlyKey, "buckets is fixed when the app is created")
@@ -195,6 +213,9 @@ func ApplySettings(cur push.AppSettings, req *SettingsRequest, creating bool) (p
 	}
 	if perr := checkSenderRates(out.SenderRates); perr != nil {
 		return cur, perr
+	}
+	if err := out.Marketing.Validate(); err != nil {
+		return cur, push.Errorf(push.CodeValidation, "%s", err.Error())
 	}
 	return out, nil
 }

@@ -24,7 +24,7 @@ func TestPlannerTaskWire(t *testing.T) {
 			DeviceIDs: []string{"d1", "d2"}, Vendor: "mi", DeviceProfile: "p",
 			Data: json.RawMessage(`{"alert": "<b>sale</b> & more", "n": 1.50}`), Prod: "dev",
 			Topic: "com.example", APNsTeamID: "T1", NotificationChannel: "ch",
-			ExpiresAt: time.Date(2026, 11, 23, 1, 2, 3, 4000000, time.UTC), FlowControl: 1500, ChannelPolicy: "own_first",
+			ExpiresAt: time.Date(2026, 11, 23, 1, 2, 3, 4000000, time.UTC), FlowControl: 1500, ChannelPolicy: "own_first", MessageClass: "marketing",
 			CreatedAt: time.Date(2026, 11, 22, 1, 2, 3, 0, time.UTC),
 			QueryAt:   time.Date(2026, 11, 22, 5, 0, 0, 0, time.UTC),
 		},

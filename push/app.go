@@ -58,6 +58,11 @@ type AppSettings struct {
 	// ChannelPolicy is the app's default channel policy for hybrid Android installations
 	// (push/policy.go); "" is PolicyVendor. A push's channel_policy wins.
 	ChannelPolicy string `json:"channelPolicy,omitempty"`
+	// MessageClass is the app's default message class (push/class.go); "" is ClassSystem.
+	// A push's message_class wins.
+	MessageClass string `json:"messageClass,omitempty"`
+	// Marketing limits the app's marketing pushes per device (push/class.go).
+	Marketing MarketingRules `json:"marketing,omitzero"`
 }
 
 // ChannelRates are deliveries per second per gateway channel, cluster-wide; 0 is "not set".

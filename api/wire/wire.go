@@ -68,6 +68,9 @@ type Common struct {
 	// ChannelPolicy is the pushd extension channel_policy (push/policy.go): how hybrid
 	// Android installations are reached; "" when absent (the app's setting applies).
 	ChannelPolicy string
+	// MessageClass is the pushd extension message_class (push/class.go): system or
+	// marketing; "" when absent (the app's messageClass applies).
+	MessageClass string
 }
 
 // PushRequest is a decoded POST /1.1/push body.
