@@ -38,6 +38,7 @@ import (
 //	'C' app                                     → minute, count                  (call_counts; cluster.go)
 //	'B' app                                     → until, unix ns                 (app_blocks)
 //	'M' group member                            → expires, unix ns               (members)
+//	'K' app deviceId                            → day, push ids                  (marketing_counts; marketing.go)
 //
 // Times in keys are int64-encoded: updatedHour in unix milliseconds, updatedAt truncated to its
 // hour (updatedSlot: a refresh within the hour leaves the row alone; rows written before that
