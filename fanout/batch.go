@@ -18,6 +18,7 @@ type batch struct {
 	cursor    []byte // the task cursor once this batch is final
 	last      bool
 	bd        badgeScratch // per-target APNs payloads of an "Increment" push
+	mk        marketingScratch
 }
 
 func newBatch(size int) *batch {

@@ -293,6 +293,12 @@ func (r *run) prepare(ctx context.Context, b *batch) ([]push.Delivery, error) {
 		r.countExpired(ctx, b)
 		return nil, nil
 	}
+	if err := r.marketing(ctx, b); err != nil { // before the volume: a held target uses none
+		return nil, err
+	}
+	if ds = b.ds; len(ds) == 0 {
+		return nil, nil
+	}
 	allowed, err := r.reserve(ctx, len(ds))
 	if err != nil {
 		return nil, err
