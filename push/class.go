@@ -31,6 +31,20 @@ func MessageClassOf(job *Job, app *App) string {
 	return ClassSystem
 }
 
+// capped are the second-level categories of the capped class (operational, "public") in vivo's
+// and OPPO's classification; the others (IM, ACCOUNT, ORDER, ...) are system, "private"
+// [unconfirmed: secondary sources, as in loadtest/sim].
+var capped = map[string]bool{"NEWS": true, "CONTENT": true, "MARKETING": true, "SOCIAL": true}
+
+// CategoryClass is the message class of a vivo or OPPO category (data.vivo.category,
+// data.oppo.category).
+func CategoryClass(category string) string {
+	if capped[category] {
+		return ClassMarketing
+	}
+	return ClassSystem
+}
+
 // Reasons a marketing target is not sent (Result.Reason and the record's errors).
 const (
 	ReasonDailyCap   = "daily_cap"   // the device had its day's marketing pushes (MarketingRules.DailyCap)

@@ -41,3 +41,43 @@ func TestWireMessageClass(t *testing.T) {
 		}
 	}
 }
+
+// TestWireMessageClassContradictedByData: a push whose message_class contradicts the class
+// its data.<vendor> fields give that vendor is refused naming both; agreeing fields, or no
+// message_class (the app's default applies), pass.
+func TestWireMessageClassContradictedByData(t *testing.T) {
+	for _, c := range []struct {
+		class, vendorData string
+		refused           bool
+	}{
+		{"marketing", `"vivo":{"classification":1}`, true},
+		{"system", `"vivo":{"classification":0}`, true},
+		{"marketing", `"vivo":{"classification":0}`, false},
+		{"marketing", `"vivo":{"category":"IM"}`, true},
+		{"system", `"vivo":{"category":"MARKETING"}`, true},
+		{"system", `"vivo":{"category":"ORDER"}`, false},
+		{"marketing", `"oppo":{"category":"ACCOUNT"}`, true},
+		{"marketing", `"oppo":{"category":"NEWS"}`, false},
+		{"marketing", `"honor":{"importance":"NORMAL"}`, true},
+		{"system", `"honor":{"importance":"LOW"}`, true},
+		{"system", `"honor":{"importance":"NORMAL"}`, false},
+		{"", `"vivo":{"classification":0}`, false},
+	} {
+		body := `{"data":{"alert":"x",` + c.vendorData + `}`
+		if c.class != "" {
+			body += `,"message_class":"` + c.class + `"`
+		}
+		body += `}`
+		_, perr := DecodePush([]byte(body), push.EditionChina, "", testNow)
+		switch {
+		case c.refused && (perr == nil || perr.Code != push.CodeValidation || !strings.Contains(perr.Message, "message_class")):
+			t.Errorf("%s: %v, want refused with code 1 naming message_class", body, perr)
+		case !c.refused && perr != nil:
+			t.Errorf("%s: %v, want accepted", body, perr)
+		}
+	}
+	body := `{"data":{"alert":"x","honor":{"importance":"NORMAL"}},"device_type":"android","device_ids":["a"],"message_class":"marketing"}`
+	if _, perr := DecodePushDevices([]byte(body), push.EditionChina, "", testNow); perr == nil || !strings.Contains(perr.Message, "message_class") {
+		t.Errorf("devices push: %v, want refused", perr)
+	}
+}

@@ -222,6 +222,9 @@ func DecodePush(body []byte, ed push.Edition, prodHeader string, now time.Time) 
 	if perr != nil {
 		return nil, perr
 	}
+	if perr := checkClassData(r.MessageClass, r.Data); perr != nil {
+		return nil, perr
+	}
 	if r.NeedsIOSOnly, perr = checkContentQueryTop(r.Data, top, ed, pinnedDeviceType(r.Where), now); perr != nil {
 		return nil, perr
 	}
@@ -259,6 +262,9 @@ func DecodePushDevices(body []byte, ed push.Edition, prodHeader string, now time
 		return nil, perr
 	}
 	if perr := checkData(r.Data, ed); perr != nil {
+		return nil, perr
+	}
+	if perr := checkClassData(r.MessageClass, r.Data); perr != nil {
 		return nil, perr
 	}
 	if perr := checkContentDevices(r.Data, r.DeliveryChannel(), now); perr != nil {
