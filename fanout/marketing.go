@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/VictoriaMetrics/metrics"
+
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/webhook"
 )
@@ -14,6 +16,18 @@ import (
 // CountMarketing): one call per batch.
 type MarketingCounter interface {
 	CountMarketing(ctx context.Context, appID, day, pushID string, cap int, devices []string, allowed []bool) error
+}
+
+// marketingMetrics count the marketing targets the app's rules held, by reason.
+type marketingMetrics struct {
+	dailyCap, quietHours *metrics.Counter
+}
+
+func newMarketingMetrics(ms *metrics.Set) marketingMetrics {
+	return marketingMetrics{
+		dailyCap:   ms.NewCounter(`pushd_fanout_marketing_held_total{reason="daily_cap"}`),
+		quietHours: ms.NewCounter(`pushd_fanout_marketing_held_total{reason="quiet_hours"}`),
+	}
 }
 
 // marketingScratch is a batch's reusable room for CountMarketing's arguments.
@@ -35,6 +49,7 @@ func (r *run) marketing(ctx context.Context, b *batch) error {
 	now := r.w.clock.Now()
 	if rules.Quiet(now) {
 		r.countAll(b.ch, push.OutcomeFailed, push.ReasonQuietHours)
+		r.w.mkm.quietHours.Add(len(b.ds))
 		if r.ev != nil {
 			r.emitAll(b.ds, webhook.Failed, push.ReasonQuietHours, now)
 		}
@@ -70,6 +85,7 @@ func (r *run) marketing(ctx context.Context, b *batch) error {
 	}
 	if capped > 0 {
 		r.w.m.failed.Add(capped)
+		r.w.mkm.dailyCap.Add(capped)
 		r.addReason(push.ReasonDailyCap)
 	}
 	b.ds, b.ch = b.ds[:k], b.ch[:k]

@@ -122,10 +122,13 @@ func TestMarketingAppDefaultClass(t *testing.T) {
 	wcfg := DefaultWorkerConfig()
 	wcfg.clock = &fakeClock{now: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)}
 	snd := newRecSender()
-	e.start(wcfg, snd, 1)
+	r := e.start(wcfg, snd, 1)
 	rec := e.waitDone(e.submit(push.Job{}).NotificationObjectID)
 	if tt := rec.Counts.Total(); tt.Targets == 0 || tt.Failed != tt.Targets-tt.InvalidTokens || snd.count() != 0 {
 		t.Fatalf("push of an app whose default class is marketing, in quiet hours: %+v, %d sent", tt, snd.count())
+	}
+	if held := r.metric(`pushd_fanout_marketing_held_total{reason="quiet_hours"}`); held != float64(rec.Counts.Total().Failed) {
+		t.Errorf("quiet_hours metric %v, want %d", held, rec.Counts.Total().Failed)
 	}
 	rec = e.waitDone(e.submit(push.Job{MessageClass: push.ClassSystem}).NotificationObjectID)
 	if tt := rec.Counts.Total(); tt.Failed != 0 || snd.count() == 0 {
@@ -178,6 +181,9 @@ func TestMarketingOneStoreCallPerBatch(t *testing.T) {
 	tt := rec.Counts.Total()
 	batches := int64((&roles{wms: []*metrics.Set{wms}}).metric("pushd_fanout_batches_total"))
 	t.Logf("%d calls, %d devices, %d targets, %d batches", cs.calls.Load(), cs.devices.Load(), tt.Targets, batches)
+	if held := (&roles{wms: []*metrics.Set{wms}}).metric(`pushd_fanout_marketing_held_total{reason="daily_cap"}`); held != 0 {
+		t.Errorf("daily_cap held %v of a first push, want 0", held)
+	}
 	if cs.devices.Load() != tt.Targets || cs.calls.Load() == 0 || cs.calls.Load() > batches {
 		t.Fatalf("%d CountMarketing calls carrying %d devices for %d targets in %d batches; want one call per batch carrying every target",
 			cs.calls.Load(), cs.devices.Load(), tt.Targets, batches)
