@@ -65,6 +65,12 @@ type SettingsRequest struct {
 	// VendorQuotas replaces the app's vendor budgets (push.VendorQuotas; a pushd extension,
 	// docs/decisions.md "Vendor quota accounting"): a vendor left out has none; {} clears them.
 	VendorQuotas *push.VendorQuotas `json:"vendorQuotas"`
+	// MessageClass is the app's default message class (push/class.go; a pushd extension):
+	// system or marketing.
+	MessageClass *string `json:"messageClass"`
+	// Marketing replaces the app's marketing rules (daily cap per device, quiet hours); {}
+	// clears them.
+	Marketing *push.MarketingRules `json:"marketing"`
 }
 
 // AppView is an app as the admin API shows it: no secrets, credential kinds only.
@@ -181,6 +187,18 @@ func ApplySettings(cur push.AppSettings, req *SettingsRequest, creating bool) (p
 			out.ChannelPolicy = "" // the default, stored as such
 		}
 	}
+	if req.MessageClass != nil {
+		if !push.ValidMessageClass(*req.MessageClass) {
+			return cur, push.Errorf(push.CodeValidation, "messageClass must be %q or %q", push.ClassSystem, push.ClassMarketing)
+		}
+		out.MessageClass = *req.MessageClass
+		if out.MessageClass == push.ClassSystem {
+			out.MessageClass = "" // the default, stored as such
+		}
+	}
+	if req.Marketing != nil {
+		out.Marketing = *req.Marketing
+	}
 	if req.Buckets != nil {
 		if !creating && *req.Buckets != cur.Buckets {
 			return cur, push.Errorf(push.CodeReadOnlyKey, "buckets is fixed when the app is created")
@@ -204,6 +222,9 @@ func ApplySettings(cur push.AppSettings, req *SettingsRequest, creating bool) (p
 	}
 	if perr := checkVendorQuotas(&out.VendorQuotas); perr != nil {
 		return cur, perr
+	}
+	if err := out.Marketing.Validate(); err != nil {
+		return cur, push.Errorf(push.CodeValidation, "%s", err.Error())
 	}
 	return out, nil
 }

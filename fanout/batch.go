@@ -21,6 +21,7 @@ type batch struct {
 	// ownFirst are the indexes in ds of own_first targets queued for their vendor until the
 	// batch's presence query (scanner.resolveOwnFirst).
 	ownFirst []int
+	mk       marketingScratch
 }
 
 func newBatch(size int) *batch {

@@ -67,6 +67,7 @@ type WorkerStore interface {
 	Apps
 	Badges
 	DeadTokens
+	MarketingCounter
 }
 
 // Appender appends records to the log (queue/embedded, queue/kafka).

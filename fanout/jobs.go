@@ -29,6 +29,9 @@ type jobState struct {
 	// policy is the push's channel policy for hybrid Android installations (push/policy.go):
 	// its channel_policy, else the app's, else push.PolicyVendor.
 	policy string
+	// class is the push's message class (push.MessageClassOf); marketing is the class the
+	// app's marketing rules apply to (class.go).
+	class string
 }
 
 // buildJob reads the app, parses and resolves the where, and renders the messages.
@@ -37,7 +40,7 @@ func (w *Worker) buildJob(ctx context.Context, job *push.Job) (*jobState, error)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read app %s of job %s: %w", job.AppID, job.ID, err)
 	}
-	js := &jobState{app: app, buckets: app.Settings.Buckets, policy: channelPolicy(job, &app)}
+	js := &jobState{app: app, buckets: app.Settings.Buckets, policy: channelPolicy(job, &app), class: push.MessageClassOf(job, &app)}
 	if js.buckets <= 0 {
 		js.buckets = push.DefaultBuckets
 	}
@@ -49,7 +52,9 @@ func (w *Worker) buildJob(ctx context.Context, job *push.Job) (*jobState, error)
 		js.q = q
 		js.hints = q.Hints()
 	}
-	msgs := w.newMessages(job)
+	classed := *job // rendered as its resolved class: the vendors' classification fields
+	classed.MessageClass = js.class
+	msgs := w.newMessages(&classed)
 	for i, ch := range channelNames {
 		// A vendor of the other edition (an installation stored before its app changed
 		// edition) fails with the reason rather than reaching that vendor.

@@ -51,15 +51,6 @@ type budget struct {
 	end   time.Time
 }
 
-// messageClass is the job's message class ("" is the app's default: system until the app
-// setting exists).
-func messageClass(job *push.Job) string {
-	if job.MessageClass == "" {
-		return push.ClassSystem
-	}
-	return job.MessageClass
-}
-
 // budgetOf is the quota window of vendor channel ch for app at now (nil for a channel without
 // quotas).
 func budgetOf(app *push.App, ch, class string, now time.Time) (*budget, error) {
@@ -92,7 +83,7 @@ func (r *run) admitQuotas(ctx context.Context, b *batch) ([]push.Delivery, error
 	for i := range b.ds {
 		ci := b.ch[i]
 		if need[ci] == 0 {
-			bu, err := budgetOf(&r.js.app, channelNames[ci], messageClass(&r.t.Job), now)
+			bu, err := budgetOf(&r.js.app, channelNames[ci], push.MessageClassOf(&r.t.Job, &r.js.app), now)
 			if err != nil {
 				return nil, err
 			}
@@ -210,7 +201,7 @@ func (r *run) deferReplies(ctx context.Context, b *batch, res []push.Result) err
 			continue
 		}
 		d := &b.ds[i]
-		bu, err := budgetOf(&r.js.app, d.Target.Channel, messageClass(&r.t.Job), now)
+		bu, err := budgetOf(&r.js.app, d.Target.Channel, push.MessageClassOf(&r.t.Job, &r.js.app), now)
 		if err != nil || bu == nil {
 			res[i] = push.Result{Outcome: push.OutcomeFailed, Reason: res[i].Reason}
 			continue

@@ -300,8 +300,12 @@ func (r *run) prepare(ctx context.Context, b *batch) ([]push.Delivery, error) {
 		r.countExpired(ctx, b)
 		return nil, nil
 	}
-	// Vendor budgets first (quota.go): a target deferred or moved to the own channel takes
-	// no unit of the day's volume here.
+	// Marketing rules first (a held target uses neither vendor budget nor volume), then the
+	// vendor budgets (quota.go): a target deferred or moved to the own channel takes no unit of
+	// the day's volume here.
+	if err := r.marketing(ctx, b); err != nil {
+		return nil, err
+	}
 	ds, err := r.admitQuotas(ctx, b)
 	if err != nil {
 		return nil, err

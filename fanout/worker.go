@@ -33,6 +33,7 @@ type Worker struct {
 	// newMessages builds a job's renderer (render.NewCache; tests may swap it).
 	newMessages func(*push.Job) Messages
 	m           workerMetrics
+	mkm         marketingMetrics
 	events      Events   // nil: no webhook events (SetEvents)
 	presence    Presence // nil: no own channel on this node (own_first goes to the vendor)
 }
@@ -103,6 +104,7 @@ func NewWorker(cfg WorkerConfig, st WorkerStore, cons Consumer, snd Sender, logg
 		presenceErrors: ms.NewCounter(`pushd_fanout_presence_errors_total`),
 		inflight:       ms.NewHistogram(`pushd_fanout_batches_in_flight`),
 	}
+	w.mkm = newMarketingMetrics(ms)
 	ms.NewGauge(`pushd_fanout_tasks_capacity`, func() float64 { return float64(cfg.Concurrency) })
 	ms.NewGauge(`pushd_fanout_tasks_running`, func() float64 { return float64(len(w.sem)) })
 	return w, nil

@@ -61,6 +61,11 @@ type AppSettings struct {
 	// VendorQuotas are the app's vendor budgets: daily quota per message class and per-second
 	// limit (push/quota.go; a pushd extension, issue 20 item 2).
 	VendorQuotas VendorQuotas `json:"vendorQuotas,omitzero"`
+	// MessageClass is the app's default message class (push/class.go); "" is ClassSystem.
+	// A push's message_class wins.
+	MessageClass string `json:"messageClass,omitempty"`
+	// Marketing limits the app's marketing pushes per device (push/class.go).
+	Marketing MarketingRules `json:"marketing,omitzero"`
 }
 
 // ChannelRates are deliveries per second per gateway channel, cluster-wide; 0 is "not set".

@@ -34,7 +34,7 @@ type Job struct {
 	ExpiresAt            time.Time       `json:"expiresAt,omitzero"`      // zero: no expiry
 	FlowControl          int             `json:"flowControl,omitempty"`   // targets per second, 0 = off
 	ChannelPolicy        string          `json:"channelPolicy,omitempty"` // "": the app's
-	MessageClass         string          `json:"messageClass,omitempty"`
+	MessageClass         string          `json:"messageClass,omitempty"`  // "": the app's default (push/class.go)
 	CreatedAt            time.Time       `json:"createdAt"`
 	// QueryAt is when a scheduled push fired: the instant its where's relative times
 	// ({"$relativeTime":"7 days ago"}) count from. Zero for a push sent at once, whose

@@ -85,7 +85,7 @@ type Notification struct {
 	FlowControl        int             `json:"flowControl,omitempty"`
 	ReqID              string          `json:"reqId,omitempty"`
 	ChannelPolicy      string          `json:"channelPolicy,omitempty"` // channel_policy, a pushd extension
-	MessageClass       string          `json:"messageClass,omitempty"`
+	MessageClass       string          `json:"messageClass,omitempty"`  // message_class, a pushd extension
 	ScheduledID        int64           `json:"scheduledId,omitempty"`
 
 	// Progress, filled by fan-out.

@@ -5,13 +5,6 @@ import (
 	"time"
 )
 
-// Message classes (the push parameter message_class, a pushd extension): vendors count
-// marketing ("operation") messages against a daily quota of their own.
-const (
-	ClassSystem    = "system"
-	ClassMarketing = "marketing"
-)
-
 // VendorQuota is an app's budget on one vendor channel. Zero fields are "not configured": the
 // vendor's own replies (vivo 10070, OPPO 33, Mi and Meizu quota answers) still park it.
 type VendorQuota struct {

@@ -153,6 +153,15 @@ type Store interface {
 	ReleaseReqID(ctx context.Context, appID, reqID, objectID string) error
 	AddDailyVolume(ctx context.Context, appID, day string, n int64) (total int64, err error)
 	DailyVolume(ctx context.Context, appID, day string) (int64, error)
+	// CountMarketing counts marketing push pushID against the daily cap of each of devices
+	// (marketing_counts; push.MarketingRules.DailyCap), in one store operation per call:
+	// allowed[i] says devices[i] may be sent it, either counted now or already counted for
+	// pushID that day (a task run again counts nothing twice); false once the device had cap
+	// other marketing pushes that day. A device listed twice counts once. Counts are kept
+	// about two days. A store without conditional writes across rows (Cassandra) may let
+	// pushes counted at the same instant on two nodes take a device past its cap, never a
+	// single push twice.
+	CountMarketing(ctx context.Context, appID, day, pushID string, cap int, devices []string, allowed []bool) error
 
 	// Calls per minute (call_counts, app_blocks), shared by every API node. ReserveCalls adds
 	// up to want calls to app's count of minute (a unix minute) without taking it past limit,

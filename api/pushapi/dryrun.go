@@ -183,6 +183,7 @@ func dryRunJSON(job *push.Job, app *push.App, aud *push.Audience, pushTime *time
 	// Rendered as the fan-out renders (render.Cache), at the call's time.
 	opts := render.OptionsFor(job)
 	opts.Now = now
+	opts.MessageClass = push.MessageClassOf(job, app)
 	for _, ch := range channels {
 		out.ByChannel[ch] = aud.Channels[ch].Targets
 		var (

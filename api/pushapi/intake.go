@@ -163,6 +163,7 @@ func newRecord(appID string, cm *wire.Common, now time.Time) push.Notification {
 		ExpirationInterval: cm.ExpirationInterval,
 		ReqID:              cm.ReqID,
 		ChannelPolicy:      cm.ChannelPolicy,
+		MessageClass:       cm.MessageClass,
 	}
 }
 
@@ -179,6 +180,7 @@ func newJob(n *push.Notification, cm *wire.Common) push.Job {
 		NotificationChannel:  cm.NotificationChannel,
 		ExpiresAt:            cm.ExpiresAt,
 		ChannelPolicy:        cm.ChannelPolicy,
+		MessageClass:         cm.MessageClass,
 		CreatedAt:            n.CreatedAt,
 	}
 }

@@ -93,6 +93,9 @@ func recordJSON(n *push.Notification) map[string]any {
 	if n.ChannelPolicy != "" {
 		m["channel_policy"] = n.ChannelPolicy
 	}
+	if n.MessageClass != "" {
+		m["message_class"] = n.MessageClass
+	}
 	if n.FlowControl != 0 {
 		m["flow_control"] = n.FlowControl
 	}

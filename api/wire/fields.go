@@ -65,6 +65,9 @@ func (f fields) common(c *Common, prodHeader string) *push.Error {
 	if c.ChannelPolicy, perr = f.channelPolicy(); perr != nil {
 		return perr
 	}
+	if c.MessageClass, perr = f.messageClass(); perr != nil {
+		return perr
+	}
 	if c.NotificationID, perr = f.id("notification_id"); perr != nil {
 		return perr
 	}
@@ -307,4 +310,16 @@ func (f fields) channelPolicy() (string, *push.Error) {
 		return "", push.Errorf(push.CodeValidation, "channel_policy must be %q, %q, %q or %q", push.PolicyVendor, push.PolicyOwnFirst, push.PolicyVendorFirst, push.PolicyOwnOnly)
 	}
 	return p, nil
+}
+
+// messageClass reads the pushd extension message_class: system or marketing.
+func (f fields) messageClass() (string, *push.Error) {
+	c, ok, perr := f.str("message_class")
+	if perr != nil || !ok {
+		return "", perr
+	}
+	if !push.ValidMessageClass(c) {
+		return "", push.Errorf(push.CodeValidation, "message_class must be %q or %q", push.ClassSystem, push.ClassMarketing)
+	}
+	return c, nil
 }

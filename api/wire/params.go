@@ -23,6 +23,7 @@ var pushParams = []string{
 	"_notificationChannel",
 	"dry_run",        // pushd extension: validate and count, send nothing
 	"channel_policy", // pushd extension: how hybrid Android installations are reached
+	"message_class",  // pushd extension: system or marketing (push/class.go)
 }
 
 // devicesParams are the top-level parameters of POST /1.1/push/devices: those the spec names,
@@ -35,6 +36,7 @@ var devicesParams = []string{
 	"_notificationChannel", // pushd extension
 	"dry_run",              // pushd extension
 	"channel_policy",       // pushd extension
+	"message_class",        // pushd extension
 }
 
 // checkNames refuses the first member of f (in key order) that is not one of allowed, null

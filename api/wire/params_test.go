@@ -32,6 +32,7 @@ var paramValues = map[string]string{
 	"vendor":               `"mi"`,
 	"dry_run":              `true`,
 	"channel_policy":       `"own_first"`,
+	"message_class":        `"marketing"`,
 }
 
 type endpoint struct {

@@ -68,6 +68,9 @@ type Common struct {
 	// ChannelPolicy is the pushd extension channel_policy (push/policy.go): how hybrid
 	// Android installations are reached; "" when absent (the app's setting applies).
 	ChannelPolicy string
+	// MessageClass is the pushd extension message_class (push/class.go): system or
+	// marketing; "" when absent (the app's messageClass applies).
+	MessageClass string
 }
 
 // PushRequest is a decoded POST /1.1/push body.
@@ -219,6 +222,9 @@ func DecodePush(body []byte, ed push.Edition, prodHeader string, now time.Time) 
 	if perr != nil {
 		return nil, perr
 	}
+	if perr := checkClassData(r.MessageClass, r.Data); perr != nil {
+		return nil, perr
+	}
 	if r.NeedsIOSOnly, perr = checkContentQueryTop(r.Data, top, ed, pinnedDeviceType(r.Where), now); perr != nil {
 		return nil, perr
 	}
@@ -256,6 +262,9 @@ func DecodePushDevices(body []byte, ed push.Edition, prodHeader string, now time
 		return nil, perr
 	}
 	if perr := checkData(r.Data, ed); perr != nil {
+		return nil, perr
+	}
+	if perr := checkClassData(r.MessageClass, r.Data); perr != nil {
 		return nil, perr
 	}
 	if perr := checkContentDevices(r.Data, r.DeliveryChannel(), now); perr != nil {

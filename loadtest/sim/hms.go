@@ -58,6 +58,13 @@ func hmsStatus(code string) int {
 
 var hmsTTL = regexp.MustCompile(`^\d+(\.\d{1,9})?s$`)
 
+// hmsCategories are the values of android.category: MARKETING (news and marketing) and the
+// service and communication categories of Huawei's self-classification [unconfirmed: secondary
+// sources; gateways.md §8a names the classes, not the values].
+var hmsCategories = map[string]bool{"MARKETING": true, "IM": true, "VOIP": true, "SUBSCRIPTION": true,
+	"TRAVEL": true, "HEALTH": true, "WORK": true, "ACCOUNT": true, "EXPRESS": true, "FINANCE": true,
+	"DEVICE_REMINDER": true, "SYSTEM_REMINDER": true, "MAIL": true, "PLAY_VOICE": true}
+
 // HMSConfig configures an HMS Push Kit simulator (server API v1 and its OAuth2 endpoint).
 type HMSConfig struct {
 	Addr string // listen address; default 127.0.0.1:0
@@ -244,6 +251,7 @@ func (s *HMS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				TTL         string          `json:"ttl"`
 				Data        json.RawMessage `json:"data"`
 				TargetUser  *int            `json:"target_user_type"`
+				Category    string          `json:"category"`
 				Notify      *struct {
 					Title       string `json:"title"`
 					Body        string `json:"body"`
@@ -300,6 +308,10 @@ func (s *HMS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				s.reply(w, 0, HMSBadTTL, "ttl out of range", len(m.Token))
 				return
 			}
+		}
+		if a.Category != "" && !hmsCategories[a.Category] {
+			s.reply(w, 0, HMSParamError, "category is invalid", len(m.Token))
+			return
 		}
 		if a.CollapseKey != nil && (*a.CollapseKey < -1 || *a.CollapseKey > 100) {
 			s.reply(w, 0, HMSBadCollapseKey, "collapse_key out of range", len(m.Token))

@@ -21,6 +21,9 @@ type VendorBody struct {
 	Silent              bool   `json:"silent,omitempty"` // pass-through message (mi, hms, honor only)
 	NotificationChannel string `json:"notificationChannel,omitempty"`
 	NotificationID      string `json:"notificationId,omitempty"`
+	// MessageClass is the push's message class (push.ClassSystem when empty): the senders
+	// map it to their vendor's classification fields unless data.<vendor> sets them.
+	MessageClass string `json:"messageClass,omitempty"`
 	// Custom holds the custom attributes as a JSON object (the app's payload: mi payload,
 	// hms data, vivo clientCustomMap, oppo action_parameters, mz parameters).
 	Custom json.RawMessage `json:"custom,omitempty"`
@@ -125,7 +128,7 @@ func renderFCM(m attrs, opts Options, now time.Time) (*push.Message, error) {
 		Expiration:     opts.Expiry,
 		AndroidChannel: a.channel,
 	}
-	if a.silent {
+	if a.silent || opts.MessageClass == push.ClassMarketing {
 		msg.Priority = 5
 	}
 
@@ -163,7 +166,9 @@ func renderFCM(m attrs, opts Options, now time.Time) (*push.Message, error) {
 	}
 	root.key("android")
 	an := newObj(&b)
-	if a.silent {
+	// A marketing push is not urgent: FCM's normal priority lets Android batch it, as FCM
+	// asks of messages that need no immediate attention (docs/decisions.md, "Message class").
+	if a.silent || opts.MessageClass == push.ClassMarketing {
 		an.str("priority", "normal")
 	} else {
 		an.str("priority", "high")
@@ -230,6 +235,7 @@ func renderVendor(m, own attrs, channel string, opts Options) (*push.Message, er
 		Silent:              a.silent,
 		NotificationChannel: a.channel,
 		NotificationID:      opts.NotificationID,
+		MessageClass:        opts.MessageClass,
 	}
 	if custom := sortedKeys(m, func(k string) bool {
 		_, fromOwn := own[k]

@@ -106,6 +106,13 @@ func renderIOS(m attrs, opts Options) (*push.Message, error) {
 			}
 		}
 	}
+	if _, set := aps["interruption-level"]; !set && opts.MessageClass == push.ClassMarketing {
+		if _, alert := aps["alert"]; alert {
+			// A marketing alert goes to the notification list without lighting the screen
+			// or sounding (Apple's passive level); data may set its own level.
+			aps["interruption-level"] = json.RawMessage(`"passive"`)
+		}
+	}
 	increment, err := normalizeAPS(aps)
 	if err != nil {
 		return nil, err

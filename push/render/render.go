@@ -61,6 +61,10 @@ type Options struct {
 	TeamID              string    // the request's apns_team_id (iOS)
 	NotificationChannel string    // the request's _notificationChannel (Android), the default
 	NotificationID      string    // the push's notification id (vendor bodies carry it)
+	// MessageClass is the push's resolved message class (push.MessageClassOf): marketing
+	// renders APNs interruption-level passive and FCM normal priority, and the vendor body
+	// carries it for the vendor senders' classification fields. "" is push.ClassSystem.
+	MessageClass string
 	// Now is the render time, from which relative TTLs (FCM android.ttl) are computed;
 	// zero means time.Now().
 	Now time.Time
@@ -82,6 +86,7 @@ func OptionsFor(job *push.Job) Options {
 		TeamID:              job.APNsTeamID,
 		NotificationChannel: job.NotificationChannel,
 		NotificationID:      job.NotificationID,
+		MessageClass:        job.MessageClass,
 	}
 }
 

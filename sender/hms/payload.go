@@ -5,9 +5,13 @@ import (
 	"errors"
 	"time"
 
+	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/push/render"
 	"github.com/pushd/pushd/sender/vendor"
 )
+
+// categoryMarketing is android.category of a marketing push.
+const categoryMarketing = "MARKETING"
 
 // maxTTL is HMS's longest android.ttl, 15 days (gateways.md §3.4).
 const maxTTL = 15 * 24 * time.Hour
@@ -22,6 +26,7 @@ type android struct {
 	Urgency        string        `json:"urgency"`
 	TTL            string        `json:"ttl,omitempty"`
 	TargetUserType *int          `json:"target_user_type,omitempty"`
+	Category       string        `json:"category,omitempty"`
 	Notification   *notification `json:"notification,omitempty"`
 }
 
@@ -47,7 +52,8 @@ var errBadBody = errors.New("hms message body is not a vendor body")
 // (the alert when the push has none: HMS requires one) and body, and opens the app; custom
 // attributes go to message.data as a JSON string. A silent push is a data message whose
 // data holds alert, title and the custom attributes. ttl is the push's remaining lifetime
-// (at most 15 days); target_user_type comes from data.hms (1: test user).
+// (at most 15 days); target_user_type comes from data.hms (1: test user); a marketing push
+// has android.category MARKETING.
 func buildMessage(body []byte, exp, now time.Time) (message, error) {
 	var vb render.VendorBody
 	if err := json.Unmarshal(body, &vb); err != nil {
@@ -77,6 +83,12 @@ func buildMessage(body []byte, exp, now time.Time) (message, error) {
 		title = vb.Alert
 	}
 	m.Android.Notification = &notification{Title: title, Body: vb.Alert, ChannelID: vb.NotificationChannel, ClickAction: clickAction{Type: 3}}
+	if vb.MessageClass == push.ClassMarketing {
+		// Huawei's news-and-marketing class (gateways.md §8a). A system push carries no
+		// category: a service or communication category needs Huawei's self-classification
+		// permission and the one that fits the message, which pushd cannot know.
+		m.Android.Category = categoryMarketing
+	}
 	if len(vb.Custom) > 0 {
 		d, err := vendor.CompactJSON(vb.Custom)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/push/render"
 	"github.com/pushd/pushd/sender/vendor"
 )
@@ -48,7 +49,8 @@ type params struct {
 // go to data as a JSON string, and a silent push is a data message of alert, title and the
 // custom attributes. ttl is the push's remaining lifetime (at most 15 days);
 // target_user_type (1: test user) and importance (NORMAL: service and communication, LOW:
-// marketing) come from data.honor.
+// marketing) come from data.honor; without an importance there, the push's message class
+// decides it.
 func buildMessage(body []byte, exp, now time.Time) (message, error) {
 	var vb render.VendorBody
 	if err := json.Unmarshal(body, &vb); err != nil {
@@ -77,7 +79,15 @@ func buildMessage(body []byte, exp, now time.Time) (message, error) {
 	if title == "" {
 		title = vb.Alert
 	}
-	m.Android.Notification = &notification{Title: title, Body: vb.Alert, ClickAction: clickAction{Type: 3}, Importance: p.Importance}
+	importance := p.Importance
+	if importance == "" {
+		// The push's message class, unless data.honor sets it (gateways.md §8a).
+		importance = "NORMAL"
+		if vb.MessageClass == push.ClassMarketing {
+			importance = "LOW"
+		}
+	}
+	m.Android.Notification = &notification{Title: title, Body: vb.Alert, ClickAction: clickAction{Type: 3}, Importance: importance}
 	if len(vb.Custom) > 0 {
 		d, err := vendor.CompactJSON(vb.Custom)
 		if err != nil {

@@ -19,6 +19,7 @@ type Client struct {
 	url   string
 	authz string
 	pkg   string
+	chans vendor.ClassChannels
 	hc    *http.Client
 	batch *vendor.Batcher
 	now   func() time.Time
@@ -36,6 +37,7 @@ func (c *Credentials) NewClient(route string, cfg Config) (*Client, error) {
 		url:   strings.TrimSuffix(endpoint, "/") + "/v3/message/regid",
 		authz: "key=" + p.AppSecret,
 		pkg:   p.PackageName,
+		chans: p.Channels,
 		hc:    vendor.NewHTTPClient(cfg.ConnConfig, cfg.TLS),
 		now:   time.Now,
 	}
@@ -58,7 +60,7 @@ func (cl *Client) Send(ctx context.Context, d *push.Delivery) gateway.Reply {
 var formContentType = []string{"application/x-www-form-urlencoded;charset=UTF-8"}
 
 func (cl *Client) sendBatch(ctx context.Context, msg *push.Message, ds []*push.Delivery, out []gateway.Reply) {
-	f, err := fields(msg.Body, cl.pkg, msg.Expiration, cl.now())
+	f, err := fields(msg.Body, cl.pkg, cl.chans, msg.Expiration, cl.now())
 	if err != nil {
 		fill(out, gateway.Reply{Kind: gateway.KindFailed, Reason: err.Error()})
 		return

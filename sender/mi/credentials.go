@@ -13,12 +13,16 @@ import (
 //
 //	{"_default": {"appSecret": "…", "packageName": "com.example.chat", "region": "china"}}
 //
-// region is china (default), global, ru, in, eu or sgp; endpoint overrides it.
+// region is china (default), global, ru, in, eu or sgp; endpoint overrides it. channels names
+// the extra.channel_id of each message class (Xiaomi's private and public channels).
 type ProfileJSON struct {
 	AppSecret   string `json:"appSecret"`
 	PackageName string `json:"packageName"`
 	Region      string `json:"region,omitempty"`
 	Endpoint    string `json:"endpoint,omitempty"`
+	// Channels are the notification channels registered with the vendor per message class
+	// (vendor.ClassChannels), e.g. {"system": "private_im", "marketing": "promo"}.
+	Channels vendor.ClassChannels `json:"channels,omitzero"`
 }
 
 // Credentials are an app's parsed Xiaomi profiles.
@@ -54,7 +58,9 @@ func parseProfile(raw []byte) (ProfileJSON, error) {
 	case !known:
 		err = fmt.Errorf("region %q is none of china, global, ru, in, eu, sgp", j.Region)
 	default:
-		err = vendor.CheckURLs(j.Endpoint)
+		if err = vendor.CheckURLs(j.Endpoint); err == nil {
+			err = j.Channels.Check()
+		}
 	}
 	return j, err
 }

@@ -1,6 +1,7 @@
 package mi
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"hash/fnv"
@@ -28,7 +29,9 @@ var errBadBody = errors.New("mi message body is not a vendor body")
 // description, cut to Xiaomi's lengths; custom attributes travel as payload (JSON text). A
 // silent push is pass_through=1 with payload = JSON of alert, title and the custom attributes.
 // notify_id derives from the notification id, so a resent push replaces its notification.
-func fields(body []byte, pkg string, exp, now time.Time) (url.Values, error) {
+// extra.channel_id is the push's notification channel, else the profile's channel of the
+// push's message class (Xiaomi classifies by the channel's registration: private or public).
+func fields(body []byte, pkg string, chans vendor.ClassChannels, exp, now time.Time) (url.Values, error) {
 	var vb render.VendorBody
 	if err := json.Unmarshal(body, &vb); err != nil {
 		return nil, errBadBody
@@ -70,8 +73,8 @@ func fields(body []byte, pkg string, exp, now time.Time) (url.Values, error) {
 	f.Set("title", cut(title, maxTitle))
 	f.Set("description", cut(vb.Alert, maxDescription))
 	f.Set("extra.notify_effect", "1")
-	if vb.NotificationChannel != "" {
-		f.Set("extra.channel_id", vb.NotificationChannel)
+	if ch := cmp.Or(vb.NotificationChannel, chans.For(vb.MessageClass)); ch != "" {
+		f.Set("extra.channel_id", ch)
 	}
 	if len(vb.Custom) > 0 {
 		c, err := vendor.CompactJSON(vb.Custom)

@@ -96,7 +96,7 @@ func RegionCN(regID string) bool {
 }
 
 func (cl *Client) sendBatch(ctx context.Context, msg *push.Message, ds []*push.Delivery, out []gateway.Reply) {
-	notif, err := buildNotification(msg.Body, msg.Expiration, cl.now())
+	notif, err := buildNotification(msg.Body, cl.p.Channels, msg.Expiration, cl.now())
 	if err != nil {
 		fill(out, gateway.Reply{Kind: gateway.KindFailed, Reason: err.Error()})
 		return

@@ -11,12 +11,16 @@ import (
 //
 //	{"_default": {"appKey": "…", "masterSecret": "…"}}
 //
-// endpoint and intlEndpoint override OPPO's China and overseas hosts for this profile.
+// endpoint and intlEndpoint override OPPO's China and overseas hosts for this profile; channels
+// names the channel_id of each message class (an OPPO private channel for system pushes).
 type ProfileJSON struct {
 	AppKey       string `json:"appKey"`
 	MasterSecret string `json:"masterSecret"`
 	Endpoint     string `json:"endpoint,omitempty"`
 	IntlEndpoint string `json:"intlEndpoint,omitempty"`
+	// Channels are the notification channels registered with the vendor per message class
+	// (vendor.ClassChannels), e.g. {"system": "private_im", "marketing": "promo"}.
+	Channels vendor.ClassChannels `json:"channels,omitzero"`
 }
 
 // Credentials are an app's parsed OPPO profiles.
@@ -46,7 +50,9 @@ func parseProfile(raw []byte) (ProfileJSON, error) {
 	case j.AppKey == "" || j.MasterSecret == "":
 		err = errors.New("appKey and the master secret are required")
 	default:
-		err = vendor.CheckURLs(j.Endpoint, j.IntlEndpoint)
+		if err = vendor.CheckURLs(j.Endpoint, j.IntlEndpoint); err == nil {
+			err = j.Channels.Check()
+		}
 	}
 	return j, err
 }

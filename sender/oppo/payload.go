@@ -2,13 +2,16 @@ package oppo
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/push/render"
+	"github.com/pushd/pushd/sender/vendor"
 )
 
 // OPPO's field limits (gateways.md §7.2).
@@ -39,6 +42,11 @@ type notification struct {
 	NotifyLevel      *int   `json:"notify_level,omitempty"`
 }
 
+// The classification of a marketing push without data.oppo category and notify_level.
+const categoryMarketing = "MARKETING"
+
+var notifyLevelMarketing = 2 // the bar and the lock screen
+
 type params struct {
 	Category    *string `json:"category"`
 	NotifyLevel *int    `json:"notify_level"`
@@ -49,8 +57,9 @@ type params struct {
 // characters; content over 50 characters uses the long-text style (2) and is cut to 128;
 // click_action_type 0 opens the app; custom attributes travel as action_parameters (JSON
 // text); off_line_ttl is the push's remaining lifetime, at most 10 days (10 days without an
-// expiration); channel_id is the notification channel.
-func buildNotification(body []byte, exp, now time.Time) ([]byte, error) {
+// expiration); channel_id is the notification channel, else the profile's channel of the
+// push's message class.
+func buildNotification(body []byte, chans vendor.ClassChannels, exp, now time.Time) ([]byte, error) {
 	var vb render.VendorBody
 	if err := json.Unmarshal(body, &vb); err != nil || vb.Silent {
 		return nil, errBadBody
@@ -68,7 +77,7 @@ func buildNotification(body []byte, exp, now time.Time) ([]byte, error) {
 		Style:      1,
 		OffLine:    true,
 		OffLineTTL: maxTTL,
-		ChannelID:  vb.NotificationChannel,
+		ChannelID:  cmp.Or(vb.NotificationChannel, chans.For(vb.MessageClass)),
 	}
 	if utf8.RuneCountInString(n.Content) > maxContent {
 		n.Style, n.Content = 2, cut(n.Content, maxLongContent)
@@ -95,6 +104,13 @@ func buildNotification(body []byte, exp, now time.Time) ([]byte, error) {
 			n.Category = *p.Category
 		}
 		n.NotifyLevel = p.NotifyLevel
+	}
+	if n.Category == "" && n.NotifyLevel == nil && vb.MessageClass == push.ClassMarketing {
+		// OPPO's marketing category, shown in the bar and on the lock screen (gateways.md
+		// §7.2, §8a). A system push carries none: OPPO's system categories (IM, ACCOUNT,
+		// ORDER, ...) need the one that fits the message, and its private channel
+		// (channels.system) is what exempts it from the public channel's caps.
+		n.Category, n.NotifyLevel = categoryMarketing, &notifyLevelMarketing
 	}
 	return json.Marshal(n)
 }

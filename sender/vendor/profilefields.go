@@ -42,3 +42,32 @@ func CheckURLs(urls ...string) error {
 	}
 	return nil
 }
+
+// ClassChannels are a profile's notification channel ids by message class (the profile field
+// "channels" of mi and oppo): the vendor channel a push of that class is sent on when neither
+// the push nor its data names one (docs/decisions.md, "Message class (issue 20 item 3)").
+type ClassChannels struct {
+	System    string `json:"system,omitempty"`
+	Marketing string `json:"marketing,omitempty"`
+}
+
+// maxChannelID bounds a channel id: Android's and the vendors' ids are short identifiers.
+const maxChannelID = 200
+
+// Check refuses an empty-looking or overlong id.
+func (c ClassChannels) Check() error {
+	for _, id := range []string{c.System, c.Marketing} {
+		if len(id) > maxChannelID {
+			return fmt.Errorf("channels: a channel id is longer than %d bytes", maxChannelID)
+		}
+	}
+	return nil
+}
+
+// For is the channel id of class ("" is system); "" when the profile names none.
+func (c ClassChannels) For(class string) string {
+	if class == "marketing" {
+		return c.Marketing
+	}
+	return c.System
+}

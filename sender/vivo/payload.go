@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/push/render"
 )
 
@@ -101,6 +102,12 @@ func buildMessage(body []byte, appID json.Number, exp, now time.Time) (message, 
 			m.Category = *p.Category
 		}
 	}
+	if m.Classification == nil && m.Category == "" {
+		// The push's message class, unless data.vivo classifies it: 1 system, 0 operational
+		// (gateways.md §6.2, §8a). A category alone implies its classification.
+		c := classification(vb.MessageClass)
+		m.Classification = &c
+	}
 	if len(vb.Custom) > 0 {
 		var c map[string]json.RawMessage
 		if err := json.Unmarshal(vb.Custom, &c); err != nil {
@@ -125,6 +132,15 @@ func buildMessage(body []byte, appID json.Number, exp, now time.Time) (message, 
 		}
 	}
 	return m, nil
+}
+
+// classification is vivo's classification of a message class: 0 operational for marketing,
+// 1 system otherwise.
+func classification(class string) int {
+	if class == push.ClassMarketing {
+		return 0
+	}
+	return 1
 }
 
 // cut keeps the first n characters of s.

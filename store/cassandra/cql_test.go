@@ -181,9 +181,12 @@ var fullScans = map[string]string{
 }
 
 var (
-	reTable   = regexp.MustCompile(`^(?:SELECT .*? FROM|INSERT INTO|UPDATE|DELETE FROM|DELETE \w+ FROM) (\w+)`)
-	reWhere   = regexp.MustCompile(` WHERE (.*?)(?: IF .*| LIMIT .*)?$`)
-	reEq      = regexp.MustCompile(`(\w+) = (?:\?|'\w+')`)
+	reTable = regexp.MustCompile(`^(?:SELECT .*? FROM|INSERT INTO|UPDATE|DELETE FROM|DELETE \w+ FROM) (\w+)`)
+	reWhere = regexp.MustCompile(` WHERE (.*?)(?: IF .*| LIMIT .*)?$`)
+	reEq    = regexp.MustCompile(`(\w+) = (?:\?|'\w+')`)
+	// reIn: a multi-partition read of the partitions listed in one bound value (CountMarketing
+	// reads the rows of a fan-out batch's devices in one query).
+	reIn      = regexp.MustCompile(`(\w+) IN \?`)
 	reRange   = regexp.MustCompile(`(\w+) (?:<|>|<=|>=) \?`)
 	reTuple   = regexp.MustCompile(`\(([\w, ]+)\) [<>]=? \(`)
 	reSet     = regexp.MustCompile(` SET (.*?) WHERE `)
@@ -223,7 +226,7 @@ func TestStoreCassandraStatementsAgainstSchema(t *testing.T) {
 		used := map[string]bool{} // columns restricted with =
 		var named []string        // every column the statement names
 		if w := reWhere.FindStringSubmatch(st); w != nil {
-			for _, e := range reEq.FindAllStringSubmatch(w[1], -1) {
+			for _, e := range append(reEq.FindAllStringSubmatch(w[1], -1), reIn.FindAllStringSubmatch(w[1], -1)...) {
 				used[e[1]] = true
 				named = append(named, e[1])
 			}

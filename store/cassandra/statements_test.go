@@ -545,6 +545,25 @@ func TestStoreCassandraStatements(t *testing.T) {
 		}
 	})
 
+	t.Run("marketing counts: one read of the batch's devices, one logged batch of the rows added", func(t *testing.T) {
+		// d1 already had n1 (this push: counted), d2 had its cap of other pushes, d3 nothing;
+		// d3 is listed twice and counted once.
+		rows := script{cqlMarketingGet: fixed(reply{rows: [][]any{{"d1", "n1"}, {"d2", "n0"}, {"d2", "n9"}}})}
+		allowed := make([]bool, 4)
+		calls, err := runCase(t, rows, func(s *Store) error {
+			return s.CountMarketing(ctx, "a", "2023-11-14", "n1", 2, []string{"d3", "d1", "d2", "d3"}, allowed)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantCalls(t, calls,
+			one("iter", cqlMarketingGet, "a", "2023-11-14", []string{"d1", "d2", "d3"}),
+			inBatch(b(cqlMarketingAdd, "a", "2023-11-14", "d3", "n1", 172800)))
+		if want := []bool{true, true, false, true}; !slices.Equal(allowed, want) {
+			t.Errorf("allowed %v, want %v", allowed, want)
+		}
+	})
+
 	t.Run("task progress: one row per task", func(t *testing.T) {
 		p := push.TaskProgress{JobID: "j", TaskID: "t", Cursor: []byte("c"), Done: true, Epoch: 2}
 		calls, err := runCase(t, script{}, func(s *Store) error { return s.PutTaskProgress(ctx, p) })

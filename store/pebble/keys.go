@@ -40,6 +40,7 @@ import (
 //	'M' group member                            → expires, unix ns               (members)
 //	'Q' app budget                              → count, day                     (vendor_quotas; quota.go)
 //	'D' until app vendor pushId target          → Deferred JSON                  (deferred)
+//	'K' app deviceId                            → day, push ids                  (marketing_counts; marketing.go)
 //
 // Times in keys are int64-encoded: updatedHour in unix milliseconds, updatedAt truncated to its
 // hour (updatedSlot: a refresh within the hour leaves the row alone; rows written before that

@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"NextIDConcurrent", testNextID},
 		{"ClaimReqID", testClaimReqID},
 		{"DailyVolume", testDailyVolume},
+		{"MarketingCounts", testMarketingCounts},
 		{"TaskProgress", testTaskProgress},
 		{"InstallationBadgeIncrement", testBadgeIncrement},
 		{"DeadTokens", testDeadTokens},
