@@ -70,7 +70,7 @@ func TestDirectLCDeliveryAckAndOffline(t *testing.T) {
 	if d.Offline("m1") {
 		t.Error("a live message came marked offline")
 	}
-	if tl := r.tally(t, "m1"); tl != (push.Tally{Sent: 1, Arrivals: 1}) {
+	if tl := r.tally(t, "m1"); !tl.Equal(push.Tally{Sent: 1, Arrivals: 1}) {
 		t.Errorf("tally %+v, want sent 1 arrivals 1", tl)
 	}
 	d.Close()
