@@ -89,9 +89,9 @@ func TestE2EVendorCountsPerChannel(t *testing.T) {
 	for ch := range regIDs {
 		// failed counts the dead token too (failedBy names it), as the funnel does.
 		want := push.Funnel{Targets: 4, Sent: 2, Failed: 2, InvalidTokens: 1,
-			FailedBy: map[string]int64{push.FailRejected: 1, push.FailInvalidToken: 1}}
+			FailedBy: map[string]int64{push.FailConfig: 1, push.FailInvalidToken: 1}}
 		if ch == push.ChannelMi { // Xiaomi's send reply names no dead regId: counted sent
-			want = push.Funnel{Targets: 4, Sent: 3, Failed: 1, FailedBy: map[string]int64{push.FailRejected: 1}}
+			want = push.Funnel{Targets: 4, Sent: 3, Failed: 1, FailedBy: map[string]int64{push.FailConfig: 1}}
 		}
 		if got := full.Counts.ByChannel[ch]; !reflect.DeepEqual(got, want) {
 			t.Errorf("byChannel[%s] = %+v, want %+v", ch, got, want)

@@ -95,6 +95,10 @@ func FailureClass(reason string) string {
 		return push.FailUnavailable
 	case strings.Contains(reason, "quota"):
 		return push.FailQuota
+	case strings.HasSuffix(reason, "credentials configured"), strings.HasPrefix(reason, "invalid ") && strings.Contains(reason, " credentials"),
+		strings.Contains(reason, "not configured"), strings.Contains(reason, "not available"),
+		strings.HasPrefix(reason, "cannot build "), reason == "app not found":
+		return push.FailConfig
 	case strings.HasPrefix(reason, "cannot render"):
 		return push.FailPayload
 	case reason == "canceled", reason == "sender closed":

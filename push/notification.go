@@ -37,6 +37,7 @@ const (
 	FailRejected     = "rejected"      // the gateway refused the message or the target for good
 	FailUnavailable  = "unavailable"   // the gateway did not take it within the retry horizon
 	FailCredentials  = "credentials"   // the gateway rejects the app's credentials
+	FailConfig       = "config"        // the app lacks what the channel needs (credentials, a profile, the edition)
 	FailQuota        = "quota"         // the vendor's quota stayed spent until the push expired
 	FailDailyVolume  = "daily_volume"  // the app's daily volume was reached
 	FailPayload      = "payload"       // the push has no valid payload for this channel

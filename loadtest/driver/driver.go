@@ -376,7 +376,7 @@ type record struct {
 	Errors    []string `json:"errors"`
 	Stopped   string   `json:"stopped"`
 	Counts    struct {
-		ByChannel map[string]push.Tally `json:"byChannel"`
+		ByChannel channelTallies `json:"byChannel"`
 	} `json:"counts"`
 	Arrivals    int64 `json:"arrivals"`
 	LCSuccesses int64 `json:"lcSuccesses"`
