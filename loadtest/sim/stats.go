@@ -36,6 +36,10 @@ type Sent struct {
 	Project string            `json:"project,omitempty"` // FCM project
 	Headers map[string]string `json:"headers,omitempty"` // APNs: the apns-* headers, lower-case names
 	Body    json.RawMessage   `json:"body"`              // request body as received
+	// NotifyID is the push's identity as this gateway's request carried it (notifyid.go):
+	// a vendor's notify id, Meizu's notifyKey, FCM's tag, APNs' apns-collapse-id, or the
+	// "_nid" of a data message; "" when the request carried none.
+	NotifyID string `json:"notifyId,omitempty"`
 }
 
 // recorder accumulates Stats. One mutex: a simulator answers at most some tens of thousands

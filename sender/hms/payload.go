@@ -29,6 +29,7 @@ type notification struct {
 	Title       string      `json:"title"`
 	Body        string      `json:"body"`
 	ChannelID   string      `json:"channel_id,omitempty"`
+	NotifyID    int64       `json:"notify_id,omitempty"` // vendor.NotifyID of the push's notification id
 	ClickAction clickAction `json:"click_action"`
 }
 
@@ -76,7 +77,8 @@ func buildMessage(body []byte, exp, now time.Time) (message, error) {
 	if title == "" {
 		title = vb.Alert
 	}
-	m.Android.Notification = &notification{Title: title, Body: vb.Alert, ChannelID: vb.NotificationChannel, ClickAction: clickAction{Type: 3}}
+	m.Android.Notification = &notification{Title: title, Body: vb.Alert, ChannelID: vb.NotificationChannel,
+		NotifyID: vendor.NotifyID(vb.NotificationID), ClickAction: clickAction{Type: 3}}
 	if len(vb.Custom) > 0 {
 		d, err := vendor.CompactJSON(vb.Custom)
 		if err != nil {

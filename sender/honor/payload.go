@@ -30,6 +30,7 @@ type notification struct {
 	Body        string      `json:"body"`
 	ClickAction clickAction `json:"clickAction"`
 	Importance  string      `json:"importance,omitempty"`
+	NotifyID    int64       `json:"notifyId,omitempty"` // vendor.NotifyID of the push's notification id
 }
 
 type clickAction struct {
@@ -77,7 +78,8 @@ func buildMessage(body []byte, exp, now time.Time) (message, error) {
 	if title == "" {
 		title = vb.Alert
 	}
-	m.Android.Notification = &notification{Title: title, Body: vb.Alert, ClickAction: clickAction{Type: 3}, Importance: p.Importance}
+	m.Android.Notification = &notification{Title: title, Body: vb.Alert, ClickAction: clickAction{Type: 3}, Importance: p.Importance,
+		NotifyID: vendor.NotifyID(vb.NotificationID)}
 	if len(vb.Custom) > 0 {
 		d, err := vendor.CompactJSON(vb.Custom)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pushd/pushd/push/render"
+	"github.com/pushd/pushd/sender/vendor"
 )
 
 // OPPO's field limits (gateways.md §7.2).
@@ -35,6 +36,7 @@ type notification struct {
 	OffLine          bool   `json:"off_line"`
 	OffLineTTL       int64  `json:"off_line_ttl"`
 	ChannelID        string `json:"channel_id,omitempty"`
+	NotifyID         int64  `json:"notify_id,omitempty"` // vendor.NotifyID of the push's notification id
 	Category         string `json:"category,omitempty"`
 	NotifyLevel      *int   `json:"notify_level,omitempty"`
 }
@@ -69,6 +71,7 @@ func buildNotification(body []byte, exp, now time.Time) ([]byte, error) {
 		OffLine:    true,
 		OffLineTTL: maxTTL,
 		ChannelID:  vb.NotificationChannel,
+		NotifyID:   vendor.NotifyID(vb.NotificationID),
 	}
 	if utf8.RuneCountInString(n.Content) > maxContent {
 		n.Style, n.Content = 2, cut(n.Content, maxLongContent)
