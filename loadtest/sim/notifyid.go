@@ -57,18 +57,19 @@ func walk(v any, path []string) string {
 }
 
 var (
-	nidHMSData = []string{"message", "data", "_nid"}
-	nidHMS     = []string{"message", "android", "notification", "notify_id"}
-	nidHonor   = []string{"message", "android", "notification", "notifyId"}
-	nidFCMTag  = []string{"message", "android", "notification", "tag"}
-	nidFCMData = []string{"message", "data", "_nid"}
-	nidVivo    = []string{"notifyId"}
-	nidOppo    = []string{"notification", "notify_id"}
-	nidMz      = []string{"advanceInfo", "notifyKey"}
+	nidHMSData   = []string{"message", "data", "_nid"}
+	nidHMS       = []string{"message", "android", "notification", "notify_id"}
+	nidHonor     = []string{"android", "notification", "notifyId"} // Honor's request has no message wrapper
+	nidHonorData = []string{"data", "_nid"}
+	nidFCMTag    = []string{"message", "android", "notification", "tag"}
+	nidFCMData   = []string{"message", "data", "_nid"}
+	nidVivo      = []string{"notifyId"}
+	nidOppo      = []string{"notification", "notify_id"}
+	nidMz        = []string{"advanceInfo", "notifyKey"}
 )
 
 func hmsNotifyID(body []byte) string   { return jsonNotifyID(body, nidHMS, nidHMSData) }
-func honorNotifyID(body []byte) string { return jsonNotifyID(body, nidHonor, nidHMSData) }
+func honorNotifyID(body []byte) string { return jsonNotifyID(body, nidHonor, nidHonorData) }
 func fcmNotifyID(body []byte) string   { return jsonNotifyID(body, nidFCMTag, nidFCMData) }
 func vivoNotifyID(body []byte) string  { return jsonNotifyID(body, nidVivo) }
 func oppoNotifyID(raw []byte) string   { return jsonNotifyID(raw, nidOppo) }

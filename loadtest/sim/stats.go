@@ -169,7 +169,13 @@ func (r *recorder) serveControl(w http.ResponseWriter, req *http.Request, reset 
 		withTokens := req.URL.Query().Get("tokens") != "0"
 		writeJSON(w, http.StatusOK, r.snapshot(withTokens))
 	case "/_sent":
-		writeJSON(w, http.StatusOK, r.recorded())
+		sent := r.recorded()
+		for i := range sent {
+			if !json.Valid(sent[i].Body) { // a form body (Xiaomi): sent as a JSON string
+				sent[i].Body, _ = json.Marshal(string(sent[i].Body))
+			}
+		}
+		writeJSON(w, http.StatusOK, sent)
 	case "/_outage":
 		serveOutage(w, req, r.outage)
 	case "/_latency":
