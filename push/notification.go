@@ -17,13 +17,14 @@ const (
 
 // Tally counts the targets of one delivery channel.
 type Tally struct {
-	Targets       int64            `json:"targets"`
-	Sent          int64            `json:"sent"`
-	Failed        int64            `json:"failed"`
-	Expired       int64            `json:"expired"`
-	Deferred      int64            `json:"deferred"`
-	InvalidTokens int64            `json:"invalidTokens"`
-	FailedBy      map[string]int64 `json:"failedBy,omitempty"`
+	Targets       int64 `json:"targets"`
+	Sent          int64 `json:"sent"`
+	Failed        int64 `json:"failed"`
+	Expired       int64 `json:"expired"`
+	Deferred      int64 `json:"deferred"`
+	InvalidTokens int64 `json:"invalidTokens"`
+	// FailedBy counts Failed by failure class (Fail*); dead tokens are InvalidTokens, not here.
+	FailedBy map[string]int64 `json:"failedBy,omitempty"`
 	// Arrivals counts the sent targets a device acknowledged (the own channel) or a vendor
 	// receipt confirmed: a figure APNs and FCM cannot give. The record's API shows it as
 	// `arrived` (the funnel) and, for existing readers, as `arrivals` (FunnelOf).
