@@ -47,7 +47,7 @@ func TestE2ELCKillMidPushLosesNothing(t *testing.T) {
 			dial(i)
 		}
 	}
-	oid := c.push(t, map[string]any{"where": map[string]any{"deviceType": "android"}, "data": map[string]any{"alert": "survives a kill"}})
+	oid := c.push(t, map[string]any{"where": map[string]any{"deviceType": "android"}, "data": map[string]any{"alert": "survives a kill"}, "notification_id": "lckill1"})
 	p.waitOutput(regexp.MustCompile(`faultpoint `+regexp.QuoteMeta(point)+` reached`), pushTimeout)
 	p.kill()
 	for _, d := range done {
@@ -75,7 +75,11 @@ func TestE2ELCKillMidPushLosesNothing(t *testing.T) {
 		t.Errorf("record %+v: want devices = successes = lcSuccesses = arrivals = %d", rec, n)
 	}
 	for i, l := range ledgers {
-		if got := string(l.Data(oid)); got != `{"alert":"survives a kill"}` {
+		want := `{"alert":"survives a kill"}`
+		if lc(i) { // the original's data command carries the notification id in the JSON
+			want = `{"_nid":"lckill1","alert":"survives a kill"}`
+		}
+		if got := string(l.Data(oid)); got != want {
 			t.Errorf("device %s (original's protocol: %v) got data %s", iids[i], lc(i), got)
 		}
 	}

@@ -57,7 +57,7 @@ func TestE2ELCMixedProtocols(t *testing.T) {
 		}
 	}
 	const wantData = `{"alert":"both protocols","title":"Mixed"}`
-	oid := c.push(t, map[string]any{"channels": []string{"mix"}, "data": map[string]any{"alert": "both protocols", "title": "Mixed", "badge": 2}})
+	oid := c.push(t, map[string]any{"channels": []string{"mix"}, "data": map[string]any{"alert": "both protocols", "title": "Mixed", "badge": 2}, "notification_id": "lcmix1"})
 	c.waitDone(t, oid)
 	waitfor.True(t, pushTimeout, "the online devices to receive and ack", func() bool {
 		for _, l := range ledgers[offline:] {
@@ -82,8 +82,12 @@ func TestE2ELCMixedProtocols(t *testing.T) {
 		if k := l.Times(oid); k != 1 || !l.Acked(oid) {
 			t.Errorf("device %s (original's protocol: %v) got the push %d times, acked %v; want once, acked", iids[i], lc(i), k, l.Acked(oid))
 		}
-		if got := string(l.Data(oid)); got != wantData {
-			t.Errorf("device %s (original's protocol: %v) got data %s, want %s", iids[i], lc(i), got, wantData)
+		want := wantData
+		if lc(i) { // the original's data command carries the notification id in the JSON
+			want = `{"_nid":"lcmix1",` + wantData[1:]
+		}
+		if got := string(l.Data(oid)); got != want {
+			t.Errorf("device %s (original's protocol: %v) got data %s, want %s", iids[i], lc(i), got, want)
 		}
 	}
 	if rec.Status != push.StatusDone || rec.Devices != n || rec.Successes != n || rec.LCSuccesses != n || rec.Arrivals != n || rec.Failures != 0 || len(rec.Errors) != 0 {

@@ -250,8 +250,9 @@ func TestE2ELCSDKFixtures(t *testing.T) {
 	}
 	payload := map[string]any{"alert": "from pushd", "title": "Deals", "badge": 1, "plan": "gold",
 		"_notificationChannel": "offers", "android": map[string]any{"action": "com.example.OPEN"}}
-	const wantData = `{"_notificationChannel":"offers","action":"com.example.OPEN","alert":"from pushd","plan":"gold","title":"Deals"}`
-	oid := c.push(t, map[string]any{"where": map[string]any{"installationId": iid}, "data": payload})
+	// The push's notification id leads the JSON (docs/own-channel.md 9.4).
+	const wantData = `{"_nid":"sdkreplay1","_notificationChannel":"offers","action":"com.example.OPEN","alert":"from pushd","plan":"gold","title":"Deals"}`
+	oid := c.push(t, map[string]any{"where": map[string]any{"installationId": iid}, "data": payload, "notification_id": "sdkreplay1"})
 	got := dev.next(t)
 	if got.cmd != 9 || len(got.ids) != 1 || len(got.datas) != 1 || got.offline { // data
 		t.Fatalf("push arrived as %+v, want one live data message", got)
@@ -263,7 +264,7 @@ func TestE2ELCSDKFixtures(t *testing.T) {
 	waitfor.True(t, pushTimeout, "the arrival counted", func() bool { return c.ownRecord(t, oid).Arrivals == 1 })
 	_ = dev.conn.Close() // the app goes away without a close frame (network lost)
 
-	oid2 := c.push(t, map[string]any{"where": map[string]any{"installationId": iid}, "data": map[string]any{"alert": "while away"}})
+	oid2 := c.push(t, map[string]any{"where": map[string]any{"installationId": iid}, "data": map[string]any{"alert": "while away"}, "notification_id": "sdkreplay2"})
 	c.waitDone(t, oid2)
 	dev = sdkDial(t, sdkRoute(t, c.base, c.appID, iid))
 	dev.send(t, sdkLogin(c.appID, iid, false))
@@ -271,7 +272,7 @@ func TestE2ELCSDKFixtures(t *testing.T) {
 		t.Fatalf("login answered %+v", got)
 	}
 	got = dev.next(t)
-	if got.cmd != 9 || len(got.ids) != 1 || !got.offline || got.datas[0] != `{"alert":"while away"}` {
+	if got.cmd != 9 || len(got.ids) != 1 || !got.offline || got.datas[0] != `{"_nid":"sdkreplay2","alert":"while away"}` {
 		t.Fatalf("offline message arrived as %+v", got)
 	}
 	dev.send(t, sdkAck(iid, got.ids))

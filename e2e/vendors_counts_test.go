@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -79,18 +80,20 @@ func TestE2EVendorCountsPerChannel(t *testing.T) {
 	}
 	var full struct {
 		Counts struct {
-			ByChannel map[string]push.Tally `json:"byChannel"`
+			ByChannel map[string]push.Funnel `json:"byChannel"`
 		} `json:"counts"`
 	}
 	if err := json.Unmarshal(body, &full); err != nil {
 		t.Fatal(err)
 	}
 	for ch := range regIDs {
-		want := push.Tally{Targets: 4, Sent: 2, Failed: 1, InvalidTokens: 1}
+		// failed counts the dead token too (failedBy names it), as the funnel does.
+		want := push.Funnel{Targets: 4, Sent: 2, Failed: 2, InvalidTokens: 1,
+			FailedBy: map[string]int64{push.FailConfig: 1, push.FailInvalidToken: 1}}
 		if ch == push.ChannelMi { // Xiaomi's send reply names no dead regId: counted sent
-			want = push.Tally{Targets: 4, Sent: 3, Failed: 1}
+			want = push.Funnel{Targets: 4, Sent: 3, Failed: 1, FailedBy: map[string]int64{push.FailConfig: 1}}
 		}
-		if got := full.Counts.ByChannel[ch]; got != want {
+		if got := full.Counts.ByChannel[ch]; !reflect.DeepEqual(got, want) {
 			t.Errorf("byChannel[%s] = %+v, want %+v", ch, got, want)
 		}
 	}

@@ -112,9 +112,9 @@ func (s *scanner) deadTarget(rt *push.Route) {
 	ci := channelIndex(deliveryChannel(rt, &s.r.js.app))
 	s.hits++
 	if s.counts != nil {
-		s.counts.count(ci, push.OutcomeInvalidToken)
+		s.counts.count(ci, push.OutcomeInvalidToken, "")
 		return
 	}
-	s.b.pre.count(ci, push.OutcomeInvalidToken)
+	s.b.pre.count(ci, push.OutcomeInvalidToken, "")
 	s.b.npre++
 }

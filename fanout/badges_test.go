@@ -206,7 +206,7 @@ func TestFanoutDeadListedTokenDropped(t *testing.T) {
 
 	job := e.submit(push.Job{Kind: push.JobDevices, DeviceType: push.DeviceIOS, DeviceIDs: []string{"dead", "old", "back", "live"}})
 	rec := e.waitDone(job.NotificationObjectID)
-	if got, want := rec.Counts[push.ChannelAPNs], (push.Tally{Targets: 4, Sent: 3, InvalidTokens: 1}); got != want {
+	if got, want := rec.Counts[push.ChannelAPNs], (push.Tally{Targets: 4, Sent: 3, InvalidTokens: 1}); !got.Equal(want) {
 		t.Errorf("apns counts %+v, want %+v", got, want)
 	}
 	for id, want := range map[string]int{"dead": 0, "old": 1, "back": 1, "live": 1} {
@@ -216,7 +216,7 @@ func TestFanoutDeadListedTokenDropped(t *testing.T) {
 	}
 	job = e.submit(push.Job{Kind: push.JobDevices, DeviceType: push.DeviceAndroid, Vendor: "mi", DeviceIDs: []string{"reg-dead", "reg-live"}})
 	rec = e.waitDone(job.NotificationObjectID)
-	if got, want := rec.Counts[push.ChannelMi], (push.Tally{Targets: 2, Sent: 1, InvalidTokens: 1}); got != want {
+	if got, want := rec.Counts[push.ChannelMi], (push.Tally{Targets: 2, Sent: 1, InvalidTokens: 1}); !got.Equal(want) {
 		t.Errorf("mi counts %+v, want %+v", got, want)
 	}
 	job = e.submit(push.Job{Kind: push.JobDevices, DeviceType: push.DeviceAndroid, DeviceIDs: []string{"iid-never"}})

@@ -361,7 +361,7 @@ func (d *Deferrals) count(ctx context.Context, appID, pushID string, ends []endi
 				o.InvalidTokens = 1
 			case push.OutcomeQueued:
 			default:
-				o.Failed = 1
+				o.Fail(FailureClass(e.res.Reason))
 				reason := e.res.Reason
 				if reason == "" {
 					reason = "failed without a reason"

@@ -47,7 +47,7 @@ func TestFanoutEditionVendors(t *testing.T) {
 				if ed.HasChannel(ch) {
 					want[ch] = push.Tally{Targets: 1, Sent: 1}
 				} else {
-					want[ch] = push.Tally{Targets: 1, Failed: 1}
+					want[ch] = push.Tally{Targets: 1, Failed: 1, FailedBy: map[string]int64{push.FailConfig: 1}}
 					wantErrs = append(wantErrs, "vendor "+ch+" is not available in the "+string(ed)+" edition")
 				}
 			}

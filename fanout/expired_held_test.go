@@ -60,9 +60,9 @@ func TestFanoutExpiredHeldByQuota(t *testing.T) {
 		got := rec.Counts[ch]
 		wantT := push.Tally{Targets: n, Expired: n}
 		if ch == held {
-			wantT = push.Tally{Targets: n, Failed: n}
+			wantT = push.Tally{Targets: n, Failed: n, FailedBy: map[string]int64{FailureClass(heldReason): n}}
 		}
-		if got != wantT {
+		if !got.Equal(wantT) {
 			t.Errorf("channel %s: %+v, want %+v", ch, got, wantT)
 		}
 	}

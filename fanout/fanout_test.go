@@ -85,7 +85,7 @@ func checkCounts(t *testing.T, got, want push.Counts) {
 		return
 	}
 	for ch, w := range want {
-		if got[ch] != w {
+		if !got[ch].Equal(w) {
 			t.Errorf("counts[%s]: got %+v, want %+v", ch, got[ch], w)
 		}
 	}
@@ -196,7 +196,7 @@ func TestFanoutOutcomesAndErrors(t *testing.T) {
 		x.Targets++
 		switch {
 		case ch == push.ChannelMi:
-			x.Failed++
+			x.Fail(push.FailRejected)
 		case ch == push.ChannelAPNs && id[len(id)-1] == '4':
 			x.InvalidTokens++
 		default:

@@ -78,7 +78,7 @@ func (r *run) marketing(ctx context.Context, b *batch) error {
 			continue
 		}
 		capped++
-		r.tl.count(b.ch[i], push.OutcomeFailed)
+		r.tl.count(b.ch[i], push.OutcomeFailed, push.ReasonDailyCap)
 		if r.ev != nil {
 			r.emitOne(&b.ds[i], webhook.Event{Type: webhook.Failed, Reason: push.ReasonDailyCap}, now)
 		}

@@ -174,7 +174,7 @@ func (r *run) defer_(ctx context.Context, q Quotas, rows []push.Deferred) error 
 	now := r.w.clock.Now()
 	for i := range rows {
 		d := &rows[i]
-		r.tl.count(channelIndex(d.Vendor), push.OutcomeDeferred)
+		r.tl.count(channelIndex(d.Vendor), push.OutcomeDeferred, "")
 		if r.ev != nil {
 			r.ev.Emit(deferredEvent(d, webhook.Deferred, d.Reason, now))
 		}

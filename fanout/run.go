@@ -210,7 +210,7 @@ func (r *run) launch(ctx context.Context, b *batch, ahead bool) (inflight, error
 			return f, err
 		}
 	}
-	if b.pre != (tally{}) {
+	if !b.pre.isZero() {
 		r.addReason(b.preReason)
 		pt := b.pre.total()
 		w.m.failed.Add(int(pt.Failed))
@@ -355,7 +355,7 @@ func (r *run) tallyBatch(b *batch, res []push.Result) {
 		if res[i].Channel != "" { // carried by another channel (a vendor_first fallback)
 			ci = channelIndex(res[i].Channel)
 		}
-		r.tl.count(ci, o)
+		r.tl.count(ci, o, res[i].Reason)
 		switch o {
 		case push.OutcomeSent:
 			sent++
@@ -409,14 +409,14 @@ func (r *run) countExpired(ctx context.Context, b *batch) {
 	failed := 0
 	for i := range b.ds {
 		if reason, held := hr.HeldReason(ctx, &b.ds[i]); held {
-			r.tl.count(b.ch[i], push.OutcomeFailed)
+			r.tl.count(b.ch[i], push.OutcomeFailed, reason)
 			r.addReason(reason)
 			failed++
 			if r.ev != nil {
 				r.emitOne(&b.ds[i], webhook.Event{Type: webhook.Failed, Reason: reason}, r.w.clock.Now())
 			}
 		} else {
-			r.tl.count(b.ch[i], push.OutcomeExpired)
+			r.tl.count(b.ch[i], push.OutcomeExpired, "")
 			if r.ev != nil {
 				r.emitOne(&b.ds[i], webhook.Event{Type: webhook.Expired}, r.w.clock.Now())
 			}
@@ -428,7 +428,7 @@ func (r *run) countExpired(ctx context.Context, b *batch) {
 
 func (r *run) countAll(chs []uint8, o push.Outcome, reason string) {
 	for _, ch := range chs {
-		r.tl.count(ch, o)
+		r.tl.count(ch, o, reason)
 	}
 	if o == push.OutcomeExpired {
 		r.w.m.expired.Add(len(chs))

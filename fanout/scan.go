@@ -155,7 +155,7 @@ func (s *scanner) target(ctx context.Context, rt *push.Route) {
 			s.b.add(&r.tmpl, nil, ci, ch, rt, own, nil, false)
 			return
 		}
-		s.b.pre.count(ci, o)
+		s.b.pre.count(ci, o, r.js.msgErrs[ci])
 		s.b.npre++
 		if s.b.preReason == "" && o == push.OutcomeFailed {
 			s.b.preReason = r.js.msgErrs[ci]

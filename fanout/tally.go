@@ -1,6 +1,10 @@
 package fanout
 
-import "github.com/pushd/pushd/push"
+import (
+	"strings"
+
+	"github.com/pushd/pushd/push"
+)
 
 // Delivery channels by index, so the hot path tallies into an array instead of a map.
 var channelNames = [...]string{
@@ -52,8 +56,9 @@ func (t *tally) add(o *tally) {
 	}
 }
 
-// count adds one target with outcome o on channel ch.
-func (t *tally) count(ch uint8, o push.Outcome) {
+// count adds one target with outcome o on channel ch; reason is a failure's reason (its class
+// goes to FailedBy, FailureClass).
+func (t *tally) count(ch uint8, o push.Outcome, reason string) {
 	x := &t[ch]
 	x.Targets++
 	switch o {
@@ -67,14 +72,51 @@ func (t *tally) count(ch uint8, o push.Outcome) {
 	case push.OutcomeDeferred: // a vendor quota holds it (quota.go): Deferrals ends it
 		x.Deferred++
 	default:
-		x.Failed++
+		x.Fail(FailureClass(reason))
 	}
+}
+
+func (t *tally) isZero() bool {
+	for i := range t {
+		if !t[i].IsZero() {
+			return false
+		}
+	}
+	return true
+}
+
+// FailureClass maps a failure's reason (the text the record's errors list) to its class in
+// the funnel's failedBy: a small fixed set (push.Fail*), so that a dashboard can sum it.
+func FailureClass(reason string) string {
+	switch {
+	case reason == ReasonDailyVolume:
+		return push.FailDailyVolume
+	case reason == push.ReasonDailyCap:
+		return push.FailDailyCap
+	case reason == push.ReasonQuietHours:
+		return push.FailQuietHours
+	case strings.HasPrefix(reason, "credentials rejected"):
+		return push.FailCredentials
+	case strings.HasPrefix(reason, "gateway unavailable"):
+		return push.FailUnavailable
+	case strings.Contains(reason, "quota"):
+		return push.FailQuota
+	case strings.HasSuffix(reason, "credentials configured"), strings.HasPrefix(reason, "invalid ") && strings.Contains(reason, " credentials"),
+		strings.Contains(reason, "not configured"), strings.Contains(reason, "not available"),
+		strings.HasPrefix(reason, "cannot build "), reason == "app not found":
+		return push.FailConfig
+	case strings.HasPrefix(reason, "cannot render"):
+		return push.FailPayload
+	case reason == "canceled", reason == "sender closed":
+		return push.FailCancelled
+	}
+	return push.FailRejected
 }
 
 func (t *tally) counts() push.Counts {
 	c := push.Counts{}
 	for i := range t {
-		if t[i] != (push.Tally{}) {
+		if !t[i].IsZero() {
 			c[channelNames[i]] = t[i]
 		}
 	}

@@ -10,7 +10,7 @@ import (
 // channel's slot where unknown channels land.
 func TestTallyHonorHasItsOwnSlot(t *testing.T) {
 	var tl tally
-	tl.count(channelIndex(push.ChannelHonor), push.OutcomeSent)
+	tl.count(channelIndex(push.ChannelHonor), push.OutcomeSent, "")
 	c := tl.counts()
 	if c[push.ChannelHonor].Sent != 1 || c[push.ChannelDirect].Targets != 0 {
 		t.Fatalf("counts %+v, want one honor success", c)

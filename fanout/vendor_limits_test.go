@@ -25,7 +25,7 @@ func TestFanoutVendorLimitFailsItsTargets(t *testing.T) {
 	data := json.RawMessage(`{"alert":"hi","k":"` + strings.Repeat("x", 1500) + `"}`)
 	rec := e.waitDone(e.submit(push.Job{Data: data}).NotificationObjectID)
 	checkCounts(t, rec.Counts, push.Counts{
-		push.ChannelVivo: {Targets: 2, Failed: 2},
+		push.ChannelVivo: {Targets: 2, Failed: 2, FailedBy: map[string]int64{push.FailPayload: 2}},
 		push.ChannelMi:   {Targets: 1, Sent: 1},
 		push.ChannelMz:   {Targets: 1, Sent: 1},
 	})

@@ -23,10 +23,29 @@ type Tally struct {
 	Expired       int64 `json:"expired"`
 	Deferred      int64 `json:"deferred"`
 	InvalidTokens int64 `json:"invalidTokens"`
-	// Arrivals counts the own channel's targets whose device acknowledged the message: a
-	// figure APNs and FCM cannot give. Zero on every other channel.
+	// FailedBy counts Failed by failure class (Fail*); dead tokens are InvalidTokens, not here.
+	FailedBy map[string]int64 `json:"failedBy,omitempty"`
+	// Arrivals counts the sent targets a device acknowledged (the own channel) or a vendor
+	// receipt confirmed: a figure APNs and FCM cannot give. The record's API shows it as
+	// `arrived` (the funnel) and, for existing readers, as `arrivals` (FunnelOf).
 	Arrivals int64 `json:"arrivals,omitempty"`
 }
+
+// Failure classes: the keys of Tally.FailedBy, and of the funnel's failedBy (FunnelOf), whose
+// failed also counts the invalid tokens (FailInvalidToken).
+const (
+	FailInvalidToken = "invalid_token"  // the gateway says the token is dead (InvalidTokens)
+	FailRejected     = "rejected"       // the gateway refused the message or the target for good
+	FailUnavailable  = "unavailable"    // the gateway did not take it within the retry horizon
+	FailCredentials  = "credentials"    // the gateway rejects the app's credentials
+	FailConfig       = "config"         // the app lacks what the channel needs (credentials, a profile, the edition)
+	FailQuota        = "quota"          // the vendor's quota stayed spent until the push expired
+	FailDailyVolume  = "daily_volume"   // the app's daily volume was reached
+	FailPayload      = "payload"        // the push has no valid payload for this channel
+	FailCancelled    = "cancelled"      // the sender stopped before the gateway answered
+	FailDailyCap     = ReasonDailyCap   // the app's marketing cap per device was reached (MarketingRules)
+	FailQuietHours   = ReasonQuietHours // a marketing push reached the device in the app's quiet hours
+)
 
 // Add adds o into t.
 func (t *Tally) Add(o Tally) {
@@ -37,6 +56,43 @@ func (t *Tally) Add(o Tally) {
 	t.Deferred += o.Deferred
 	t.InvalidTokens += o.InvalidTokens
 	t.Arrivals += o.Arrivals
+	if len(o.FailedBy) > 0 && t.FailedBy == nil {
+		t.FailedBy = make(map[string]int64, len(o.FailedBy))
+	}
+	for k, v := range o.FailedBy {
+		t.FailedBy[k] += v
+	}
+}
+
+// IsZero says whether t counts nothing.
+func (t Tally) IsZero() bool { return t.Equal(Tally{}) }
+
+// Equal says whether t and o hold the same counts (a FailedBy entry of 0 equals none).
+func (t Tally) Equal(o Tally) bool {
+	if t.Targets != o.Targets || t.Sent != o.Sent || t.Failed != o.Failed || t.Expired != o.Expired ||
+		t.Deferred != o.Deferred || t.InvalidTokens != o.InvalidTokens || t.Arrivals != o.Arrivals {
+		return false
+	}
+	for k, v := range t.FailedBy {
+		if o.FailedBy[k] != v {
+			return false
+		}
+	}
+	for k, v := range o.FailedBy {
+		if t.FailedBy[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Fail counts one failed target with its failure class (FailureClass): Failed and FailedBy.
+func (t *Tally) Fail(class string) {
+	t.Failed++
+	if t.FailedBy == nil {
+		t.FailedBy = map[string]int64{}
+	}
+	t.FailedBy[class]++
 }
 
 // Counts are a push's tallies by delivery channel (ChannelAPNs, ChannelDirect, ...).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -29,10 +30,11 @@ var successKey = map[string]string{
 	push.ChannelHonor:  "honorSuccesses",
 }
 
-// recordJSON is a push record as the REST API shows it: the original service's field names
-// (msg, devices, successes, ...Successes, invalidTokens, errors, from-service, push-time) plus
-// our exact tallies per device type and channel.
-func recordJSON(n *push.Notification) map[string]any {
+// recordJSON is a push record as the REST API shows it at now: the original service's field
+// names (msg, devices, successes, ...Successes, invalidTokens, errors, from-service, push-time)
+// plus our delivery funnel per device type and channel (push.FunnelOf) and the push's pending
+// targets.
+func recordJSON(n *push.Notification, now time.Time) map[string]any {
 	total := n.Counts.Total()
 	m := map[string]any{
 		"objectId":       n.ObjectID,
@@ -56,7 +58,8 @@ func recordJSON(n *push.Notification) map[string]any {
 		m[key] = int64(0)
 	}
 	byType := map[string]push.Tally{}
-	channels := map[string]push.Tally{}
+	channels := map[string]push.Funnel{}
+	pending := int64(0)
 	for ch, t := range n.Counts {
 		if k, ok := successKey[ch]; ok {
 			m[k] = t.Sent
@@ -68,9 +71,16 @@ func recordJSON(n *push.Notification) map[string]any {
 		cur := byType[dt]
 		cur.Add(t)
 		byType[dt] = cur
-		channels[ch] = t
+		f := push.FunnelOf(t, n.ExpiresAt, now)
+		channels[ch] = f
+		pending += f.Pending
 	}
-	m["counts"] = map[string]any{"byDeviceType": byType, "byChannel": channels}
+	types := make(map[string]push.Funnel, len(byType))
+	for dt, t := range byType {
+		types[dt] = push.FunnelOf(t, n.ExpiresAt, now)
+	}
+	m["pending"] = pending
+	m["counts"] = map[string]any{"byDeviceType": types, "byChannel": channels}
 	if len(n.Where) > 0 {
 		m["where"] = json.RawMessage(n.Where)
 	}
@@ -138,7 +148,7 @@ func (s *Service) getByObjectID(ctx *fasthttp.RequestCtx, c *api.Call) error {
 	if err != nil {
 		return fmt.Errorf("cannot read push record of app %s: %w", c.App.ID, err)
 	}
-	return writeObject(ctx, recordJSON(&n))
+	return writeObject(ctx, recordJSON(&n, c.Now))
 }
 
 // GET /1.1/notifications/<notification_id>. Several pushes may share a notification_id
@@ -153,12 +163,12 @@ func (s *Service) getByNID(ctx *fasthttp.RequestCtx, c *api.Call) error {
 	if len(recs) == 0 {
 		return notFound("notification", c.Params[0])
 	}
-	return writeObject(ctx, aggregate(recs))
+	return writeObject(ctx, aggregate(recs, c.Now))
 }
 
 var statusRank = map[string]int{push.StatusScheduled: 0, push.StatusInQueue: 1, push.StatusInProcess: 2, push.StatusDone: 3, push.StatusCancelled: 4}
 
-func aggregate(recs []push.Notification) map[string]any {
+func aggregate(recs []push.Notification, now time.Time) map[string]any {
 	sort.Slice(recs, func(i, j int) bool { return recs[i].CreatedAt.After(recs[j].CreatedAt) })
 	sum := recs[0]
 	sum.Counts = push.Counts{}
@@ -176,7 +186,7 @@ func aggregate(recs []push.Notification) map[string]any {
 			sum.Status = r.Status
 		}
 	}
-	m := recordJSON(&sum)
+	m := recordJSON(&sum, now)
 	m["pushes"] = len(recs)
 	m["objectIds"] = ids
 	return m
@@ -257,7 +267,7 @@ func (s *Service) listRecords(ctx *fasthttp.RequestCtx, c *api.Call) error {
 
 	var matched []map[string]any
 	err := s.st.ListNotifications(ctx, c.App.ID, func(n *push.Notification) error {
-		m := recordJSON(n)
+		m := recordJSON(n, c.Now)
 		doc, derr := asDoc(m)
 		if derr != nil {
 			return derr

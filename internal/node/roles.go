@@ -397,6 +397,10 @@ const (
 
 // startSims starts the simulators, gives the dev app credentials they trust (new keys each
 // start: the simulators keep nothing), and adds a service that stops them.
+// simRecord is how many accepted requests each simulator of --sim keeps for GET <url>/_sent
+// (the payloads and the notification ids a developer, or an e2e test, can read back).
+const simRecord = 1000
+
 func startSims(ctx context.Context, p *parts, g *service.Group, stdout io.Writer) error {
 	// Each simulator started so far is closed again if a later one cannot start.
 	var started []io.Closer
@@ -415,35 +419,35 @@ func startSims(ctx context.Context, p *parts, g *service.Group, stdout io.Writer
 		started = append(started, s)
 		return nil
 	}
-	a, err := sim.NewAPNs(sim.APNsConfig{Addr: p.cfg.SimAPNsAddr})
+	a, err := sim.NewAPNs(sim.APNsConfig{Addr: p.cfg.SimAPNsAddr, Record: simRecord})
 	if err := start("APNs", p.cfg.SimAPNsAddr, a, err); err != nil {
 		return err
 	}
-	f, err := sim.NewFCM(sim.FCMConfig{Addr: p.cfg.SimFCMAddr})
+	f, err := sim.NewFCM(sim.FCMConfig{Addr: p.cfg.SimFCMAddr, Record: simRecord})
 	if err := start("FCM", p.cfg.SimFCMAddr, f, err); err != nil {
 		return err
 	}
-	h, err := sim.NewHMS(sim.HMSConfig{Addr: p.cfg.SimHMSAddr})
+	h, err := sim.NewHMS(sim.HMSConfig{Addr: p.cfg.SimHMSAddr, Record: simRecord})
 	if err := start("HMS", p.cfg.SimHMSAddr, h, err); err != nil {
 		return err
 	}
-	m, err := sim.NewMi(sim.MiConfig{Addr: p.cfg.SimMiAddr})
+	m, err := sim.NewMi(sim.MiConfig{Addr: p.cfg.SimMiAddr, Record: simRecord})
 	if err := start("Xiaomi", p.cfg.SimMiAddr, m, err); err != nil {
 		return err
 	}
-	v, err := sim.NewVivo(sim.VivoConfig{Addr: p.cfg.SimVivoAddr})
+	v, err := sim.NewVivo(sim.VivoConfig{Addr: p.cfg.SimVivoAddr, Record: simRecord})
 	if err := start("vivo", p.cfg.SimVivoAddr, v, err); err != nil {
 		return err
 	}
-	o, err := sim.NewOppo(sim.OppoConfig{Addr: p.cfg.SimOppoAddr, Region: "any"})
+	o, err := sim.NewOppo(sim.OppoConfig{Addr: p.cfg.SimOppoAddr, Region: "any", Record: simRecord})
 	if err := start("OPPO", p.cfg.SimOppoAddr, o, err); err != nil {
 		return err
 	}
-	z, err := sim.NewMz(sim.MzConfig{Addr: p.cfg.SimMzAddr})
+	z, err := sim.NewMz(sim.MzConfig{Addr: p.cfg.SimMzAddr, Record: simRecord})
 	if err := start("Meizu", p.cfg.SimMzAddr, z, err); err != nil {
 		return err
 	}
-	hn, err := sim.NewHonor(sim.HonorConfig{Addr: p.cfg.SimHonorAddr})
+	hn, err := sim.NewHonor(sim.HonorConfig{Addr: p.cfg.SimHonorAddr, Record: simRecord})
 	if err := start("Honor", p.cfg.SimHonorAddr, hn, err); err != nil {
 		return err
 	}

@@ -369,17 +369,16 @@ func (r *run) seedDevices(ctx context.Context, api *client, devs []*Device) (int
 
 // record is the part of a push record the driver reads.
 type record struct {
-	ObjectID  string   `json:"objectId"`
-	Status    string   `json:"status"`
-	CreatedAt string   `json:"createdAt"`
-	UpdatedAt string   `json:"updatedAt"`
-	Errors    []string `json:"errors"`
-	Stopped   string   `json:"stopped"`
-	Counts    struct {
-		ByChannel map[string]push.Tally `json:"byChannel"`
-	} `json:"counts"`
-	Arrivals    int64 `json:"arrivals"`
-	LCSuccesses int64 `json:"lcSuccesses"`
+	ObjectID    string       `json:"objectId"`
+	Status      string       `json:"status"`
+	CreatedAt   string       `json:"createdAt"`
+	UpdatedAt   string       `json:"updatedAt"`
+	Errors      []string     `json:"errors"`
+	Stopped     string       `json:"stopped"`
+	Counts      recordCounts `json:"counts"`
+	Pending     int64        `json:"pending"` // targets without an outcome yet (the funnel)
+	Arrivals    int64        `json:"arrivals"`
+	LCSuccesses int64        `json:"lcSuccesses"`
 }
 
 func terminal(status string) bool { return status == push.StatusDone || status == push.StatusCancelled }
@@ -485,6 +484,9 @@ func (r *run) scenario(ctx context.Context, idx int, s *Scenario) (*ScenarioRepo
 	}
 	if !first.IsZero() && last.After(first) {
 		sr.ServerSeconds = last.Sub(first).Seconds()
+	}
+	for _, rec := range recs {
+		sr.Problems = append(sr.Problems, rec.funnelProblems()...)
 	}
 	if e := s.Expect.EndsAfter; e > 0 && len(recs) > 0 && sr.ServerSeconds < e.Seconds() {
 		sr.Problems = append(sr.Problems, fmt.Sprintf("the push records were done %.2fs after they were created, before the push expired (%v): its targets must fail only then", sr.ServerSeconds, e))

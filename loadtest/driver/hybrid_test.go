@@ -103,7 +103,7 @@ func TestDriverHybridScenarios(t *testing.T) {
 		t.Fatalf("direct: hybrid %v, %d own, %d targets, %d calls", s.Hybrid, len(s.Own), s.Expect.Targets(), len(s.Requests))
 	}
 	want := push.Tally{Targets: 100, Sent: 100, Arrivals: 100}
-	if got := s.Expect.byGateway(); len(got) != 1 || got[push.ChannelDirect] != want {
+	if got := s.Expect.byGateway(); len(got) != 1 || !got[push.ChannelDirect].Equal(want) {
 		t.Fatalf("direct expects %v, want only direct %v", got, want)
 	}
 	m, err := BuildHybridScenario(ScenarioMixed, h)

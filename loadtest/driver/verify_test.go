@@ -131,7 +131,7 @@ func TestDriverRecordCountsAdd(t *testing.T) {
 	if rc.Status != push.StatusInProcess {
 		t.Fatalf("status %q, want the least advanced (in-process)", rc.Status)
 	}
-	if rc.Total != (push.Tally{Targets: 6, Sent: 3}) || rc.ByChannel["apns"] != (push.Tally{Targets: 5, Sent: 3}) || len(rc.Errors) != 1 {
+	if !rc.Total.Equal(push.Tally{Targets: 6, Sent: 3}) || !rc.ByChannel["apns"].Equal(push.Tally{Targets: 5, Sent: 3}) || len(rc.Errors) != 1 {
 		t.Fatalf("got %+v", rc)
 	}
 }

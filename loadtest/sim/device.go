@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"crypto/md5"
 	"encoding/hex"
@@ -36,37 +37,80 @@ type DeviceConfig struct {
 	OnPush func(p DevicePush)
 }
 
-// DevicePush is one push frame a device received.
+// DevicePush is one push frame a device received. NID is the push's notification id (our
+// frame's nid; the "_nid" member of the original protocol's data). Dup says the device had
+// already shown a notification of that id: a wire duplicate, not shown again.
 type DevicePush struct {
 	ID   string          `json:"id"`
 	NID  string          `json:"nid"`
 	Data json.RawMessage `json:"data"`
 	Exp  int64           `json:"exp,omitempty"`
+	Dup  bool            `json:"dup,omitempty"`
 }
 
-// Ledger is a device's record of the pushes it received, by message id. Safe for
-// concurrent use.
+// Ledger is a device's record of the pushes it received, by message id, and of the
+// notifications it showed: once per notification id (a message without one: per message
+// id), as an app that dedupes across channels does; every further frame of a shown id is a
+// wire duplicate, counted apart. Safe for concurrent use.
 type Ledger struct {
 	mu    sync.Mutex
 	times map[string]int
 	order []string
 	acked map[string]bool
 	data  map[string]json.RawMessage
+	nids  map[string]string // message id → notification id
+	shown map[string]bool   // notification ids (or message ids) shown
+	shows []string
+	dups  int
 }
 
 // NewLedger returns an empty ledger.
 func NewLedger() *Ledger {
-	return &Ledger{times: map[string]int{}, acked: map[string]bool{}, data: map[string]json.RawMessage{}}
+	return &Ledger{times: map[string]int{}, acked: map[string]bool{}, data: map[string]json.RawMessage{},
+		nids: map[string]string{}, shown: map[string]bool{}}
 }
 
-func (l *Ledger) add(id string, data json.RawMessage) {
+// add records a frame of message id with notification id nid; dup says the notification
+// was already shown (a wire duplicate).
+func (l *Ledger) add(id, nid string, data json.RawMessage) (dup bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.times[id] == 0 {
 		l.order = append(l.order, id)
 		l.data[id] = data
+		l.nids[id] = nid
 	}
 	l.times[id]++
+	key := cmp.Or(nid, id)
+	if l.shown[key] {
+		l.dups++
+		return true
+	}
+	l.shown[key] = true
+	l.shows = append(l.shows, key)
+	return false
+}
+
+// NID is the notification id message id came with ("" when none or not received).
+func (l *Ledger) NID(id string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.nids[id]
+}
+
+// Shown lists the notifications shown, each once, by notification id (message id for a
+// message without one), in the order shown.
+func (l *Ledger) Shown() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.shows...)
+}
+
+// WireDuplicates is how many frames came for a notification already shown.
+func (l *Ledger) WireDuplicates() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.dups
 }
 
 // Data is the data of message id as first received.
@@ -255,7 +299,7 @@ func (d *Device) read() {
 		case "moved":
 			d.moved.Store(true)
 		case "push":
-			d.cfg.Ledger.add(f.ID, f.Data)
+			f.Dup = d.cfg.Ledger.add(f.ID, f.NID, f.Data)
 			if !d.cfg.NoAck {
 				d.ackLater(f.ID)
 			}

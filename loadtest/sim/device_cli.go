@@ -86,6 +86,10 @@ func RunDeviceCLI(ctx context.Context, args []string, out io.Writer) error {
 		for {
 			select {
 			case p := <-got:
+				if p.Dup { // shown once per notification id: a second frame is a wire duplicate
+					fmt.Fprintf(out, "duplicate %s (nid %q shown already; %d wire duplicates)\n", p.ID, p.NID, ledger.WireDuplicates())
+					continue
+				}
 				line, _ := json.Marshal(p)
 				fmt.Fprintf(out, "push %s\n", line)
 				received++

@@ -392,7 +392,7 @@ func (s *HMS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		good = []string{"topic:" + target}
 	}
 	s.rec.acceptedMany(good, code, func() Sent {
-		return Sent{Target: strings.Join(good, ","), Project: app, Body: append(json.RawMessage(nil), body...)}
+		return Sent{Target: strings.Join(good, ","), Project: app, Body: append(json.RawMessage(nil), body...), NotifyID: hmsNotifyID(body)}
 	})
 }
 

@@ -370,7 +370,7 @@ func (s *Honor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.rec.acceptedMany(good, reason, func() Sent {
-		return Sent{Target: strings.Join(good, ","), Project: app, Body: append(json.RawMessage(nil), body...)}
+		return Sent{Target: strings.Join(good, ","), Project: app, Body: append(json.RawMessage(nil), body...), NotifyID: honorNotifyID(body)}
 	})
 }
 

@@ -226,14 +226,16 @@ func (d *LCDevice) read() {
 				if i >= len(ids) {
 					break
 				}
-				d.cfg.Ledger.add(ids[i], json.RawMessage(m.GetData()))
+				data := json.RawMessage(m.GetData())
+				nid := lcNID(data)
+				dup := d.cfg.Ledger.add(ids[i], nid, data)
 				if dm.GetOffline() {
 					d.mu.Lock()
 					d.offIDs[ids[i]] = true
 					d.mu.Unlock()
 				}
 				if d.cfg.OnPush != nil {
-					d.cfg.OnPush(DevicePush{ID: ids[i], Data: json.RawMessage(m.GetData())})
+					d.cfg.OnPush(DevicePush{ID: ids[i], NID: nid, Data: data, Dup: dup})
 				}
 			}
 			if !d.cfg.NoAck && len(ids) > 0 {
@@ -273,4 +275,14 @@ func (d *LCDevice) pinger() {
 			}
 		}
 	}
+}
+
+// lcNID reads the push's notification id from the "_nid" member of a data command's JSON
+// (render.KeyNID; pushd puts it there, the original's DataCommand has no field for it).
+func lcNID(data json.RawMessage) string {
+	var v struct {
+		NID string `json:"_nid"`
+	}
+	_ = json.Unmarshal(data, &v)
+	return v.NID
 }

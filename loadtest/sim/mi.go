@@ -235,7 +235,7 @@ func (s *Mi) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, miReply{Result: "ok", Code: MiOK, TraceID: s.trace(), Data: data, Description: "成功",
 		Info: "Received push messages for " + strconv.Itoa(len(ids)) + " REGID"})
 	s.rec.acceptedMany(good, "0", func() Sent {
-		return Sent{Target: strings.Join(good, ","), Project: pkgs, Body: append(json.RawMessage(nil), body...)}
+		return Sent{Target: strings.Join(good, ","), Project: pkgs, Body: append(json.RawMessage(nil), body...), NotifyID: miNotifyID(body)}
 	})
 	s.receipts.add(form, id, good, bad, s.now())
 }

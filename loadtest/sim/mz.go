@@ -285,7 +285,7 @@ func (s *Mz) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, mzReply{Code: MzOK, Value: value, MsgID: fmt.Sprintf("NS%013d%06d", s.now().UnixMilli(), s.seq.Add(1)%1000000)})
 	s.rec.acceptedMany(good, MzOK, func() Sent {
-		return Sent{Target: strings.Join(good, ","), Project: appID, Body: json.RawMessage(form.Get("messageJson"))}
+		return Sent{Target: strings.Join(good, ","), Project: appID, Body: json.RawMessage(form.Get("messageJson")), NotifyID: mzNotifyID([]byte(form.Get("messageJson")))}
 	})
 	if len(value) > 0 {
 		s.rec.mu.Lock()

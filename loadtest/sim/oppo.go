@@ -477,7 +477,7 @@ func (s *Oppo) serveUnicast(w http.ResponseWriter, app, raw string) {
 	}
 	writeJSON(w, http.StatusOK, OppoReply{Code: OppoOK, Message: "Success", Data: map[string]string{"messageId": s.messageID()}})
 	s.rec.acceptedMany([]string{m.TargetValue}, "0", func() Sent {
-		return Sent{Target: m.TargetValue, Project: app, Body: json.RawMessage(raw)}
+		return Sent{Target: m.TargetValue, Project: app, Body: json.RawMessage(raw), NotifyID: oppoNotifyID([]byte(raw))}
 	})
 }
 
@@ -519,7 +519,7 @@ func (s *Oppo) serveBatch(w http.ResponseWriter, app, raw string) {
 	}
 	writeJSON(w, http.StatusOK, OppoReply{Code: OppoOK, Message: "Success", Data: items})
 	s.rec.acceptedMany(good, "0", func() Sent {
-		return Sent{Target: strings.Join(good, ","), Project: app, Body: json.RawMessage(raw)}
+		return Sent{Target: strings.Join(good, ","), Project: app, Body: json.RawMessage(raw), NotifyID: oppoNotifyID([]byte(raw))}
 	})
 }
 

@@ -36,6 +36,10 @@ type Sent struct {
 	Project string            `json:"project,omitempty"` // FCM project
 	Headers map[string]string `json:"headers,omitempty"` // APNs: the apns-* headers, lower-case names
 	Body    json.RawMessage   `json:"body"`              // request body as received
+	// NotifyID is the push's identity as this gateway's request carried it (notifyid.go):
+	// a vendor's notify id, Meizu's notifyKey, FCM's tag, APNs' apns-collapse-id, or the
+	// "_nid" of a data message; "" when the request carried none.
+	NotifyID string `json:"notifyId,omitempty"`
 }
 
 // recorder accumulates Stats. One mutex: a simulator answers at most some tens of thousands
@@ -165,7 +169,13 @@ func (r *recorder) serveControl(w http.ResponseWriter, req *http.Request, reset 
 		withTokens := req.URL.Query().Get("tokens") != "0"
 		writeJSON(w, http.StatusOK, r.snapshot(withTokens))
 	case "/_sent":
-		writeJSON(w, http.StatusOK, r.recorded())
+		sent := r.recorded()
+		for i := range sent {
+			if !json.Valid(sent[i].Body) { // a form body (Xiaomi): sent as a JSON string
+				sent[i].Body, _ = json.Marshal(string(sent[i].Body))
+			}
+		}
+		writeJSON(w, http.StatusOK, sent)
 	case "/_outage":
 		serveOutage(w, req, r.outage)
 	case "/_latency":

@@ -547,7 +547,7 @@ func (s *Vivo) serveSend(w http.ResponseWriter, app string, body []byte) {
 	}
 	writeJSON(w, http.StatusOK, VivoReply{Result: VivoOK, Desc: "请求成功", TaskID: s.taskID()})
 	s.rec.acceptedMany([]string{id}, "0", func() Sent {
-		return Sent{Target: id, Project: app, Body: append(json.RawMessage(nil), body...)}
+		return Sent{Target: id, Project: app, Body: append(json.RawMessage(nil), body...), NotifyID: vivoNotifyID(body)}
 	})
 }
 
@@ -641,7 +641,7 @@ func (s *Vivo) servePushToList(w http.ResponseWriter, app string, body []byte) {
 	}
 	writeJSON(w, http.StatusOK, VivoReply{Result: VivoOK, Desc: "请求成功", TaskID: in.TaskID, InvalidUsers: bad})
 	s.rec.acceptedMany(good, "0", func() Sent {
-		return Sent{Target: strings.Join(good, ","), Project: app, Body: append(json.RawMessage(nil), task.body...)}
+		return Sent{Target: strings.Join(good, ","), Project: app, Body: append(json.RawMessage(nil), task.body...), NotifyID: vivoNotifyID(task.body)}
 	})
 }
 

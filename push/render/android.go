@@ -32,6 +32,11 @@ type VendorBody struct {
 	Params json.RawMessage `json:"params,omitempty"`
 }
 
+// KeyNID is the data key carrying a push's notification id where the channel has no field of
+// its own for it: the original's own-channel protocol, FCM data messages, and the
+// pass-through messages of the HMS family. A custom attribute of that name wins.
+const KeyNID = "_nid"
+
 // noPassThrough are the vendors without pass-through messages (ORIGINAL-NOTES §2.4).
 var noPassThrough = []string{push.ChannelOppo, push.ChannelVivo, push.ChannelMz}
 
@@ -153,6 +158,9 @@ func renderFCM(m attrs, opts Options, now time.Time) (*push.Message, error) {
 			if a.hasTitle {
 				d.str("title", a.title)
 			}
+			if _, own := m[KeyNID]; !own && opts.NotificationID != "" {
+				d.str(KeyNID, opts.NotificationID) // the push's identity (no tag on a data message)
+			}
 		}
 		for _, k := range custom {
 			if fcmReserved(k) {
@@ -179,10 +187,16 @@ func renderFCM(m attrs, opts Options, now time.Time) (*push.Message, error) {
 	if collapse != "" {
 		an.str("collapse_key", collapse)
 	}
-	if !a.silent && a.channel != "" {
+	if !a.silent && (a.channel != "" || opts.NotificationID != "") {
 		an.key("notification")
 		n := newObj(&b)
-		n.str("channel_id", a.channel)
+		if a.channel != "" {
+			n.str("channel_id", a.channel)
+		}
+		if opts.NotificationID != "" {
+			// The push's identity: a notification of the same tag replaces the one shown.
+			n.str("tag", opts.NotificationID)
+		}
 		n.close()
 	}
 	an.close()

@@ -115,17 +115,17 @@ func TestRenderFCM(t *testing.T) {
 		priority         int
 	}{
 		{"notification", `{"alert":"See you","title":"Ana","conv":"42","n":{"a":1},"collapse-id":"c"}`,
-			`{"notification":{"title":"Ana","body":"See you"},"data":{"conv":"42","n":"{\"a\":1}"},"android":{"priority":"high","ttl":"3600s","collapse_key":"c","notification":{"channel_id":"chat"}}}`,
+			`{"notification":{"title":"Ana","body":"See you"},"data":{"conv":"42","n":"{\"a\":1}"},"android":{"priority":"high","ttl":"3600s","collapse_key":"c","notification":{"channel_id":"chat","tag":"n1"}}}`,
 			testExpiry, 10},
 		{"no expiry no custom", `{"alert":"x","fcm":{"_notificationChannel":""}}`,
-			`{"notification":{"body":"x"},"android":{"priority":"high"}}`, time.Time{}, 10},
+			`{"notification":{"body":"x"},"android":{"priority":"high","notification":{"tag":"n1"}}}`, time.Time{}, 10},
 		{"silent", `{"alert":"x","title":"t","fcm":{"silent":true,"k":2}}`,
-			`{"data":{"alert":"x","title":"t","k":"2"},"android":{"priority":"normal","ttl":"3600s"}}`, testExpiry, 5},
+			`{"data":{"alert":"x","title":"t","_nid":"n1","k":"2"},"android":{"priority":"normal","ttl":"3600s"}}`, testExpiry, 5},
 		{"ttl capped", `{"alert":"x"}`,
-			`{"notification":{"body":"x"},"android":{"priority":"high","ttl":"2419200s","notification":{"channel_id":"chat"}}}`,
+			`{"notification":{"body":"x"},"android":{"priority":"high","ttl":"2419200s","notification":{"channel_id":"chat","tag":"n1"}}}`,
 			testNow.Add(90 * 24 * time.Hour), 10},
 		{"ttl rounds up", `{"alert":"x"}`,
-			`{"notification":{"body":"x"},"android":{"priority":"high","ttl":"2s","notification":{"channel_id":"chat"}}}`,
+			`{"notification":{"body":"x"},"android":{"priority":"high","ttl":"2s","notification":{"channel_id":"chat","tag":"n1"}}}`,
 			testNow.Add(1500 * time.Millisecond), 10},
 	}
 	for _, c := range cases {

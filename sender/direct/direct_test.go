@@ -183,7 +183,7 @@ func TestDirectOnlineDeliveryAndArrival(t *testing.T) {
 		t.Fatal("no push frame")
 	}
 	waitfor.True(t, 10*time.Second, "the arrival counted", func() bool { return r.tally(t, "m1").Arrivals == 1 })
-	if tl := r.tally(t, "m1"); tl != (push.Tally{Sent: 1, Arrivals: 1}) {
+	if tl := r.tally(t, "m1"); !tl.Equal(push.Tally{Sent: 1, Arrivals: 1}) {
 		t.Errorf("tally %+v, want sent 1 arrivals 1", tl)
 	}
 	if c := r.cached(t, "dev1"); len(c) != 0 {
@@ -191,7 +191,7 @@ func TestDirectOnlineDeliveryAndArrival(t *testing.T) {
 	}
 	// The same record consumed again (a crash before its commit) is neither sent nor counted again.
 	r.consume(t, "dev1", "m1", time.Time{})
-	if tl := r.tally(t, "m1"); tl != (push.Tally{Sent: 1, Arrivals: 1}) {
+	if tl := r.tally(t, "m1"); !tl.Equal(push.Tally{Sent: 1, Arrivals: 1}) {
 		t.Errorf("tally after a second copy %+v", tl)
 	}
 	if n := d.Ledger().Times("m1"); n != 1 {
@@ -212,7 +212,7 @@ func TestDirectOfflineFlushInOrder(t *testing.T) {
 	r.consume(t, "dev1", "a3", time.Now().Add(-time.Second)) // expired before the gateway got it
 	r.consume(t, "dev1", "gone", time.Time{})                // its push was cancelled: no record
 	r.consume(t, "dev1", "a4", time.Time{})
-	if tl := r.tally(t, "a3"); tl != (push.Tally{Expired: 1}) {
+	if tl := r.tally(t, "a3"); !tl.Equal(push.Tally{Expired: 1}) {
 		t.Errorf("expired message tally %+v", tl)
 	}
 	d, h := r.mustDial(t, sim.DeviceConfig{InstallationID: "dev1", NoAck: true})
@@ -231,7 +231,7 @@ func TestDirectOfflineFlushInOrder(t *testing.T) {
 	d2, _ := r.mustDial(t, sim.DeviceConfig{InstallationID: "dev1"})
 	waitfor.True(t, 10*time.Second, "the second flush acked", func() bool { return len(r.cached(t, "dev1")) == 0 })
 	for _, id := range []string{"a1", "a2", "a4"} {
-		if tl := r.tally(t, id); tl != (push.Tally{Sent: 1, Arrivals: 1}) {
+		if tl := r.tally(t, id); !tl.Equal(push.Tally{Sent: 1, Arrivals: 1}) {
 			t.Errorf("%s tally %+v, want sent 1 arrivals 1", id, tl)
 		}
 		if !d2.Ledger().Acked(id) {

@@ -93,7 +93,7 @@ func TestDirectHandoffRoutesOwnChannel(t *testing.T) {
 	if c := r.cached(t, "dev1"); len(c) != 1 || c[0] != "h1" {
 		t.Errorf("cached %v, want [h1]", c)
 	}
-	if tl := r.tally(t, "h1"); tl != (push.Tally{Sent: 1}) {
+	if tl := r.tally(t, "h1"); !tl.Equal(push.Tally{Sent: 1}) {
 		t.Errorf("tally %+v, want sent 1", tl)
 	}
 }

@@ -1,6 +1,7 @@
 package direct
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/push/render"
 	"github.com/pushd/pushd/sender/direct/lcproto"
 	"github.com/pushd/pushd/store"
 )
@@ -55,15 +57,28 @@ func DecodeLC(b []byte) (*lcproto.GenericCommand, error) {
 }
 
 // AppendLCData appends the data command of m to dst: one message, its id and its rendered
-// Android payload (the same JSON our protocol's push frame holds), offline when it comes
-// from the offline cache at login. Written with protowire (no message built per delivery);
+// Android payload (the same JSON our protocol's push frame holds) with the push's
+// notification id as its first member "_nid" (render.KeyNID: the original's DataCommand has
+// no field for it; a custom attribute of that name wins), offline when it comes from the
+// offline cache at login. Written with protowire (no message built per delivery);
 // TestDirectLCAppendDataIsTheMessage holds it to lcproto's GenericCommand.
 func AppendLCData(dst []byte, m *push.DirectMessage, offline bool) []byte {
 	data := m.Data
 	if len(data) == 0 {
 		data = []byte("{}")
 	}
-	jsonMsg := protowire.SizeTag(1) + protowire.SizeBytes(len(data))
+	// The JSON text is head + data[1:]: head opens the object with the _nid member.
+	var hb [64]byte
+	head := data[:1]
+	if m.NotificationID != "" && data[0] == '{' && !bytes.Contains(data, lcNIDKey) {
+		head = append(append(hb[:0], '{'), lcNIDKey...)
+		head = appendJSONString(head, m.NotificationID)
+		if rest := bytes.TrimLeft(data[1:], " \t\r\n"); len(rest) > 0 && rest[0] != '}' {
+			head = append(head, ',')
+		}
+	}
+	body := data[1:]
+	jsonMsg := protowire.SizeTag(1) + protowire.SizeBytes(len(head)+len(body))
 	inner := protowire.SizeTag(1) + protowire.SizeBytes(len(m.ID)) + protowire.SizeTag(2) + protowire.SizeBytes(jsonMsg)
 	if offline {
 		inner += protowire.SizeTag(3) + protowire.SizeVarint(1)
@@ -77,13 +92,17 @@ func AppendLCData(dst []byte, m *push.DirectMessage, offline bool) []byte {
 	dst = protowire.AppendTag(dst, 2, protowire.BytesType) // msg
 	dst = protowire.AppendVarint(dst, uint64(jsonMsg))
 	dst = protowire.AppendTag(dst, 1, protowire.BytesType) // JsonObjectMessage.data
-	dst = protowire.AppendBytes(dst, data)
+	dst = protowire.AppendVarint(dst, uint64(len(head)+len(body)))
+	dst = append(append(dst, head...), body...)
 	if offline {
 		dst = protowire.AppendTag(dst, 3, protowire.VarintType) // offline
 		dst = protowire.AppendVarint(dst, 1)
 	}
 	return dst
 }
+
+// lcNIDKey opens the "_nid" member (render.KeyNID) of a data command's JSON.
+var lcNIDKey = []byte(`"` + render.KeyNID + `":`)
 
 // lcError is the error command answering request i (nil: none) with code and reason.
 func lcError(i *int32, code int, reason string) []byte {

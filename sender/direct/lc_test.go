@@ -2,6 +2,7 @@ package direct_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -64,13 +65,13 @@ func TestDirectLCDeliveryAckAndOffline(t *testing.T) {
 	d := r.mustDialLC(t, cfg)
 	r.consume(t, "lc1", "m1", time.Time{})
 	waitfor.True(t, 10*time.Second, "m1 acked and counted", func() bool { return ledger.Acked("m1") && r.tally(t, "m1").Arrivals == 1 })
-	if got := string(ledger.Data("m1")); got != `{"alert":"m1"}` {
+	if got := string(ledger.Data("m1")); got != `{"_nid":"nidm1","alert":"m1"}` {
 		t.Errorf("data %s", got)
 	}
 	if d.Offline("m1") {
 		t.Error("a live message came marked offline")
 	}
-	if tl := r.tally(t, "m1"); tl != (push.Tally{Sent: 1, Arrivals: 1}) {
+	if tl := r.tally(t, "m1"); !tl.Equal(push.Tally{Sent: 1, Arrivals: 1}) {
 		t.Errorf("tally %+v, want sent 1 arrivals 1", tl)
 	}
 	d.Close()
@@ -291,16 +292,21 @@ func TestDirectLCAppendDataIsTheMessage(t *testing.T) {
 	for _, tc := range []struct {
 		data    string
 		offline bool
-	}{{`{"alert":"hi","title":"Deals"}`, false}, {`{"alert":"hi"}`, true}, {"", false}} {
-		m := push.DirectMessage{ID: "6f1c0a9e2b7d4e1f8a3c5b27", Data: []byte(tc.data)}
+		nid     string
+		want    string // the JSON the device reads; "" = data as it is ("{}" when empty)
+	}{
+		{`{"alert":"hi","title":"Deals"}`, false, "", ""}, {`{"alert":"hi"}`, true, "", ""}, {"", false, "", ""},
+		// The push's notification id leads the object (one identity across channels).
+		{`{"alert":"hi","title":"Deals"}`, false, "n7GdQ2", `{"_nid":"n7GdQ2","alert":"hi","title":"Deals"}`},
+		{"", true, "n7GdQ2", `{"_nid":"n7GdQ2"}`},
+		{`{"_nid":"mine","alert":"hi"}`, false, "n7GdQ2", `{"_nid":"mine","alert":"hi"}`}, // a custom attribute wins
+	} {
+		m := push.DirectMessage{ID: "6f1c0a9e2b7d4e1f8a3c5b27", NotificationID: tc.nid, Data: []byte(tc.data)}
 		var got lcproto.GenericCommand
 		if err := proto.Unmarshal(direct.AppendLCData([]byte("prefix"), &m, tc.offline)[len("prefix"):], &got); err != nil {
 			t.Fatalf("%+v: %v", tc, err)
 		}
-		data := tc.data
-		if data == "" {
-			data = "{}"
-		}
+		data := cmp.Or(tc.want, tc.data, "{}")
 		want := &lcproto.GenericCommand{Cmd: lcproto.CommandType_data.Enum(), DataMessage: &lcproto.DataCommand{
 			Ids: []string{m.ID}, Msg: []*lcproto.JsonObjectMessage{{Data: proto.String(data)}}}}
 		if tc.offline {

@@ -140,7 +140,7 @@ func TestDirectVendorFirstFallsBack(t *testing.T) {
 	if ledger.Times("p1") != 1 {
 		t.Errorf("device got the push %d times, want once", ledger.Times("p1"))
 	}
-	waitfor.True(t, 10*time.Second, "the own channel's counts", func() bool { return r.tally(t, "p1") == push.Tally{Sent: 1, Arrivals: 1} })
+	waitfor.True(t, 10*time.Second, "the own channel's counts", func() bool { return r.tally(t, "p1").Equal(push.Tally{Sent: 1, Arrivals: 1}) })
 
 	// The vendor policy (no Fallback): the refusal is final, nothing reaches push.direct.
 	ds = []push.Delivery{delivery("vf1", nil)}

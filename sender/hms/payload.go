@@ -34,6 +34,7 @@ type notification struct {
 	Title       string      `json:"title"`
 	Body        string      `json:"body"`
 	ChannelID   string      `json:"channel_id,omitempty"`
+	NotifyID    int64       `json:"notify_id,omitempty"` // vendor.NotifyID of the push's notification id
 	ClickAction clickAction `json:"click_action"`
 }
 
@@ -82,7 +83,8 @@ func buildMessage(body []byte, exp, now time.Time) (message, error) {
 	if title == "" {
 		title = vb.Alert
 	}
-	m.Android.Notification = &notification{Title: title, Body: vb.Alert, ChannelID: vb.NotificationChannel, ClickAction: clickAction{Type: 3}}
+	m.Android.Notification = &notification{Title: title, Body: vb.Alert, ChannelID: vb.NotificationChannel,
+		NotifyID: vendor.NotifyID(vb.NotificationID), ClickAction: clickAction{Type: 3}}
 	if vb.MessageClass == push.ClassMarketing {
 		// Huawei's news-and-marketing class (gateways.md §8a). A system push carries no
 		// category: a service or communication category needs Huawei's self-classification

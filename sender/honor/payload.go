@@ -31,6 +31,7 @@ type notification struct {
 	Body        string      `json:"body"`
 	ClickAction clickAction `json:"clickAction"`
 	Importance  string      `json:"importance,omitempty"`
+	NotifyID    int64       `json:"notifyId,omitempty"` // vendor.NotifyID of the push's notification id
 }
 
 type clickAction struct {
@@ -87,7 +88,8 @@ func buildMessage(body []byte, exp, now time.Time) (message, error) {
 			importance = "LOW"
 		}
 	}
-	m.Android.Notification = &notification{Title: title, Body: vb.Alert, ClickAction: clickAction{Type: 3}, Importance: importance}
+	m.Android.Notification = &notification{Title: title, Body: vb.Alert, ClickAction: clickAction{Type: 3}, Importance: importance,
+		NotifyID: vendor.NotifyID(vb.NotificationID)}
 	if len(vb.Custom) > 0 {
 		d, err := vendor.CompactJSON(vb.Custom)
 		if err != nil {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"errors"
-	"hash/fnv"
 	"net/url"
 	"strconv"
 	"strings"
@@ -43,10 +42,8 @@ func fields(body []byte, pkg string, chans vendor.ClassChannels, exp, now time.T
 	if !exp.IsZero() {
 		f.Set("time_to_live", strconv.FormatInt(min(exp.Sub(now), maxTTL).Milliseconds(), 10))
 	}
-	if vb.NotificationID != "" {
-		h := fnv.New32a()
-		_, _ = h.Write([]byte(vb.NotificationID))
-		f.Set("notify_id", strconv.FormatUint(uint64(h.Sum32()&0x7fffffff), 10))
+	if id := vendor.NotifyID(vb.NotificationID); id != 0 {
+		f.Set("notify_id", strconv.FormatInt(id, 10))
 	}
 	if vb.Silent {
 		obj := map[string]json.RawMessage{}

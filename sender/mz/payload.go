@@ -4,15 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"hash/fnv"
 	"math"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/pushd/pushd/push/render"
+	"github.com/pushd/pushd/sender/vendor"
 )
 
 // Meizu's field limits (gateways.md §5.2, §5.4).
@@ -139,9 +138,7 @@ func messageJSON(body []byte, exp, now time.Time) (string, error) {
 	case p.NotifyKey != "":
 		m.AdvanceInfo = &advanceInfo{NotifyKey: p.NotifyKey}
 	case vb.NotificationID != "":
-		h := fnv.New32a()
-		_, _ = h.Write([]byte(vb.NotificationID))
-		m.AdvanceInfo = &advanceInfo{NotifyKey: strconv.FormatUint(uint64(h.Sum32()), 36)}
+		m.AdvanceInfo = &advanceInfo{NotifyKey: vendor.NotifyKey(vb.NotificationID)}
 	}
 	b, err := json.Marshal(m)
 	if err != nil {

@@ -38,6 +38,7 @@ type notification struct {
 	OffLine          bool   `json:"off_line"`
 	OffLineTTL       int64  `json:"off_line_ttl"`
 	ChannelID        string `json:"channel_id,omitempty"`
+	NotifyID         int64  `json:"notify_id,omitempty"` // vendor.NotifyID of the push's notification id
 	Category         string `json:"category,omitempty"`
 	NotifyLevel      *int   `json:"notify_level,omitempty"`
 }
@@ -78,6 +79,7 @@ func buildNotification(body []byte, chans vendor.ClassChannels, exp, now time.Ti
 		OffLine:    true,
 		OffLineTTL: maxTTL,
 		ChannelID:  cmp.Or(vb.NotificationChannel, chans.For(vb.MessageClass)),
+		NotifyID:   vendor.NotifyID(vb.NotificationID),
 	}
 	if utf8.RuneCountInString(n.Content) > maxContent {
 		n.Style, n.Content = 2, cut(n.Content, maxLongContent)

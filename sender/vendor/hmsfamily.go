@@ -30,6 +30,9 @@ func PassThroughData(vb *render.VendorBody) (string, error) {
 	}
 	a, _ := json.Marshal(vb.Alert)
 	obj["alert"] = a
+	if _, own := obj[render.KeyNID]; !own && vb.NotificationID != "" {
+		obj[render.KeyNID], _ = json.Marshal(vb.NotificationID)
+	}
 	if vb.Title != "" {
 		t, _ := json.Marshal(vb.Title)
 		obj["title"] = t

@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"hash/fnv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/push/render"
+	"github.com/pushd/pushd/sender/vendor"
 )
 
 // vivo's field limits (gateways.md §6.2).
@@ -84,11 +84,7 @@ func buildMessage(body []byte, appID json.Number, exp, now time.Time) (message, 
 	if !exp.IsZero() {
 		m.TimeToLive = min(max(int64(exp.Sub(now)/time.Second), minTTL), maxTTL)
 	}
-	if vb.NotificationID != "" {
-		h := fnv.New32a()
-		_, _ = h.Write([]byte(vb.NotificationID))
-		m.NotifyID = int64(h.Sum32()&0x7fffffff) | 1 // 1..2147483647
-	}
+	m.NotifyID = vendor.NotifyID(vb.NotificationID) // 1..2147483647; 0 (omitted) without an id
 	if len(vb.Params) > 0 {
 		var p params
 		if err := json.Unmarshal(vb.Params, &p); err != nil {

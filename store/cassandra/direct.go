@@ -73,7 +73,7 @@ func (s *Store) withDirectCounts(ctx context.Context, n *push.Notification) erro
 	if err := it.Close(); err != nil {
 		return fmt.Errorf("cannot read the own-channel counts of push record %s of app %s: %w", n.ObjectID, n.AppID, err)
 	}
-	if t != (push.Tally{}) {
+	if !t.Equal(push.Tally{}) {
 		if n.Counts == nil {
 			n.Counts = push.Counts{}
 		}

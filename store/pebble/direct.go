@@ -112,7 +112,7 @@ func (s *Store) directCounts(app, oid string) (push.Tally, error) {
 // n.Counts: the record as the store's readers see it.
 func (s *Store) withDirectCounts(n *push.Notification) error {
 	t, err := s.directCounts(n.AppID, n.ObjectID)
-	if err != nil || t == (push.Tally{}) {
+	if err != nil || t.Equal(push.Tally{}) {
 		return err
 	}
 	if n.Counts == nil {

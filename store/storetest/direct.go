@@ -78,10 +78,10 @@ func testOfflineCache(t *testing.T, s store.Store) {
 	if got := offlineIDs(t, s, app, "iid-9", now); len(got) != 0 {
 		t.Errorf("an empty cache lists %v", got)
 	}
-	if got := directTally(t, s, app, "m1"); got != (push.Tally{Sent: 1}) {
+	if got := directTally(t, s, app, "m1"); !got.Equal(push.Tally{Sent: 1}) {
 		t.Errorf("m1 tally %+v, want sent 1", got)
 	}
-	if got := directTally(t, s, app, "m3"); got != (push.Tally{Expired: 1}) {
+	if got := directTally(t, s, app, "m3"); !got.Equal(push.Tally{Expired: 1}) {
 		t.Errorf("m3 tally %+v, want expired, not sent", got)
 	}
 
@@ -92,7 +92,7 @@ func testOfflineCache(t *testing.T, s store.Store) {
 	if n, err := s.AckDirect(bg, app, iid, []string{"m1"}, now); err != nil || n != 0 {
 		t.Fatalf("second AckDirect = %d, %v; want 0", n, err)
 	}
-	if got := directTally(t, s, app, "m1"); got != (push.Tally{Sent: 1, Arrivals: 1}) {
+	if got := directTally(t, s, app, "m1"); !got.Equal(push.Tally{Sent: 1, Arrivals: 1}) {
 		t.Errorf("m1 tally after ack %+v, want sent 1 arrivals 1", got)
 	}
 	if got := offlineIDs(t, s, app, iid, now); !slices.Equal(got, []string{"m2"}) {
@@ -100,7 +100,7 @@ func testOfflineCache(t *testing.T, s store.Store) {
 	}
 	// A second copy of an acked message (consumed again after a crash) is no new message.
 	cache(directMsg(app, iid, "m1", time.Time{}), now, push.CacheDuplicate)
-	if got := directTally(t, s, app, "m1"); got != (push.Tally{Sent: 1, Arrivals: 1}) {
+	if got := directTally(t, s, app, "m1"); !got.Equal(push.Tally{Sent: 1, Arrivals: 1}) {
 		t.Errorf("m1 tally after a second copy %+v", got)
 	}
 	if got := offlineIDs(t, s, app, "iid-2", now); !slices.Equal(got, []string{"m4"}) {
@@ -158,14 +158,14 @@ func testOfflineCountsReaders(t *testing.T, s store.Store) {
 		r.TasksDone++
 		return nil
 	})
-	if err != nil || upd.Counts[push.ChannelDirect] != want {
+	if err != nil || !upd.Counts[push.ChannelDirect].Equal(want) {
 		t.Errorf("UpdateNotification gave %+v, %v; want %+v", upd.Counts[push.ChannelDirect], err, want)
 	}
-	if got := directTally(t, s, app, "r1"); got != want {
+	if got := directTally(t, s, app, "r1"); !got.Equal(want) {
 		t.Errorf("GetNotification after an update: %+v, want %+v", got, want)
 	}
 	byNID, err := s.NotificationsByNID(bg, app, "nidR")
-	if err != nil || len(byNID) != 1 || byNID[0].Counts[push.ChannelDirect] != want {
+	if err != nil || len(byNID) != 1 || !byNID[0].Counts[push.ChannelDirect].Equal(want) {
 		t.Errorf("NotificationsByNID: %+v, %v", byNID, err)
 	}
 	var listed push.Tally
@@ -173,7 +173,7 @@ func testOfflineCountsReaders(t *testing.T, s store.Store) {
 		listed = r.Counts[push.ChannelDirect]
 		return nil
 	})
-	if err != nil || listed != want {
+	if err != nil || !listed.Equal(want) {
 		t.Errorf("ListNotifications: %+v, %v; want %+v", listed, err, want)
 	}
 	if err := s.DeleteNotification(bg, app, "r1"); err != nil {
@@ -182,7 +182,7 @@ func testOfflineCountsReaders(t *testing.T, s store.Store) {
 	if err := s.CreateNotification(bg, notif(app, "r1", "nidR", now)); err != nil {
 		t.Fatal(err)
 	}
-	if got := directTally(t, s, app, "r1"); got != (push.Tally{}) {
+	if got := directTally(t, s, app, "r1"); !got.Equal(push.Tally{}) {
 		t.Errorf("a record created again under a deleted one's id starts with %+v", got)
 	}
 }

@@ -216,14 +216,17 @@ function recordView(v, oid) {
       h('div', { class: 'card' }, h('dl', { class: 'grid' },
         dt('Created', fmtTime(r.createdAt)), dt('Updated', fmtTime(r.updatedAt)), dt('Target', targetOf(r)),
         dt('Devices', fmtNum(r.devices)), dt('Sent', fmtNum(r.successes)), dt('Failed', h('span', { class: r.failures ? 'bad' : null }, fmtNum(r.failures))),
-        dt('Expired', fmtNum(r.expired)), dt('Invalid tokens', fmtNum(r.invalidTokens)),
+        dt('Expired', fmtNum(r.expired)), dt('Invalid tokens', fmtNum(r.invalidTokens)), dt('Pending', fmtNum(r.pending || 0)),
         dt('Environment', r.prod || 'prod'), r['push-time'] ? dt('Push time', fmtTime(r['push-time'])) : null,
         dt('Progress', progressCell(r)))),
-      h('h2', {}, 'By channel'),
+      h('h2', {}, 'Delivery funnel by channel'),
+      h('p', { class: 'hint' }, 'Targets = sent + failed + expired + deferred + pending. Arrived: sent and acknowledged by the device or confirmed by a vendor receipt.'),
       Object.keys(by).length ? h('table', { id: 'record-channels' },
-        h('thead', {}, h('tr', {}, ['Channel', 'Targets', 'Sent', 'Failed', 'Expired', 'Invalid tokens', 'Arrivals'].map((c, i) => h('th', { scope: 'col', class: i ? 'num' : null }, c)))),
+        h('thead', {}, h('tr', {}, ['Channel', 'Targets', 'Sent', 'Arrived', 'Failed', 'Expired', 'Deferred', 'Pending', 'Failed by'].map((c, i) => h('th', { scope: 'col', class: i && i < 8 ? 'num' : null }, c)))),
         h('tbody', {}, Object.keys(by).sort().map((ch) => h('tr', {},
-          h('th', { scope: 'row' }, ch), ...['targets', 'sent', 'failed', 'expired', 'invalidTokens', 'arrivals'].map((k) => h('td', { class: 'num' }, fmtNum(by[ch][k] || 0))))))) : h('p', { class: 'empty' }, 'No targets counted yet.'),
+          h('th', { scope: 'row' }, ch),
+          ...['targets', 'sent', 'arrived', 'failed', 'expired', 'deferred', 'pending'].map((k) => h('td', { class: 'num' }, fmtNum(by[ch][k] ?? (k === 'arrived' ? by[ch].arrivals : 0) ?? 0))),
+          h('td', { class: 'failed-by' }, failedByText(by[ch].failedBy)))))) : h('p', { class: 'empty' }, 'No targets counted yet.'),
       h('h2', {}, 'Failure reasons'),
       r.errors && r.errors.length ? h('ul', { class: 'errors', id: 'record-errors' }, r.errors.map((e) => h('li', {}, e))) : h('p', { class: 'empty' }, 'None.'),
       r.stopped ? h('p', { class: 'error' }, `Stopped: ${r.stopped}`) : null,
@@ -232,6 +235,12 @@ function recordView(v, oid) {
     ].filter(Boolean));
     return active ? LIVE_MS : 0;
   });
+}
+
+// failedByText lists a funnel's failure classes, largest first: "invalid_token 10, rejected 2".
+function failedByText(fb) {
+  const ks = Object.keys(fb || {}).filter((k) => fb[k] > 0).sort((a, b) => fb[b] - fb[a] || (a < b ? -1 : 1));
+  return ks.length ? ks.map((k) => `${k} ${fmtNum(fb[k])}`).join(', ') : '—';
 }
 
 function dt(term, value) {
