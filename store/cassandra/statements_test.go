@@ -636,6 +636,7 @@ func TestStoreCassandraStatements(t *testing.T) {
 	})
 
 	clusterLimitCases(t) // cluster_test.go: device-id claims, call counts, blocks, members
+	receiptCases(t)      // receipts_test.go: vendor receipts
 
 	t.Run("every statement was run", func(t *testing.T) {
 		if f := flag.Lookup("test.run"); f != nil && strings.Contains(f.Value.String(), "/") {
