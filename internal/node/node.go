@@ -26,6 +26,7 @@ import (
 	"github.com/pushd/pushd/sender/direct"
 	"github.com/pushd/pushd/store"
 	"github.com/pushd/pushd/store/pebble"
+	"github.com/pushd/pushd/receipt"
 	"github.com/pushd/pushd/webhook"
 )
 
@@ -360,6 +361,8 @@ func addAPI(p *parts, g *service.Group, hooks *Hooks) error {
 		rc.Gateways, rc.Partitions = p.store, p.queue.Partitions(queue.TopicDirect)
 	}
 	srv.RegisterRouter(rc)
+	srv.RegisterReceipts(receipt.New(receipt.Config{InvalidGuard: p.cfg.Sender.WithDefaults().InvalidGuard},
+		p.store, invalidator{p.store}, p.webhooks(g), p.log, set))
 	if ps, ok := p.store.(api.PresenceReader); ok {
 		pc := api.PresenceConfig{Store: ps}
 		if p.core != nil {

@@ -185,6 +185,7 @@ func dispatcher(p *parts) (*sender.Dispatcher, *sender.Membership, error) {
 	cfg.Vivo.TLS, cfg.Vivo.Endpoint = tlsCfg, p.cfg.VivoEndpoint
 	cfg.Oppo.TLS, cfg.Oppo.Endpoint, cfg.Oppo.IntlEndpoint = tlsCfg, p.cfg.OppoEndpoint, p.cfg.OppoIntlURL
 	cfg.Mz.TLS, cfg.Mz.Endpoint = tlsCfg, p.cfg.MzEndpoint
+	cfg.Mi.ReceiptURL, cfg.Vivo.ReceiptURL, cfg.Oppo.ReceiptURL, cfg.Mz.ReceiptURL = p.cfg.ReceiptURL, p.cfg.ReceiptURL, p.cfg.ReceiptURL, p.cfg.ReceiptURL
 	cfg.APNs.ProdEndpoint, cfg.APNs.DevEndpoint = p.cfg.APNsEndpoint, p.cfg.APNsEndpoint
 	cfg.FCM.Endpoint, cfg.FCM.TokenURL = p.cfg.FCMEndpoint, p.cfg.FCMTokenURL
 	if p.sims != nil {

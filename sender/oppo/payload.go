@@ -18,6 +18,7 @@ const (
 	maxLongContent = 128 // style 2 (long text)
 	maxParams      = 4000
 	maxTTL         = 10 * 24 * 3600 // seconds (older documents: 3 days)
+	maxCallback    = 200            // characters of call_back_url
 )
 
 var (
@@ -37,6 +38,9 @@ type notification struct {
 	ChannelID        string `json:"channel_id,omitempty"`
 	Category         string `json:"category,omitempty"`
 	NotifyLevel      *int   `json:"notify_level,omitempty"`
+	// The receipt (OPPO's "消息回执"): registration-id targets only, which are all pushd's.
+	CallBackURL       string `json:"call_back_url,omitempty"`
+	CallBackParameter string `json:"call_back_parameter,omitempty"`
 }
 
 type params struct {
@@ -50,7 +54,9 @@ type params struct {
 // click_action_type 0 opens the app; custom attributes travel as action_parameters (JSON
 // text); off_line_ttl is the push's remaining lifetime, at most 10 days (10 days without an
 // expiration); channel_id is the notification channel.
-func buildNotification(body []byte, exp, now time.Time) ([]byte, error) {
+//
+// cbURL and cbParam ask for a receipt ("" for none).
+func buildNotification(body []byte, exp, now time.Time, cbURL, cbParam string) ([]byte, error) {
 	var vb render.VendorBody
 	if err := json.Unmarshal(body, &vb); err != nil || vb.Silent {
 		return nil, errBadBody
@@ -69,6 +75,9 @@ func buildNotification(body []byte, exp, now time.Time) ([]byte, error) {
 		OffLine:    true,
 		OffLineTTL: maxTTL,
 		ChannelID:  vb.NotificationChannel,
+
+		CallBackURL:       cbURL,
+		CallBackParameter: cbParam,
 	}
 	if utf8.RuneCountInString(n.Content) > maxContent {
 		n.Style, n.Content = 2, cut(n.Content, maxLongContent)
