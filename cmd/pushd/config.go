@@ -116,6 +116,7 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	fs.StringVar(&c.SimMiAddr, "sim-mi-addr", envOr("PUSHD_SIM_MI_ADDR", "127.0.0.1:2200"), "listen address of the in-process Xiaomi simulator (PUSHD_SIM_MI_ADDR)")
 	fs.StringVar(&c.SimMzAddr, "sim-mz-addr", envOr("PUSHD_SIM_MZ_ADDR", "127.0.0.1:2205"), "listen address of the in-process Meizu simulator (PUSHD_SIM_MZ_ADDR)")
 	fs.StringVar(&c.SimHMSAddr, "sim-hms-addr", envOr("PUSHD_SIM_HMS_ADDR", "127.0.0.1:2199"), "listen address of the in-process HMS simulator (PUSHD_SIM_HMS_ADDR)")
+	fs.Float64Var(&c.SimReceiptUninstalled, "sim-receipt-uninstalled", envFloat("PUSHD_SIM_RECEIPT_UNINSTALLED", 0), "share (0..1) of accepted tokens the in-process vendor simulators report uninstalled in their receipts (PUSHD_SIM_RECEIPT_UNINSTALLED)")
 	fs.StringVar(&c.SimHonorAddr, "sim-honor-addr", envOr("PUSHD_SIM_HONOR_ADDR", "127.0.0.1:2206"), "listen address of the in-process Honor simulator (PUSHD_SIM_HONOR_ADDR)")
 	fs.StringVar(&c.SimVivoAddr, "sim-vivo-addr", envOr("PUSHD_SIM_VIVO_ADDR", "127.0.0.1:2203"), "listen address of the in-process vivo simulator (PUSHD_SIM_VIVO_ADDR)")
 	fs.StringVar(&c.SimOppoAddr, "sim-oppo-addr", envOr("PUSHD_SIM_OPPO_ADDR", "127.0.0.1:2204"), "listen address of the in-process OPPO simulator, both regions (PUSHD_SIM_OPPO_ADDR)")
@@ -195,6 +196,9 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	}
 	if u := c.ReceiptURL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
 		return nil, fmt.Errorf("--receipt-url %q must start with http:// or https://", u)
+	}
+	if r := c.SimReceiptUninstalled; r < 0 || r > 1 {
+		return nil, fmt.Errorf("--sim-receipt-uninstalled %v must be within 0..1", r)
 	}
 	if err := c.Webhook.Validate(); err != nil {
 		return nil, err

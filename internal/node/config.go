@@ -97,6 +97,9 @@ type Config struct {
 	SimMzAddr   string
 
 	SimHonorAddr string // the in-process Honor simulator
+	// SimReceiptUninstalled is the share of accepted tokens the vendor simulators report
+	// uninstalled in their receipts (sim.Knobs.ReceiptUninstalledRate).
+	SimReceiptUninstalled float64
 
 	// OpsAddr serves the ops endpoints on nodes without the api role.
 	OpsAddr string

@@ -23,10 +23,10 @@ import (
 	"github.com/pushd/pushd/migrate"
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/queue"
+	"github.com/pushd/pushd/receipt"
 	"github.com/pushd/pushd/sender/direct"
 	"github.com/pushd/pushd/store"
 	"github.com/pushd/pushd/store/pebble"
-	"github.com/pushd/pushd/receipt"
 	"github.com/pushd/pushd/webhook"
 )
 

@@ -132,6 +132,7 @@ func NewHMS(cfg HMSConfig) (*HMS, error) {
 		return nil, fmt.Errorf("cannot start HMS simulator: %w", err)
 	}
 	s.srv = srv
+	s.receipts = newReceiptPoster(s.rec)
 	return s, nil
 }
 
@@ -244,6 +245,7 @@ func (s *HMS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				TTL         string          `json:"ttl"`
 				Data        json.RawMessage `json:"data"`
 				TargetUser  *int            `json:"target_user_type"`
+				BiTag       string          `json:"bi_tag"`
 				Notify      *struct {
 					Title       string `json:"title"`
 					Body        string `json:"body"`
@@ -371,7 +373,11 @@ func (s *HMS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}{len(good), len(bad), bad})
 		msg = string(b)
 	}
-	writeJSON(w, http.StatusOK, hmsReply{Code: code, Msg: msg, RequestID: s.requestID()})
+	reqID := s.requestID()
+	writeJSON(w, http.StatusOK, hmsReply{Code: code, Msg: msg, RequestID: reqID})
+	if m.Android != nil && m.Topic == "" && m.Condition == "" {
+		huaweiReceipt(s.receipts, s.receiptConfig(app), app, m.Android.BiTag, reqID, good, s.cfg.Knobs, s.now())
+	}
 	target := m.Topic
 	if target == "" {
 		target = m.Condition
