@@ -129,9 +129,12 @@ func parseMsgReceipts(data []byte, kind func(typ int) Kind) ([]Entry, error) {
 		if !ok {
 			continue // not a push of pushd's (another sender's, or a console push)
 		}
-		typ, err := strconv.Atoi(r.Type.String())
-		if err != nil {
-			return nil, errors.New("a receipt type is not a number")
+		typ := 0 // vivo's receipts have no type
+		if r.Type != "" {
+			var err error
+			if typ, err = strconv.Atoi(r.Type.String()); err != nil {
+				return nil, errors.New("a receipt type is not a number")
+			}
 		}
 		ids, err := r.targets()
 		if err != nil {
