@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/pushd/pushd/internal/waitfor"
@@ -163,6 +164,34 @@ func TestE2EReceiptsFromEveryVendor(t *testing.T) {
 		}
 		return true
 	})
+	// A receipt that does not authenticate, or that the vendor's shape does not read, is refused
+	// with {code, error} and changes nothing.
+	before := byChannel(t, c, oid)
+	for _, r := range []struct {
+		path, body string
+		status     int
+	}{
+		{"/receipts/mi/" + c.appID + "/0123456789abcdef0123456789abcdef", "data=%7B%7D", http.StatusUnauthorized},
+		{"/receipts/hms/" + c.appID, `{"statuses":[]}`, http.StatusUnauthorized},
+		{"/receipts/nokia/" + c.appID + "/x", "{}", http.StatusNotFound},
+	} {
+		res, err := http.Post(p.base+r.path, "application/x-www-form-urlencoded", strings.NewReader(r.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e struct {
+			Code  int    `json:"code"`
+			Error string `json:"error"`
+		}
+		err = json.NewDecoder(res.Body).Decode(&e)
+		res.Body.Close()
+		if res.StatusCode != r.status || err != nil || e.Code == 0 || e.Error == "" {
+			t.Errorf("POST %s: %d {code %d, error %q} (%v); want %d with code and error", r.path, res.StatusCode, e.Code, e.Error, err, r.status)
+		}
+	}
+	if after := byChannel(t, c, oid); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("refused receipts changed the record: %v, was %v", after, before)
+	}
 	if err := p.stop(stopTimeout); err != nil {
 		t.Errorf("pushd exit after SIGTERM: %v", err)
 	}

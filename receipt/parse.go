@@ -36,8 +36,6 @@ type Entry struct {
 // OPPO list regIds comma-joined): a larger body is refused.
 const maxEntries = 10_000
 
-var errNoEntries = errors.New("the receipt holds no device")
-
 // parse reads a receipt body of vendor. Errors say what is wrong, never echo the body.
 func parse(vendor string, body []byte) ([]Entry, error) {
 	var (
@@ -60,9 +58,6 @@ func parse(vendor string, body []byte) ([]Entry, error) {
 	}
 	if err != nil {
 		return nil, err
-	}
-	if len(es) == 0 {
-		return nil, errNoEntries
 	}
 	if len(es) > maxEntries {
 		return nil, fmt.Errorf("the receipt holds more than %d devices", maxEntries)
