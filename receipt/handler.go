@@ -67,13 +67,27 @@ type guard struct {
 	logged        bool
 }
 
+// handlerMetrics are pushd_receipts_total{vendor,what}, created up front for every vendor and
+// outcome (small fixed sets).
 type handlerMetrics struct {
-	set *metrics.Set
+	by map[string]*metrics.Counter // vendor + "/" + what
+}
+
+var outcomes = []string{"arrived", "other", "dead_deleted", "dead_kept", "refused"}
+
+func newHandlerMetrics(set *metrics.Set) *handlerMetrics {
+	m := &handlerMetrics{by: map[string]*metrics.Counter{}}
+	for _, v := range Vendors {
+		for _, w := range outcomes {
+			m.by[v+"/"+w] = set.NewCounter(`pushd_receipts_total{vendor="` + v + `",what="` + w + `"}`)
+		}
+	}
+	return m
 }
 
 func (m *handlerMetrics) inc(vendor, what string, n int) {
-	if n > 0 {
-		m.set.GetOrCreateCounter(`pushd_receipts_total{vendor="` + vendor + `",what="` + what + `"}`).Add(n)
+	if c := m.by[vendor+"/"+what]; c != nil && n > 0 {
+		c.Add(n)
 	}
 }
 
@@ -88,7 +102,7 @@ func New(cfg Config, st Store, inv TokenInvalidator, ev Events, log *zap.Logger,
 	if cfg.now == nil {
 		cfg.now = time.Now
 	}
-	return &Handler{cfg: cfg, st: st, inv: inv, ev: ev, log: log.Named("receipts"), m: &handlerMetrics{set: set}, seen: map[guardKey]*guard{}}
+	return &Handler{cfg: cfg, st: st, inv: inv, ev: ev, log: log.Named("receipts"), m: newHandlerMetrics(set), seen: map[guardKey]*guard{}}
 }
 
 // Vendors lists the vendors whose receipts are taken in.
