@@ -188,7 +188,7 @@ type hmsReply struct {
 
 func (s *HMS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
-	if strings.HasPrefix(path, "/_") && s.rec.serveControl(w, r, s.Reset, s.faults) {
+	if strings.HasPrefix(path, "/_") && (s.serveReceipt(w, r) || s.rec.serveControl(w, r, s.Reset, s.faults)) {
 		return
 	}
 	if path == "/oauth2/v3/token" || path == "/oauth2/v2/token" {

@@ -252,7 +252,7 @@ type honorRequest struct {
 
 func (s *Honor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
-	if strings.HasPrefix(path, "/_") && s.rec.serveControl(w, r, s.Reset, s.faults) {
+	if strings.HasPrefix(path, "/_") && (s.serveReceipt(w, r) || s.rec.serveControl(w, r, s.Reset, s.faults)) {
 		return
 	}
 	if path == "/auth/token" {

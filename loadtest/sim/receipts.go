@@ -109,6 +109,27 @@ type ReceiptConfig struct {
 	URL, User, Key string
 }
 
+// serveReceipt answers POST /_receipt {"appId","url","user","key"} (SetReceipt; url "" stops
+// the app's receipts) of the HMS and Honor simulators; it reports whether the path was it.
+func (e *endpoint) serveReceipt(w http.ResponseWriter, r *http.Request) bool {
+	if r.URL.Path != "/_receipt" {
+		return false
+	}
+	var in struct {
+		AppID string `json:"appId"`
+		URL   string `json:"url"`
+		User  string `json:"user"`
+		Key   string `json:"key"`
+	}
+	if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&in) != nil || in.AppID == "" {
+		w.WriteHeader(http.StatusBadRequest)
+		return true
+	}
+	e.SetReceipt(in.AppID, ReceiptConfig{URL: in.URL, User: in.User, Key: in.Key})
+	w.WriteHeader(http.StatusNoContent)
+	return true
+}
+
 // huaweiReceipt posts an HMS-shaped receipt (HMS and Honor) of tokens of a request with biTag.
 func huaweiReceipt(p *receiptPoster, cfg ReceiptConfig, vendorApp, biTag, requestID string, tokens []string, knobs Knobs, now time.Time) {
 	if cfg.URL == "" || biTag == "" || len(tokens) == 0 {
