@@ -31,13 +31,17 @@ func freeLoopbackPort(t *testing.T) string {
 }
 
 // startPushdReceipts starts `pushd serve --dev --sim` whose vendor simulators post their
-// receipts to its API, reporting the share uninstalled of the tokens they accept.
-func startPushdReceipts(t *testing.T, uninstalled float64) (*pushd, *client, string) {
+// receipts to its API, reporting the share uninstalled of the tokens they accept; flagged: with
+// --receipt-url, else its --sim default (the API's port on 127.0.0.1).
+func startPushdReceipts(t *testing.T, uninstalled float64, flagged bool) (*pushd, *client, string) {
 	t.Helper()
 	data := t.TempDir()
 	port := freeLoopbackPort(t)
-	p := startPushdSim(t, data, "--addr", "127.0.0.1:"+port, "--receipt-url", "http://127.0.0.1:"+port,
-		"--sim-receipt-uninstalled", strconv.FormatFloat(uninstalled, 'f', -1, 64))
+	args := []string{"--addr", "127.0.0.1:" + port, "--sim-receipt-uninstalled", strconv.FormatFloat(uninstalled, 'f', -1, 64)}
+	if flagged {
+		args = append(args, "--receipt-url", "http://127.0.0.1:"+port)
+	}
+	p := startPushdSim(t, data, args...)
 	line := p.waitOutput(regexp.MustCompile(`gateway simulators: .*`), startTimeout)
 	b, err := os.ReadFile(filepath.Join(data, "dev-app.json"))
 	if err != nil {
@@ -103,7 +107,7 @@ func installationExists(t *testing.T, c *client, oid string) bool {
 // of vivo and Meizu, whose receipts report arrivals only, keep theirs.
 func TestE2EReceiptsFromEveryVendor(t *testing.T) {
 	const share = 0.3
-	p, c, _ := startPushdReceipts(t, share)
+	p, c, _ := startPushdReceipts(t, share, true)
 	ids := map[string][]string{}
 	for i := range 8 {
 		ids[push.ChannelHMS] = append(ids[push.ChannelHMS], fmt.Sprintf("IQAAAACy0receipt%02d", i))
@@ -201,7 +205,7 @@ func TestE2EReceiptsFromEveryVendor(t *testing.T) {
 // dead-token answers, the guard deletes sender.Config.InvalidGuard (50) installations and keeps
 // the rest (more dead tokens than arrivals), and the record counts no arrival.
 func TestE2EReceiptsDeadBurstStopsAtTheGuard(t *testing.T) {
-	p, c, line := startPushdReceipts(t, 1)
+	p, c, line := startPushdReceipts(t, 1, false)
 	const n = 60
 	oids := make([]string, n)
 	for i := range n {

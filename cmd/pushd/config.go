@@ -71,7 +71,7 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	fs.DurationVar(&c.LogTrimEvery, "log-trim-every", envDuration("PUSHD_LOG_TRIM_EVERY", 30*time.Second), "interval of the embedded log's trim of the messages every consumer group committed (PUSHD_LOG_TRIM_EVERY)")
 	fs.StringVar(&c.LogLevel, "log-level", envOr("PUSHD_LOG_LEVEL", ""), "debug|info|warn|error; default info, debug with --dev (PUSHD_LOG_LEVEL)")
 	fs.StringVar(&c.PublicURL, "public-url", envOr("PUSHD_PUBLIC_URL", ""), "base URL of Location headers, e.g. https://push.example.com; default http://<Host> (PUSHD_PUBLIC_URL)")
-	fs.StringVar(&c.ReceiptURL, "receipt-url", envOr("PUSHD_RECEIPT_URL", ""), "base URL the vendors (mi, vivo, oppo, mz) post delivery receipts to, e.g. https://push.example.com; empty: no receipts asked (PUSHD_RECEIPT_URL)")
+	fs.StringVar(&c.ReceiptURL, "receipt-url", envOr("PUSHD_RECEIPT_URL", ""), "base URL the vendors (mi, vivo, oppo, mz) post delivery receipts to, e.g. https://push.example.com; empty: no receipts asked (with --sim: this node's API on 127.0.0.1) (PUSHD_RECEIPT_URL)")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", envDuration("PUSHD_DRAIN_DELAY", 0), "on stop, keep serving this long with readiness false before closing the listener (PUSHD_DRAIN_DELAY)")
 	fs.DurationVar(&c.SweepEvery, "sweep-every", envDuration("PUSHD_SWEEP_EVERY", time.Hour), "interval of the sweeper of inactive installations and old push records (PUSHD_SWEEP_EVERY)")
 	fs.DurationVar(&c.RedriveAfter, "redrive-after", envDuration("PUSHD_REDRIVE_AFTER", scheduler.DefaultRedriveAfter), "scheduler role: append again the job of a push record the planner has not taken after this long, e.g. after a crash between the record and its job (PUSHD_REDRIVE_AFTER)")
@@ -227,6 +227,9 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	}
 	if c.Sim && (c.HonorEndpoint != "" || c.HonorTokenURL != "") {
 		return nil, fmt.Errorf("--sim sets the gateway endpoints itself: drop --honor-endpoint/--honor-token-url")
+	}
+	if c.Sim && c.ReceiptURL == "" {
+		c.ReceiptURL = simReceiptURL(c.Addr)
 	}
 	c.Sender.APNs.Transport = c.APNsTransport
 	if err := c.Sender.APNs.Validate(); err != nil {
