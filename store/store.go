@@ -214,6 +214,13 @@ type Store interface {
 	// count nothing).
 	AckDirect(ctx context.Context, appID, installationID string, ids []string, now time.Time) (int, error)
 
+	// CountReceipts counts, on push record pushID, an arrival on channel (a vendor) for each
+	// of deviceIDs a vendor receipt confirmed: once per (record, channel, device), however often
+	// the vendor repeats the receipt. It says how many it counted. A missing record (cancelled,
+	// swept) counts nothing and gives 0. The counts sit beside the record, as the own channel's
+	// (record readers add them into Counts[channel].Arrivals; DeleteNotification removes them).
+	CountReceipts(ctx context.Context, appID, pushID, channel string, deviceIDs []string, now time.Time) (int, error)
+
 	// Leases (leases). Expiry is judged at the now the caller gives, with the precision of a
 	// millisecond; a lease expires at Expires (free at now >= Expires).
 	//

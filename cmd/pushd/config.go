@@ -71,6 +71,7 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	fs.DurationVar(&c.LogTrimEvery, "log-trim-every", envDuration("PUSHD_LOG_TRIM_EVERY", 30*time.Second), "interval of the embedded log's trim of the messages every consumer group committed (PUSHD_LOG_TRIM_EVERY)")
 	fs.StringVar(&c.LogLevel, "log-level", envOr("PUSHD_LOG_LEVEL", ""), "debug|info|warn|error; default info, debug with --dev (PUSHD_LOG_LEVEL)")
 	fs.StringVar(&c.PublicURL, "public-url", envOr("PUSHD_PUBLIC_URL", ""), "base URL of Location headers, e.g. https://push.example.com; default http://<Host> (PUSHD_PUBLIC_URL)")
+	fs.StringVar(&c.ReceiptURL, "receipt-url", envOr("PUSHD_RECEIPT_URL", ""), "base URL the vendors (mi, vivo, oppo, mz) post delivery receipts to, e.g. https://push.example.com; empty: no receipts asked (with --sim: this node's API on 127.0.0.1) (PUSHD_RECEIPT_URL)")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", envDuration("PUSHD_DRAIN_DELAY", 0), "on stop, keep serving this long with readiness false before closing the listener (PUSHD_DRAIN_DELAY)")
 	fs.DurationVar(&c.SweepEvery, "sweep-every", envDuration("PUSHD_SWEEP_EVERY", time.Hour), "interval of the sweeper of inactive installations and old push records (PUSHD_SWEEP_EVERY)")
 	fs.DurationVar(&c.RedriveAfter, "redrive-after", envDuration("PUSHD_REDRIVE_AFTER", scheduler.DefaultRedriveAfter), "scheduler role: append again the job of a push record the planner has not taken after this long, e.g. after a crash between the record and its job (PUSHD_REDRIVE_AFTER)")
@@ -117,6 +118,7 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	fs.StringVar(&c.SimMiAddr, "sim-mi-addr", envOr("PUSHD_SIM_MI_ADDR", "127.0.0.1:2200"), "listen address of the in-process Xiaomi simulator (PUSHD_SIM_MI_ADDR)")
 	fs.StringVar(&c.SimMzAddr, "sim-mz-addr", envOr("PUSHD_SIM_MZ_ADDR", "127.0.0.1:2205"), "listen address of the in-process Meizu simulator (PUSHD_SIM_MZ_ADDR)")
 	fs.StringVar(&c.SimHMSAddr, "sim-hms-addr", envOr("PUSHD_SIM_HMS_ADDR", "127.0.0.1:2199"), "listen address of the in-process HMS simulator (PUSHD_SIM_HMS_ADDR)")
+	fs.Float64Var(&c.SimReceiptUninstalled, "sim-receipt-uninstalled", envFloat("PUSHD_SIM_RECEIPT_UNINSTALLED", 0), "share (0..1) of accepted tokens the in-process vendor simulators report uninstalled in their receipts (PUSHD_SIM_RECEIPT_UNINSTALLED)")
 	fs.StringVar(&c.SimHonorAddr, "sim-honor-addr", envOr("PUSHD_SIM_HONOR_ADDR", "127.0.0.1:2206"), "listen address of the in-process Honor simulator (PUSHD_SIM_HONOR_ADDR)")
 	fs.StringVar(&c.SimVivoAddr, "sim-vivo-addr", envOr("PUSHD_SIM_VIVO_ADDR", "127.0.0.1:2203"), "listen address of the in-process vivo simulator (PUSHD_SIM_VIVO_ADDR)")
 	fs.StringVar(&c.SimOppoAddr, "sim-oppo-addr", envOr("PUSHD_SIM_OPPO_ADDR", "127.0.0.1:2204"), "listen address of the in-process OPPO simulator, both regions (PUSHD_SIM_OPPO_ADDR)")
@@ -197,6 +199,12 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	if err := c.Direct.Validate(); err != nil {
 		return nil, err
 	}
+	if u := c.ReceiptURL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+		return nil, fmt.Errorf("--receipt-url %q must start with http:// or https://", u)
+	}
+	if r := c.SimReceiptUninstalled; r < 0 || r > 1 {
+		return nil, fmt.Errorf("--sim-receipt-uninstalled %v must be within 0..1", r)
+	}
 	if err := c.Webhook.Validate(); err != nil {
 		return nil, err
 	}
@@ -224,6 +232,9 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	}
 	if c.Sim && (c.HonorEndpoint != "" || c.HonorTokenURL != "") {
 		return nil, fmt.Errorf("--sim sets the gateway endpoints itself: drop --honor-endpoint/--honor-token-url")
+	}
+	if c.Sim && c.ReceiptURL == "" {
+		c.ReceiptURL = simReceiptURL(c.Addr)
 	}
 	c.Sender.APNs.Transport = c.APNsTransport
 	if err := c.Sender.APNs.Validate(); err != nil {

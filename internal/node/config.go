@@ -27,6 +27,10 @@ type Config struct {
 	LogLevel   string
 	AdminToken string
 	PublicURL  string
+	// ReceiptURL is the base URL vendors post their delivery receipts to (this API's public
+	// URL, reachable from the vendors): the mi, vivo, oppo and mz senders ask for receipts at
+	// <ReceiptURL>/receipts/<vendor>/<appId>/<token> (package receipt). Empty: none asked.
+	ReceiptURL string
 	DrainDelay time.Duration
 	SweepEvery time.Duration
 	// LogTrimEvery is how often the embedded log deletes the messages every group committed.
@@ -95,6 +99,9 @@ type Config struct {
 	SimMzAddr   string
 
 	SimHonorAddr string // the in-process Honor simulator
+	// SimReceiptUninstalled is the share of accepted tokens the vendor simulators report
+	// uninstalled in their receipts (sim.Knobs.ReceiptUninstalledRate).
+	SimReceiptUninstalled float64
 
 	// OpsAddr serves the ops endpoints on nodes without the api role.
 	OpsAddr string

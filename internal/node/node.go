@@ -23,6 +23,7 @@ import (
 	"github.com/pushd/pushd/migrate"
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/queue"
+	"github.com/pushd/pushd/receipt"
 	"github.com/pushd/pushd/sender/direct"
 	"github.com/pushd/pushd/store"
 	"github.com/pushd/pushd/store/pebble"
@@ -360,6 +361,8 @@ func addAPI(p *parts, g *service.Group, hooks *Hooks) error {
 		rc.Gateways, rc.Partitions = p.store, p.queue.Partitions(queue.TopicDirect)
 	}
 	srv.RegisterRouter(rc)
+	srv.RegisterReceipts(receipt.New(receipt.Config{InvalidGuard: p.cfg.Sender.WithDefaults().InvalidGuard},
+		p.store, invalidator{p.store}, p.webhooks(g), p.log, set))
 	pc := api.PresenceConfig{Store: p.store} // either store records presence
 	if p.core != nil {
 		pc.Local = p.core

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -25,6 +26,7 @@ import (
 	"github.com/pushd/pushd/queue"
 	"github.com/pushd/pushd/queue/embedded"
 	"github.com/pushd/pushd/queue/kafka"
+	"github.com/pushd/pushd/receipt"
 	"github.com/pushd/pushd/scheduler"
 	"github.com/pushd/pushd/sender"
 	"github.com/pushd/pushd/sender/apns"
@@ -207,6 +209,7 @@ func dispatcher(p *parts) (*sender.Dispatcher, *sender.Membership, error) {
 	cfg.Vivo.TLS, cfg.Vivo.Endpoint = tlsCfg, p.cfg.VivoEndpoint
 	cfg.Oppo.TLS, cfg.Oppo.Endpoint, cfg.Oppo.IntlEndpoint = tlsCfg, p.cfg.OppoEndpoint, p.cfg.OppoIntlURL
 	cfg.Mz.TLS, cfg.Mz.Endpoint = tlsCfg, p.cfg.MzEndpoint
+	cfg.Mi.ReceiptURL, cfg.Vivo.ReceiptURL, cfg.Oppo.ReceiptURL, cfg.Mz.ReceiptURL = p.cfg.ReceiptURL, p.cfg.ReceiptURL, p.cfg.ReceiptURL, p.cfg.ReceiptURL
 	cfg.APNs.ProdEndpoint, cfg.APNs.DevEndpoint = p.cfg.APNsEndpoint, p.cfg.APNsEndpoint
 	cfg.FCM.Endpoint, cfg.FCM.TokenURL = p.cfg.FCMEndpoint, p.cfg.FCMTokenURL
 	if p.sims != nil {
@@ -419,6 +422,7 @@ func startSims(ctx context.Context, p *parts, g *service.Group, stdout io.Writer
 		started = append(started, s)
 		return nil
 	}
+	receiptKnobs := sim.Knobs{ReceiptUninstalledRate: p.cfg.SimReceiptUninstalled}
 	a, err := sim.NewAPNs(sim.APNsConfig{Addr: p.cfg.SimAPNsAddr, Record: simRecord})
 	if err := start("APNs", p.cfg.SimAPNsAddr, a, err); err != nil {
 		return err
@@ -427,27 +431,27 @@ func startSims(ctx context.Context, p *parts, g *service.Group, stdout io.Writer
 	if err := start("FCM", p.cfg.SimFCMAddr, f, err); err != nil {
 		return err
 	}
-	h, err := sim.NewHMS(sim.HMSConfig{Addr: p.cfg.SimHMSAddr, Record: simRecord})
+	h, err := sim.NewHMS(sim.HMSConfig{Addr: p.cfg.SimHMSAddr, Record: simRecord, Knobs: receiptKnobs})
 	if err := start("HMS", p.cfg.SimHMSAddr, h, err); err != nil {
 		return err
 	}
-	m, err := sim.NewMi(sim.MiConfig{Addr: p.cfg.SimMiAddr, Record: simRecord})
+	m, err := sim.NewMi(sim.MiConfig{Addr: p.cfg.SimMiAddr, Record: simRecord, Knobs: receiptKnobs})
 	if err := start("Xiaomi", p.cfg.SimMiAddr, m, err); err != nil {
 		return err
 	}
-	v, err := sim.NewVivo(sim.VivoConfig{Addr: p.cfg.SimVivoAddr, Record: simRecord})
+	v, err := sim.NewVivo(sim.VivoConfig{Addr: p.cfg.SimVivoAddr, Record: simRecord, Knobs: receiptKnobs})
 	if err := start("vivo", p.cfg.SimVivoAddr, v, err); err != nil {
 		return err
 	}
-	o, err := sim.NewOppo(sim.OppoConfig{Addr: p.cfg.SimOppoAddr, Region: "any", Record: simRecord})
+	o, err := sim.NewOppo(sim.OppoConfig{Addr: p.cfg.SimOppoAddr, Region: "any", Record: simRecord, Knobs: receiptKnobs})
 	if err := start("OPPO", p.cfg.SimOppoAddr, o, err); err != nil {
 		return err
 	}
-	z, err := sim.NewMz(sim.MzConfig{Addr: p.cfg.SimMzAddr, Record: simRecord})
+	z, err := sim.NewMz(sim.MzConfig{Addr: p.cfg.SimMzAddr, Record: simRecord, Knobs: receiptKnobs})
 	if err := start("Meizu", p.cfg.SimMzAddr, z, err); err != nil {
 		return err
 	}
-	hn, err := sim.NewHonor(sim.HonorConfig{Addr: p.cfg.SimHonorAddr, Record: simRecord})
+	hn, err := sim.NewHonor(sim.HonorConfig{Addr: p.cfg.SimHonorAddr, Record: simRecord, Knobs: receiptKnobs})
 	if err := start("Honor", p.cfg.SimHonorAddr, hn, err); err != nil {
 		return err
 	}
@@ -487,15 +491,22 @@ func startSims(ctx context.Context, p *parts, g *service.Group, stdout io.Writer
 	oppoKey, oppoSecret := o.NewApp()
 	mzAppID, mzSecret := z.NewApp()
 	honorClient, honorSecret := hn.NewApp(simHonorApp)
+	// Receipts: the HMS and Honor apps' receipt configuration, as entered at their consoles.
+	var receiptUser, receiptKey string
+	if u := strings.TrimRight(p.cfg.ReceiptURL, "/"); u != "" {
+		receiptUser, receiptKey = "pushd-dev", randomHex(16)
+		h.SetReceipt(simHMSApp, sim.ReceiptConfig{URL: u + receipt.Path + push.ChannelHMS + "/" + app.ID, User: receiptUser, Key: receiptKey})
+		hn.SetReceipt(simHonorApp, sim.ReceiptConfig{URL: u + receipt.Path + push.ChannelHonor + "/" + app.ID, User: receiptUser, Key: receiptKey})
+	}
 	// The vendors' credentials are hybrid profiles: the simulator's app is the dev app's _default.
 	for vendor, profile := range map[string]any{
-		push.ChannelHMS:  hms.ProfileJSON{AppID: simHMSApp, AppSecret: h.NewApp(simHMSApp)},
+		push.ChannelHMS:  hms.ProfileJSON{AppID: simHMSApp, AppSecret: h.NewApp(simHMSApp), ReceiptUser: receiptUser, ReceiptKey: receiptKey},
 		push.ChannelMi:   mi.ProfileJSON{AppSecret: m.NewApp(simTopic), PackageName: simTopic},
 		push.ChannelVivo: vivo.ProfileJSON{AppID: simVivoApp, AppKey: vivoKey, AppSecret: vivoSecret},
 		push.ChannelOppo: oppo.ProfileJSON{AppKey: oppoKey, MasterSecret: oppoSecret},
 		push.ChannelMz:   mz.ProfileJSON{AppID: json.Number(mzAppID), AppSecret: mzSecret},
 		// Honor Push (sender/honor).
-		push.ChannelHonor: honor.ProfileJSON{AppID: simHonorApp, ClientID: honorClient, ClientSecret: honorSecret},
+		push.ChannelHonor: honor.ProfileJSON{AppID: simHonorApp, ClientID: honorClient, ClientSecret: honorSecret, ReceiptUser: receiptUser, ReceiptKey: receiptKey},
 	} {
 		cred, err := json.Marshal(map[string]any{push.DefaultProfile: profile})
 		if err != nil {

@@ -39,6 +39,7 @@ func RunCLI(ctx context.Context, args []string, out io.Writer) error {
 	fs.DurationVar(&k.Jitter, "jitter", 0, "uniform random extra latency in [0, jitter)")
 	fs.Float64Var(&k.ErrorRate, "error-rate", 0, "fraction of requests answered 500/503")
 	fs.Float64Var(&k.InvalidTokenRate, "invalid-token-rate", 0, "fraction of device tokens that are dead (410 / 404)")
+	fs.Float64Var(&k.ReceiptUninstalledRate, "receipt-uninstalled-rate", 0, "fraction of accepted vendor tokens whose receipt says uninstalled (HMS/Honor status 2, Xiaomi type 16, OPPO regid_invalid)")
 	fs.Float64Var(&k.RatePerSecond, "rate", 0, "requests per second each simulator paces to (0: unlimited)")
 	fs.Uint64Var(&k.Seed, "seed", 1, "seed for random faults, jitter and dead tokens")
 	noTokens := fs.Bool("no-token-stats", false, "do not count accepted pushes per device token")
@@ -138,6 +139,7 @@ func RunCLI(ctx context.Context, args []string, out io.Writer) error {
 		"fcm: %s token_url=%s project=%s service_account=%s\n"+
 		"ca: %s\n"+
 		"stats: GET <url>/_stats[?tokens=0], GET <url>/_sent, POST <url>/_reset\n"+
+		"receipts (HMS, Honor): POST <url>/_receipt {\"appId\":\"<vendor app>\",\"url\":\"https://<pushd>/receipts/hms/<pushd appId>\",\"user\":\"…\",\"key\":\"…\"}\n"+
 		"outage: POST <url>/_outage [{\"mode\":\"status|drop|goaway\",\"status\":503,\"retry_after\":\"5s\",\"for\":\"60s\"},...], DELETE <url>/_outage\n",
 		apns.URL(), env, *keyID, *teamID, keyPath,
 		fcm.URL(), fcm.TokenURL(), *project, saPath, caPath)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/tls"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -12,6 +13,29 @@ import (
 type endpoint struct {
 	srv *tlsServer
 	rec *recorder
+	// receipts posts the delivery receipts of the vendor simulators that send them
+	// (receipts.go); nil for the others.
+	receipts *receiptPoster
+	// receiptCfg is the receipt configuration per vendor app (HMS, Honor: SetReceipt).
+	receiptMu  sync.Mutex
+	receiptCfg map[string]ReceiptConfig
+}
+
+// SetReceipt configures the receipts of vendor app appID, as its console does (HMS and Honor):
+// where they are posted and the callback user and key that sign them. The zero config stops them.
+func (e *endpoint) SetReceipt(appID string, c ReceiptConfig) {
+	e.receiptMu.Lock()
+	defer e.receiptMu.Unlock()
+	if e.receiptCfg == nil {
+		e.receiptCfg = map[string]ReceiptConfig{}
+	}
+	e.receiptCfg[appID] = c
+}
+
+func (e *endpoint) receiptConfig(appID string) ReceiptConfig {
+	e.receiptMu.Lock()
+	defer e.receiptMu.Unlock()
+	return e.receiptCfg[appID]
 }
 
 // URL is the simulator's base URL, https://127.0.0.1:port.
@@ -25,7 +49,13 @@ func (e *endpoint) ClientTLS() *tls.Config { return e.srv.clientTLS() }
 func (e *endpoint) CertPEM() []byte { return e.srv.certPEM }
 
 // Close stops serving and drops open connections.
-func (e *endpoint) Close() error { return e.srv.close() }
+func (e *endpoint) Close() error {
+	err := e.srv.close()
+	if e.receipts != nil {
+		e.receipts.close()
+	}
+	return err
+}
 
 // Stats returns the counters since start or the last Reset.
 func (e *endpoint) Stats() Stats { return e.rec.snapshot(true) }

@@ -36,6 +36,17 @@ type Knobs struct {
 	RatePerSecond float64
 	// Seed makes the random faults and jitter repeatable.
 	Seed uint64
+	// ReceiptUninstalledRate is the fraction (0..1) of accepted tokens whose delivery receipt
+	// says the app is uninstalled (HMS/Honor status 2, Xiaomi type 16, OPPO regid_invalid)
+	// instead of delivered; vivo and Meizu, whose receipts report arrivals only, post none for
+	// them. Which tokens is ReceiptUninstalled (a pure function of the token and Seed).
+	ReceiptUninstalledRate float64
+}
+
+// ReceiptUninstalled says whether a simulator with rate and seed reports token uninstalled in
+// its receipts: independent of IsDeadToken's choice (another seed).
+func ReceiptUninstalled(token string, rate float64, seed uint64) bool {
+	return IsDeadToken(token, rate, seed^0x5eceb7)
 }
 
 // faults holds the scripted answers, the random source and the pacer.

@@ -139,6 +139,7 @@ func NewHMS(cfg HMSConfig) (*HMS, error) {
 		return nil, fmt.Errorf("cannot start HMS simulator: %w", err)
 	}
 	s.srv = srv
+	s.receipts = newReceiptPoster(s.rec)
 	return s, nil
 }
 
@@ -194,7 +195,7 @@ type hmsReply struct {
 
 func (s *HMS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
-	if strings.HasPrefix(path, "/_") && s.rec.serveControl(w, r, s.Reset, s.faults) {
+	if strings.HasPrefix(path, "/_") && (s.serveReceipt(w, r) || s.rec.serveControl(w, r, s.Reset, s.faults)) {
 		return
 	}
 	if path == "/oauth2/v3/token" || path == "/oauth2/v2/token" {
@@ -252,6 +253,7 @@ func (s *HMS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				Data        json.RawMessage `json:"data"`
 				TargetUser  *int            `json:"target_user_type"`
 				Category    string          `json:"category"`
+				BiTag       string          `json:"bi_tag"`
 				Notify      *struct {
 					Title       string `json:"title"`
 					Body        string `json:"body"`
@@ -383,7 +385,11 @@ func (s *HMS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}{len(good), len(bad), bad})
 		msg = string(b)
 	}
-	writeJSON(w, http.StatusOK, hmsReply{Code: code, Msg: msg, RequestID: s.requestID()})
+	reqID := s.requestID()
+	writeJSON(w, http.StatusOK, hmsReply{Code: code, Msg: msg, RequestID: reqID})
+	if m.Android != nil && m.Topic == "" && m.Condition == "" {
+		huaweiReceipt(s.receipts, s.receiptConfig(app), app, m.Android.BiTag, reqID, good, s.cfg.Knobs, s.now())
+	}
 	target := m.Topic
 	if target == "" {
 		target = m.Condition

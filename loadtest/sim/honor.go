@@ -136,6 +136,7 @@ func NewHonor(cfg HonorConfig) (*Honor, error) {
 		return nil, fmt.Errorf("cannot start Honor simulator: %w", err)
 	}
 	s.srv = srv
+	s.receipts = newReceiptPoster(s.rec)
 	return s, nil
 }
 
@@ -251,7 +252,7 @@ type honorRequest struct {
 
 func (s *Honor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
-	if strings.HasPrefix(path, "/_") && s.rec.serveControl(w, r, s.Reset, s.faults) {
+	if strings.HasPrefix(path, "/_") && (s.serveReceipt(w, r) || s.rec.serveControl(w, r, s.Reset, s.faults)) {
 		return
 	}
 	if path == "/auth/token" {
@@ -357,10 +358,14 @@ func (s *Honor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.reply(w, HonorAllInvalid, "all the tokens are invalid")
 		return
 	}
+	reqID := s.requestID()
 	rep := honorReply{Code: HonorOK, Message: "success", Data: &honorSendData{
-		SendResult: len(good) > 0, RequestID: s.requestID(), FailTokens: failed, ExpireTokens: expired,
+		SendResult: len(good) > 0, RequestID: reqID, FailTokens: failed, ExpireTokens: expired,
 	}}
 	writeJSON(w, http.StatusOK, rep)
+	if m.Android != nil { // receipts as HMS sends them [unconfirmed for Honor]
+		huaweiReceipt(s.receipts, s.receiptConfig(app), app, m.Android.BiTag, reqID, good, s.cfg.Knobs, s.now())
+	}
 	reason := "200"
 	if len(expired)+len(failed) > 0 {
 		reason = "200 partial"

@@ -237,7 +237,19 @@ func (s *Mi) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.rec.acceptedMany(good, "0", func() Sent {
 		return Sent{Target: strings.Join(good, ","), Project: pkgs, Body: append(json.RawMessage(nil), body...), NotifyID: miNotifyID(body)}
 	})
-	s.receipts.add(form, id, good, bad, s.now())
+	// The ReceiptUninstalledRate share of the accepted regIds comes back as invalid (type 16).
+	arrived, invalid := good, bad
+	if s.cfg.ReceiptUninstalledRate > 0 {
+		arrived, invalid = nil, append([]string(nil), bad...)
+		for _, t := range good {
+			if ReceiptUninstalled(t, s.cfg.ReceiptUninstalledRate, s.cfg.Seed) {
+				invalid = append(invalid, t)
+			} else {
+				arrived = append(arrived, t)
+			}
+		}
+	}
+	s.receipts.add(form, id, arrived, invalid, s.now())
 }
 
 // validate checks the message fields (gateways.md §4.2); "" when they are fine.

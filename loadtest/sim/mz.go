@@ -121,6 +121,7 @@ func NewMz(cfg MzConfig) (*Mz, error) {
 		return nil, fmt.Errorf("cannot start Meizu simulator: %w", err)
 	}
 	s.srv = srv
+	s.receipts = newReceiptPoster(s.rec)
 	return s, nil
 }
 
@@ -283,7 +284,9 @@ func (s *Mz) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, mzReply{Code: MzOK, Value: value, MsgID: fmt.Sprintf("NS%013d%06d", s.now().UnixMilli(), s.seq.Add(1)%1000000)})
+	msgID := fmt.Sprintf("NS%013d%06d", s.now().UnixMilli(), s.seq.Add(1)%1000000)
+	writeJSON(w, http.StatusOK, mzReply{Code: MzOK, Value: value, MsgID: msgID})
+	s.receipt(form.Get("messageJson"), msgID, good)
 	s.rec.acceptedMany(good, MzOK, func() Sent {
 		return Sent{Target: strings.Join(good, ","), Project: appID, Body: json.RawMessage(form.Get("messageJson")), NotifyID: mzNotifyID([]byte(form.Get("messageJson")))}
 	})
@@ -313,6 +316,31 @@ func MzSign(form url.Values, secret string) string {
 	}
 	_, _ = h.Write([]byte(secret))
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// receipt posts the receipt of an accepted message whose extra names a callback with type 1
+// or 3 (delivered): form field cb = {"<msgId>": {"param", "type", "targets"}} [format
+// unconfirmed]. Arrivals only: Meizu answers dead pushIds in the send reply. The tokens of the
+// ReceiptUninstalledRate share get none.
+func (s *Mz) receipt(mj, msgID string, good []string) {
+	var m mzMessage
+	if json.Unmarshal([]byte(mj), &m) != nil || m.Extra["callback"] == "" {
+		return
+	}
+	if t := m.Extra["callback.type"]; t != "" && t != "1" && t != "3" {
+		return
+	}
+	var targets []string
+	for _, id := range good {
+		if !ReceiptUninstalled(id, s.cfg.ReceiptUninstalledRate, s.cfg.Seed) {
+			targets = append(targets, id)
+		}
+	}
+	if len(targets) == 0 {
+		return
+	}
+	b, _ := json.Marshal(map[string]any{msgID: map[string]any{"param": m.Extra["callback.param"], "type": 1, "targets": targets}})
+	s.receipts.post(receiptJob{url: m.Extra["callback"], contentType: "application/x-www-form-urlencoded", body: []byte(url.Values{"cb": {string(b)}}.Encode())})
 }
 
 // mzMessage is what the simulator checks of messageJson.

@@ -125,6 +125,7 @@ func NewOppo(cfg OppoConfig) (*Oppo, error) {
 		return nil, fmt.Errorf("cannot start OPPO simulator: %w", err)
 	}
 	s.srv = srv
+	s.receipts = newReceiptPoster(s.rec)
 	return s, nil
 }
 
@@ -339,6 +340,8 @@ type oppoNotification struct {
 	ChannelID        string `json:"channel_id"`
 	Category         string `json:"category"`
 	NotifyLevel      *int   `json:"notify_level"`
+	CallBackURL      string `json:"call_back_url"`
+	CallBackParam    string `json:"call_back_parameter"`
 }
 
 // oppoCategories are the message categories of OPPO's classification, with notify_level
@@ -475,10 +478,48 @@ func (s *Oppo) serveUnicast(w http.ResponseWriter, app, raw string) {
 	if !s.admit(w, app, 1) {
 		return
 	}
-	writeJSON(w, http.StatusOK, OppoReply{Code: OppoOK, Message: "Success", Data: map[string]string{"messageId": s.messageID()}})
+	mid := s.messageID()
+	writeJSON(w, http.StatusOK, OppoReply{Code: OppoOK, Message: "Success", Data: map[string]string{"messageId": mid}})
+	s.receipt(app, []oppoMessage{m}, []string{mid})
 	s.rec.acceptedMany([]string{m.TargetValue}, "0", func() Sent {
 		return Sent{Target: m.TargetValue, Project: app, Body: json.RawMessage(raw), NotifyID: oppoNotifyID([]byte(raw))}
 	})
+}
+
+// receipt posts the receipts of the accepted messages ms (message ids mids) that name a
+// call_back_url, as OPPO does (its "消息回执" page): a JSON array of events, push_arrive, or
+// regid_invalid [unconfirmed] for the share ReceiptUninstalledRate.
+func (s *Oppo) receipt(app string, ms []oppoMessage, mids []string) {
+	type event struct {
+		MessageID       string `json:"messageId"`
+		AppID           string `json:"appId"`
+		TaskID          string `json:"taskId"`
+		RegistrationIDs string `json:"registrationIds"`
+		EventTime       string `json:"eventTime"`
+		Param           string `json:"param"`
+		EventType       string `json:"eventType"`
+	}
+	byURL := map[string][]event{}
+	var order []string
+	for i := range ms {
+		n := ms[i].Notification
+		if n == nil || n.CallBackURL == "" {
+			continue
+		}
+		typ := "push_arrive"
+		if ReceiptUninstalled(ms[i].TargetValue, s.cfg.ReceiptUninstalledRate, s.cfg.Seed) {
+			typ = "regid_invalid"
+		}
+		if _, ok := byURL[n.CallBackURL]; !ok {
+			order = append(order, n.CallBackURL)
+		}
+		byURL[n.CallBackURL] = append(byURL[n.CallBackURL], event{MessageID: mids[i], AppID: app, TaskID: mids[i], RegistrationIDs: ms[i].TargetValue,
+			EventTime: strconv.FormatInt(s.now().UnixMilli(), 10), Param: n.CallBackParam, EventType: typ})
+	}
+	for _, u := range order {
+		b, _ := json.Marshal(byURL[u])
+		s.receipts.post(receiptJob{url: u, contentType: "application/json", body: b})
+	}
 }
 
 func (s *Oppo) serveBatch(w http.ResponseWriter, app, raw string) {
@@ -512,12 +553,16 @@ func (s *Oppo) serveBatch(w http.ResponseWriter, app, raw string) {
 	if len(good) > 0 && !s.admit(w, app, len(good)) {
 		return
 	}
+	var sent []oppoMessage
+	var mids []string
 	for i := range items {
 		if items[i].ErrorCode == 0 {
 			items[i].MessageID = s.messageID()
+			sent, mids = append(sent, ms[i]), append(mids, items[i].MessageID)
 		}
 	}
 	writeJSON(w, http.StatusOK, OppoReply{Code: OppoOK, Message: "Success", Data: items})
+	s.receipt(app, sent, mids)
 	s.rec.acceptedMany(good, "0", func() Sent {
 		return Sent{Target: strings.Join(good, ","), Project: app, Body: json.RawMessage(raw), NotifyID: oppoNotifyID([]byte(raw))}
 	})

@@ -147,6 +147,7 @@ func NewVivo(cfg VivoConfig) (*Vivo, error) {
 		return nil, fmt.Errorf("cannot start vivo simulator: %w", err)
 	}
 	s.srv = srv
+	s.receipts = newReceiptPoster(s.rec)
 	return s, nil
 }
 
@@ -398,6 +399,7 @@ type vivoMessage struct {
 	RequestID       string            `json:"requestId"`
 	NotifyID        *int64            `json:"notifyId"`
 	PushMode        *int              `json:"pushMode"`
+	Extra           map[string]string `json:"extra"` // callback, callback.param: a receipt (single sends only)
 }
 
 // check validates the message fields (gateways.md §6.2); 0 when they are fine.
@@ -545,7 +547,17 @@ func (s *Vivo) serveSend(w http.ResponseWriter, app string, body []byte) {
 	if !s.admit(w, app, 1, test) {
 		return
 	}
-	writeJSON(w, http.StatusOK, VivoReply{Result: VivoOK, Desc: "请求成功", TaskID: s.taskID()})
+	if cb := m.Extra["callback"]; len(cb) > 128 || len(m.Extra["callback.param"]) > 64 {
+		s.reply(w, VivoReply{Result: s.cfg.ParamCode, Desc: "extra.callback or callback.param too long"})
+		return
+	}
+	taskID := s.taskID()
+	writeJSON(w, http.StatusOK, VivoReply{Result: VivoOK, Desc: "请求成功", TaskID: taskID})
+	// The receipt [format unconfirmed]: arrivals only, of production single sends.
+	if cb := m.Extra["callback"]; cb != "" && !test && !ReceiptUninstalled(id, s.cfg.ReceiptUninstalledRate, s.cfg.Seed) {
+		b, _ := json.Marshal(map[string]any{taskID: map[string]any{"param": m.Extra["callback.param"], "targets": id, "ackTime": s.now().UnixMilli()}})
+		s.receipts.post(receiptJob{url: cb, contentType: "application/json", body: b})
+	}
 	s.rec.acceptedMany([]string{id}, "0", func() Sent {
 		return Sent{Target: id, Project: app, Body: append(json.RawMessage(nil), body...), NotifyID: vivoNotifyID(body)}
 	})

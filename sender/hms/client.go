@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/receipt"
 	"github.com/pushd/pushd/sender/gateway"
 	"github.com/pushd/pushd/sender/vendor"
 )
@@ -36,6 +38,9 @@ func (c *Credentials) NewClient(route string, cfg Config) (*Client, error) {
 		Build:    buildMessage,
 		Encode:   appendRequest,
 		Classify: classify,
+		Tag: func(m *message, d *push.Delivery) {
+			m.Android.BiTag, m.Android.ReceiptID = receipt.Param(d.NotificationObjectID, d.NotificationID), p.ReceiptID
+		},
 	}}
 	cl.Start(cfg.BatchSize, cfg.Concurrency)
 	return cl, nil

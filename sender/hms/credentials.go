@@ -20,6 +20,13 @@ type ProfileJSON struct {
 	// Endpoint and TokenURL override the process-wide hosts for this profile.
 	Endpoint string `json:"endpoint,omitempty"`
 	TokenURL string `json:"tokenUrl,omitempty"`
+	// ReceiptUser and ReceiptKey are the callback user name and key of the app's receipt
+	// configuration at AppGallery Connect: pushd verifies each receipt's X-HUAWEI-CALLBACK-ID
+	// with them (package receipt). ReceiptID selects that configuration in each message
+	// (android.receipt_id) when the app has several.
+	ReceiptUser string `json:"receiptUser,omitempty"`
+	ReceiptKey  string `json:"receiptKey,omitempty"`
+	ReceiptID   string `json:"receiptId,omitempty"`
 }
 
 // Credentials are an app's parsed HMS profiles.
@@ -50,6 +57,8 @@ func parseProfile(raw []byte) (ProfileJSON, error) {
 		err = errors.New("appId and the app secret are required")
 	case !vendor.Digits(j.AppID):
 		err = errors.New("appId must be the numeric HMS app id")
+	case (j.ReceiptUser == "") != (j.ReceiptKey == ""):
+		err = errors.New("receiptUser and receiptKey go together")
 	default:
 		err = vendor.CheckURLs(j.Endpoint, j.TokenURL)
 	}

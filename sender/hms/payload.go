@@ -27,6 +27,8 @@ type android struct {
 	TTL            string        `json:"ttl,omitempty"`
 	TargetUserType *int          `json:"target_user_type,omitempty"`
 	Category       string        `json:"category,omitempty"`
+	BiTag          string        `json:"bi_tag,omitempty"`     // receipt.Param: the push a receipt is about
+	ReceiptID      string        `json:"receipt_id,omitempty"` // the profile's receipt configuration
 	Notification   *notification `json:"notification,omitempty"`
 }
 

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/receipt"
 	"github.com/pushd/pushd/sender/gateway"
 	"github.com/pushd/pushd/sender/vendor"
 )
@@ -39,6 +41,9 @@ func (c *Credentials) NewClient(route string, cfg Config) (*Client, error) {
 		NameCredReasons: true,
 		Build:           buildMessage,
 		Encode:          appendRequest,
+		Tag: func(m *message, d *push.Delivery) {
+			m.Android.BiTag = receipt.Param(d.NotificationObjectID, d.NotificationID)
+		},
 		// Honor wants the request's time in milliseconds.
 		Header: func(h http.Header, now time.Time) { h["Timestamp"] = []string{strconv.FormatInt(now.UnixMilli(), 10)} },
 		Classify: func(status int, body []byte, retryAfter string, tokens []string, out []gateway.Reply) {

@@ -22,6 +22,10 @@ type ProfileJSON struct {
 	// Endpoint and TokenURL override the process-wide hosts for this profile.
 	Endpoint string `json:"endpoint,omitempty"`
 	TokenURL string `json:"tokenUrl,omitempty"`
+	// ReceiptUser and ReceiptKey authenticate the app's receipts, signed as HMS signs them
+	// [unconfirmed for Honor] (package receipt).
+	ReceiptUser string `json:"receiptUser,omitempty"`
+	ReceiptKey  string `json:"receiptKey,omitempty"`
 }
 
 // Credentials are an app's parsed Honor profiles.
@@ -52,6 +56,8 @@ func parseProfile(raw []byte) (ProfileJSON, error) {
 		err = errors.New("appId, clientId and the client secret are required")
 	case !vendor.Digits(j.AppID):
 		err = errors.New("appId must be the numeric Honor app id")
+	case (j.ReceiptUser == "") != (j.ReceiptKey == ""):
+		err = errors.New("receiptUser and receiptKey go together")
 	default:
 		err = vendor.CheckURLs(j.Endpoint, j.TokenURL)
 	}

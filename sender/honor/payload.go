@@ -23,6 +23,7 @@ type message struct {
 type android struct {
 	TTL            string        `json:"ttl,omitempty"`
 	TargetUserType *int          `json:"targetUserType,omitempty"`
+	BiTag          string        `json:"biTag,omitempty"` // receipt.Param: the push a receipt is about
 	Notification   *notification `json:"notification,omitempty"`
 }
 

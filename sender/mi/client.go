@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/receipt"
 	"github.com/pushd/pushd/sender/gateway"
 	"github.com/pushd/pushd/sender/vendor"
 )
@@ -23,6 +24,9 @@ type Client struct {
 	hc    *http.Client
 	batch *vendor.Batcher
 	now   func() time.Time
+	// receipts is the receipt base URL (Config.ReceiptURL), secret the profile's app secret
+	// that keys the receipt token.
+	receipts, secret string
 }
 
 // NewClient builds the client of a route returned by Route. It does not connect.
@@ -40,6 +44,9 @@ func (c *Credentials) NewClient(route string, cfg Config) (*Client, error) {
 		chans: p.Channels,
 		hc:    vendor.NewHTTPClient(cfg.ConnConfig, cfg.TLS),
 		now:   time.Now,
+
+		receipts: cfg.ReceiptURL,
+		secret:   p.AppSecret,
 	}
 	cl.batch = vendor.NewBatcher(cfg.BatchSize, cfg.Concurrency, cl.sendBatch)
 	return cl, nil
@@ -64,6 +71,12 @@ func (cl *Client) sendBatch(ctx context.Context, msg *push.Message, ds []*push.D
 	if err != nil {
 		fill(out, gateway.Reply{Kind: gateway.KindFailed, Reason: err.Error()})
 		return
+	}
+	// Receipts: delivered (1) and invalid targets (16), to pushd's endpoint (callback ≤ 128 B).
+	if u, param := receipt.Callback(cl.receipts, push.ChannelMi, ds[0].AppID, cl.secret, maxCallback, ds[0].NotificationObjectID, ds[0].NotificationID); u != "" {
+		f.Set("extra.callback", u)
+		f.Set("extra.callback.param", param)
+		f.Set("extra.callback.type", "17")
 	}
 	// regIds travel comma-joined: one holding a comma (or empty) would address other
 	// devices, so it fails alone and the request carries the others (api refuses such a

@@ -23,6 +23,9 @@ const MaxBatch = 1000
 
 // Config is the process-wide Xiaomi client configuration.
 type Config struct {
+	// ReceiptURL is the base URL of pushd's receipt endpoints (--receipt-url): each request
+	// asks the vendor for delivery receipts there (package receipt). Empty: none asked.
+	ReceiptURL string
 	// Endpoint overrides the region's host for every profile that names no endpoint
 	// (simulators, tests).
 	Endpoint string

@@ -19,6 +19,7 @@ const (
 	maxTitle       = 49 // characters (< 50)
 	maxDescription = 127
 	maxTTL         = 14 * 24 * time.Hour
+	maxCallback    = 128 // bytes of extra.callback
 )
 
 var errBadBody = errors.New("mi message body is not a vendor body")

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/receipt"
 	"github.com/pushd/pushd/sender/gateway"
 	"github.com/pushd/pushd/sender/vendor"
 )
@@ -30,6 +31,8 @@ type Client struct {
 	hc     *http.Client
 	batch  *vendor.Batcher
 	now    func() time.Time
+
+	receipts string // Config.ReceiptURL
 }
 
 // NewClient builds the client of a route returned by Route. It does not connect.
@@ -46,6 +49,8 @@ func (c *Credentials) NewClient(route string, cfg Config) (*Client, error) {
 		secret: p.AppSecret,
 		hc:     vendor.NewHTTPClient(cfg.ConnConfig, cfg.TLS),
 		now:    time.Now,
+
+		receipts: cfg.ReceiptURL,
 	}
 	cl.batch = vendor.NewBatcher(cfg.BatchSize, cfg.Concurrency, cl.sendBatch)
 	return cl, nil
@@ -67,7 +72,11 @@ func (cl *Client) Send(ctx context.Context, d *push.Delivery) gateway.Reply {
 var formContentType = []string{"application/x-www-form-urlencoded;charset=UTF-8"}
 
 func (cl *Client) sendBatch(ctx context.Context, msg *push.Message, ds []*push.Delivery, out []gateway.Reply) {
-	mj, err := messageJSON(msg.Body, msg.Expiration, cl.now())
+	var extra map[string]string
+	if u, param := receipt.Callback(cl.receipts, push.ChannelMz, ds[0].AppID, cl.secret, maxCallback, ds[0].NotificationObjectID, ds[0].NotificationID); u != "" {
+		extra = map[string]string{"callback": u, "callback.param": param, "callback.type": "1"} // 1: delivered
+	}
+	mj, err := messageJSON(msg.Body, msg.Expiration, cl.now(), extra)
 	if err != nil {
 		fill(out, gateway.Reply{Kind: gateway.KindFailed, Reason: err.Error()})
 		return

@@ -17,6 +17,9 @@ const MaxBatch = 100
 
 // Config is the process-wide Meizu client configuration.
 type Config struct {
+	// ReceiptURL is the base URL of pushd's receipt endpoints (--receipt-url): each request
+	// asks the vendor for delivery receipts there (package receipt). Empty: none asked.
+	ReceiptURL string
 	// Endpoint overrides DefaultEndpoint for every profile that names no endpoint
 	// (simulators, tests).
 	Endpoint string

@@ -18,17 +18,19 @@ import (
 const (
 	maxTitle     = 32 // characters
 	maxContent   = 100
-	maxValidTime = 72 // hours
+	maxValidTime = 72  // hours
+	maxCallback  = 128 // bytes of extra.callback
 )
 
 var notifyKeyRE = regexp.MustCompile(`^[0-9a-zA-Z_-]{1,8}$`)
 
 // message is Meizu's messageJson of a notification (varnished) message.
 type message struct {
-	NoticeBarInfo noticeBarInfo `json:"noticeBarInfo"`
-	ClickTypeInfo clickTypeInfo `json:"clickTypeInfo"`
-	PushTimeInfo  pushTimeInfo  `json:"pushTimeInfo"`
-	AdvanceInfo   *advanceInfo  `json:"advanceInfo,omitempty"`
+	NoticeBarInfo noticeBarInfo     `json:"noticeBarInfo"`
+	ClickTypeInfo clickTypeInfo     `json:"clickTypeInfo"`
+	PushTimeInfo  pushTimeInfo      `json:"pushTimeInfo"`
+	AdvanceInfo   *advanceInfo      `json:"advanceInfo,omitempty"`
+	Extra         map[string]string `json:"extra,omitempty"` // the receipt's callback
 }
 
 type noticeBarInfo struct {
@@ -95,7 +97,9 @@ var errBadBody = errors.New("mz message body is not a vendor body")
 // push's remaining lifetime in whole hours rounded up (1..72), Meizu's default 24 without an
 // expiry; notifyKey comes from data.mz, else from the notification id, so a resent push
 // replaces its notification.
-func messageJSON(body []byte, exp, now time.Time) (string, error) {
+//
+// extra, when not nil, asks for a receipt (callback, callback.param, callback.type).
+func messageJSON(body []byte, exp, now time.Time, extra map[string]string) (string, error) {
 	var vb render.VendorBody
 	if err := json.Unmarshal(body, &vb); err != nil {
 		return "", errBadBody
@@ -119,6 +123,7 @@ func messageJSON(body []byte, exp, now time.Time) (string, error) {
 	m := message{
 		NoticeBarInfo: noticeBarInfo{Title: cut(title, maxTitle), Content: cut(vb.Alert, maxContent)},
 		PushTimeInfo:  pushTimeInfo{OffLine: 1},
+		Extra:         extra,
 	}
 	if p.ClickType != nil {
 		m.ClickTypeInfo = clickTypeInfo{ClickType: *p.ClickType, URL: p.URL, Activity: p.Activity}

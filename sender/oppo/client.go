@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/receipt"
 	"github.com/pushd/pushd/sender/gateway"
 	"github.com/pushd/pushd/sender/vendor"
 )
@@ -23,6 +24,8 @@ type Client struct {
 	hc      *http.Client
 	batch   *vendor.Batcher
 	now     func() time.Time
+
+	receipts string // Config.ReceiptURL
 }
 
 // region is one of OPPO's hosts and the auth_token it issued.
@@ -50,6 +53,8 @@ func (c *Credentials) NewClient(route string, cfg Config) (*Client, error) {
 		drop: cfg.InvalidRegIDCodes,
 		hc:   vendor.NewHTTPClient(cfg.ConnConfig, cfg.TLS),
 		now:  cfg.Now,
+
+		receipts: cfg.ReceiptURL,
 	}
 	for i, base := range []string{cn, intl} {
 		base = strings.TrimSuffix(base, "/")
@@ -96,7 +101,8 @@ func RegionCN(regID string) bool {
 }
 
 func (cl *Client) sendBatch(ctx context.Context, msg *push.Message, ds []*push.Delivery, out []gateway.Reply) {
-	notif, err := buildNotification(msg.Body, cl.p.Channels, msg.Expiration, cl.now())
+	cbURL, cbParam := receipt.Callback(cl.receipts, push.ChannelOppo, ds[0].AppID, cl.p.MasterSecret, maxCallback, ds[0].NotificationObjectID, ds[0].NotificationID)
+	notif, err := buildNotification(msg.Body, cl.p.Channels, msg.Expiration, cl.now(), cbURL, cbParam)
 	if err != nil {
 		fill(out, gateway.Reply{Kind: gateway.KindFailed, Reason: err.Error()})
 		return

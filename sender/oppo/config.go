@@ -19,6 +19,9 @@ const MaxBatch = 1000
 
 // Config is the process-wide OPPO client configuration.
 type Config struct {
+	// ReceiptURL is the base URL of pushd's receipt endpoints (--receipt-url): each request
+	// asks the vendor for delivery receipts there (package receipt). Empty: none asked.
+	ReceiptURL string
 	// Endpoint and IntlEndpoint override OPPO's China and overseas hosts for every profile
 	// that names none (simulators, tests).
 	Endpoint     string

@@ -21,6 +21,7 @@ const (
 	maxLongContent = 128 // style 2 (long text)
 	maxParams      = 4000
 	maxTTL         = 10 * 24 * 3600 // seconds (older documents: 3 days)
+	maxCallback    = 200            // characters of call_back_url
 )
 
 var (
@@ -41,6 +42,9 @@ type notification struct {
 	NotifyID         int64  `json:"notify_id,omitempty"` // vendor.NotifyID of the push's notification id
 	Category         string `json:"category,omitempty"`
 	NotifyLevel      *int   `json:"notify_level,omitempty"`
+	// The receipt (OPPO's "消息回执"): registration-id targets only, which are all pushd's.
+	CallBackURL       string `json:"call_back_url,omitempty"`
+	CallBackParameter string `json:"call_back_parameter,omitempty"`
 }
 
 // The classification of a marketing push without data.oppo category and notify_level.
@@ -60,7 +64,9 @@ type params struct {
 // text); off_line_ttl is the push's remaining lifetime, at most 10 days (10 days without an
 // expiration); channel_id is the notification channel, else the profile's channel of the
 // push's message class.
-func buildNotification(body []byte, chans vendor.ClassChannels, exp, now time.Time) ([]byte, error) {
+//
+// cbURL and cbParam ask for a receipt ("" for none).
+func buildNotification(body []byte, chans vendor.ClassChannels, exp, now time.Time, cbURL, cbParam string) ([]byte, error) {
 	var vb render.VendorBody
 	if err := json.Unmarshal(body, &vb); err != nil || vb.Silent {
 		return nil, errBadBody
@@ -80,6 +86,9 @@ func buildNotification(body []byte, chans vendor.ClassChannels, exp, now time.Ti
 		OffLineTTL: maxTTL,
 		ChannelID:  cmp.Or(vb.NotificationChannel, chans.For(vb.MessageClass)),
 		NotifyID:   vendor.NotifyID(vb.NotificationID),
+
+		CallBackURL:       cbURL,
+		CallBackParameter: cbParam,
 	}
 	if utf8.RuneCountInString(n.Content) > maxContent {
 		n.Style, n.Content = 2, cut(n.Content, maxLongContent)

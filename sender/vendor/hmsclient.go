@@ -31,6 +31,9 @@ type HMSFamily[M any] struct {
 	Build func(body []byte, exp, now time.Time) (M, error)
 	// Encode appends the send request of m to tokens.
 	Encode func(dst []byte, m *M, tokens []string) ([]byte, error)
+	// Tag, when set, marks the message of a request with its push (the receipt's biTag):
+	// every delivery of a request belongs to one push.
+	Tag func(m *M, d *push.Delivery)
 	// Header adds the vendor's own headers at now to h (nil: none).
 	Header func(h http.Header, now time.Time)
 	// Classify fills out, one reply a token, from the gateway's reply.
@@ -83,6 +86,9 @@ func (c *HMSFamily[M]) sendBatch(ctx context.Context, msg *push.Message, ds []*p
 	if err != nil {
 		fillReplies(out, gateway.Reply{Kind: gateway.KindFailed, Reason: err.Error()})
 		return
+	}
+	if c.Tag != nil {
+		c.Tag(&m, ds[0])
 	}
 	tokens := make([]string, len(ds))
 	for i, d := range ds {

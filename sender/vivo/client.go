@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/receipt"
 	"github.com/pushd/pushd/sender/gateway"
 	"github.com/pushd/pushd/sender/vendor"
 )
@@ -36,6 +37,8 @@ type Client struct {
 	noListUntil time.Time
 
 	saves atomic.Int64
+
+	receipts string // Config.ReceiptURL
 }
 
 // task is the saved list payload of one rendered message; mu serialises its saving so that
@@ -65,6 +68,8 @@ func (c *Credentials) NewClient(route string, cfg Config) (*Client, error) {
 		hc:    vendor.NewHTTPClient(cfg.ConnConfig, cfg.TLS),
 		now:   cfg.Now,
 		tasks: make(map[*push.Message]*task),
+
+		receipts: cfg.ReceiptURL,
 	}
 	cl.tokens = vendor.NewTokenCache(cl.mint, cfg.TokenRefresh, cfg.RequestTimeout)
 	cl.tokens.SetClock(cfg.Now)
@@ -121,6 +126,9 @@ func (cl *Client) sendBatch(ctx context.Context, msg *push.Message, ds []*push.D
 			return
 		}
 		// 10252: no list payload today; the batch goes out as single sends.
+	}
+	if u, param := receipt.Callback(cl.receipts, push.ChannelVivo, ds[0].AppID, cl.p.AppSecret, maxCallback, ds[0].NotificationObjectID, ds[0].NotificationID); u != "" {
+		m.Extra = map[string]string{"callback": u, "callback.param": param}
 	}
 	for i, d := range ds {
 		m.RegID = d.Target.DeviceID

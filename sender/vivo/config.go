@@ -20,6 +20,9 @@ const DefaultTokenRefresh = time.Hour
 
 // Config is the process-wide vivo client configuration.
 type Config struct {
+	// ReceiptURL is the base URL of pushd's receipt endpoints (--receipt-url): each request
+	// asks the vendor for delivery receipts there (package receipt). Empty: none asked.
+	ReceiptURL string
 	// Endpoint overrides vivo's host for every profile that names none (simulators, tests).
 	Endpoint string
 	gateway.ConnConfig

@@ -15,10 +15,12 @@ import (
 
 // vivo's field limits (gateways.md §6.2).
 const (
-	maxTitle   = 40 // characters
-	maxContent = 100
-	maxCustom  = 1024 // characters of clientCustomMap's keys and values together
-	minTTL     = 60   // seconds
+	maxTitle = 40 // characters
+	// maxCallback is the longest extra.callback, in characters.
+	maxCallback = 128
+	maxContent  = 100
+	maxCustom   = 1024 // characters of clientCustomMap's keys and values together
+	minTTL      = 60   // seconds
 	// maxTTL is the 2024 document's maximum (older ones say 7 days): a longer one may be refused.
 	maxTTL = 24 * 3600
 )
@@ -46,6 +48,9 @@ type message struct {
 	RequestID       string            `json:"requestId"`
 	NotifyID        int64             `json:"notifyId,omitempty"`
 	PushMode        int               `json:"pushMode"`
+	// Extra asks for a receipt (callback, callback.param): single sends only (vivo sends
+	// receipts of /message/send alone).
+	Extra map[string]string `json:"extra,omitempty"`
 }
 
 // params are the keys of data.vivo taken into VendorBody.Params.

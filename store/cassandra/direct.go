@@ -43,7 +43,7 @@ var doneTTL = ttlSeconds(store.DirectAckedKeep)
 // "direct"), not fields of its document: every device of a push adds to them at once.
 const (
 	cqlDirectCountAdd  = `UPDATE notification_counts SET value = value + ? WHERE app_id = ? AND object_id = ? AND device_type = 'direct' AND what = ?`
-	cqlDirectCountList = `SELECT what, value FROM notification_counts WHERE app_id = ? AND object_id = ? AND device_type = 'direct'`
+	cqlDirectCountList = `SELECT device_type, what, value FROM notification_counts WHERE app_id = ? AND object_id = ?`
 	cqlDirectCountDrop = `DELETE FROM notification_counts WHERE app_id = ? AND object_id = ?`
 )
 
@@ -52,15 +52,21 @@ func (s *Store) countDirect(ctx context.Context, app, id, what string) error {
 	return s.q(ctx, cqlDirectCountAdd, int64(1), app, id, what).Exec()
 }
 
-// withDirectCounts adds the own channel's counts of n into n.Counts.
+// withDirectCounts adds the own channel's counts of n into n.Counts, and the vendors' receipt
+// arrivals (receipts.go), the partition's other rows.
 func (s *Store) withDirectCounts(ctx context.Context, n *push.Notification) error {
 	it := s.q(ctx, cqlDirectCountList, n.AppID, n.ObjectID).Iter()
 	var (
-		what  string
-		value int64
-		t     push.Tally
+		dt, what string
+		value    int64
+		t        push.Tally
+		vendors  = push.Counts{}
 	)
-	for it.Scan(&what, &value) {
+	for it.Scan(&dt, &what, &value) {
+		if dt != push.ChannelDirect {
+			addReceiptCount(vendors, dt, what, value)
+			continue
+		}
 		switch what {
 		case "sent":
 			t.Sent = value
@@ -78,6 +84,12 @@ func (s *Store) withDirectCounts(ctx context.Context, n *push.Notification) erro
 			n.Counts = push.Counts{}
 		}
 		n.Counts.Add(push.Counts{push.ChannelDirect: t})
+	}
+	if len(vendors) > 0 {
+		if n.Counts == nil {
+			n.Counts = push.Counts{}
+		}
+		n.Counts.Add(vendors)
 	}
 	return nil
 }

@@ -240,6 +240,7 @@ func (s *Store) DeleteNotification(ctx context.Context, appID, objectID string) 
 	b := s.s.NewBatch(gocql.LoggedBatch).WithContext(ctx)
 	b.Query(cqlNotifDelete, appID, ref.day, ref.created, objectID)
 	b.Query(cqlNIDDelete, appID, n.NotificationID, objectID)
+	b.Query(cqlReceiptMarkDrop, appID, objectID) // vendor receipts' marks
 	if n.PendingJob != nil {
 		b.Query(cqlPendingDelete, appID, pendingSince(&n), objectID)
 	}

@@ -657,6 +657,7 @@ func TestStoreCassandraStatements(t *testing.T) {
 	clusterLimitCases(t) // cluster_test.go: device-id claims, call counts, blocks, members
 	presenceCases(t)     // presence_test.go: own-channel presence and its removal with the installation
 	vendorQuotaCases(t)  // quota_test.go: vendor quotas and deferred targets
+	receiptCases(t)      // receipts_test.go: vendor receipts
 
 	t.Run("every statement was run", func(t *testing.T) {
 		if f := flag.Lookup("test.run"); f != nil && strings.Contains(f.Value.String(), "/") {

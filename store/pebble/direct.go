@@ -110,16 +110,19 @@ func (s *Store) directCounts(app, oid string) (push.Tally, error) {
 
 // withDirectCounts adds the own channel's counts of n (kept beside the record, 'e') into
 // n.Counts: the record as the store's readers see it.
+// The vendors' receipt arrivals (receipts.go) are added here too.
 func (s *Store) withDirectCounts(n *push.Notification) error {
 	t, err := s.directCounts(n.AppID, n.ObjectID)
-	if err != nil || t.Equal(push.Tally{}) {
+	if err != nil {
 		return err
 	}
-	if n.Counts == nil {
-		n.Counts = push.Counts{}
+	if !t.Equal(push.Tally{}) {
+		if n.Counts == nil {
+			n.Counts = push.Counts{}
+		}
+		n.Counts.Add(push.Counts{push.ChannelDirect: t})
 	}
-	n.Counts.Add(push.Counts{push.ChannelDirect: t})
-	return nil
+	return s.withReceiptCounts(n)
 }
 
 // countDirect adds t to the own channel's counts of push record oid inside b. The caller holds

@@ -290,6 +290,9 @@ func (s *Store) deleteNotification(appID, objectID string, wo *pebble.WriteOptio
 			return false, err
 		}
 	}
+	if err := deleteReceipts(b, appID, objectID); err != nil { // vendor receipts' marks and counts
+		return false, err
+	}
 	if err := b.Commit(wo); err != nil {
 		return false, err
 	}

@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"DeadTokens", testDeadTokens},
 		{"OfflineCache", testOfflineCache},
 		{"OfflineCacheBound", testOfflineCacheBound},
+		{"Receipts", testReceipts},
 		{"OfflineCountsInRecordReaders", testOfflineCountsReaders},
 		{"LeaseAcquire", testLeaseAcquire},
 		{"LeaseRenewExpiry", testLeaseRenewExpiry},
