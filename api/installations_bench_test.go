@@ -3,26 +3,21 @@
 package api
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"runtime"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/valyala/fasthttp"
-
 	"github.com/pushd/pushd/api/apitest"
 	"github.com/pushd/pushd/bench/procstat"
+	"github.com/pushd/pushd/loadtest/intake"
 	"github.com/pushd/pushd/store/pebble"
 )
 
@@ -117,7 +112,7 @@ func share(n, rounds, r int) int {
 type upsertLoad struct {
 	addr  string
 	head  []byte // the request up to the value of Content-Length
-	conns []*rawConn
+	conns []*intake.Conn
 	seq   atomic.Int64 // the last request number sent; runs continue from it
 }
 
@@ -125,13 +120,13 @@ func newUpsertLoad(appID, appKey, addr string, clients int) *upsertLoad {
 	head := "POST /1.1/installations HTTP/1.1\r\nHost: " + addr +
 		"\r\nContent-Type: application/json\r\n" + HeaderAppID + ": " + appID +
 		"\r\n" + HeaderKey + ": " + appKey + "\r\nContent-Length: "
-	return &upsertLoad{addr: addr, head: []byte(head), conns: make([]*rawConn, clients)}
+	return &upsertLoad{addr: addr, head: []byte(head), conns: make([]*intake.Conn, clients)}
 }
 
 func (l *upsertLoad) close() {
 	for _, c := range l.conns {
 		if c != nil {
-			_ = c.conn.Close()
+			_ = c.Close()
 		}
 	}
 }
@@ -155,10 +150,10 @@ func (l *upsertLoad) run(b *testing.B, n int) time.Duration {
 			if err != nil {
 				b.Fatal(err)
 			}
-			l.conns[i] = newRawConn(c)
+			l.conns[i] = intake.NewConn(c)
 		}
 		wg.Add(1)
-		go func(c *rawConn) {
+		go func(c *intake.Conn) {
 			defer wg.Done()
 			var req, body []byte
 			for {
@@ -167,7 +162,7 @@ func (l *upsertLoad) run(b *testing.B, n int) time.Duration {
 					return
 				}
 				req, body = l.request(req[:0], body, i)
-				code, res, err := c.roundTrip(req)
+				code, res, err := c.RoundTrip(req)
 				if err != nil {
 					b.Error(err)
 					return
@@ -184,69 +179,7 @@ func (l *upsertLoad) run(b *testing.B, n int) time.Duration {
 	return time.Since(start)
 }
 
-// rawConn is one keep-alive HTTP/1.1 connection of the benchmark's clients.
-type rawConn struct {
-	conn net.Conn
-	r    *bufio.Reader
-	body []byte
-}
-
-func newRawConn(c net.Conn) *rawConn {
-	return &rawConn{conn: c, r: bufio.NewReaderSize(c, 4096)}
-}
-
-// roundTrip writes req and reads one response: its status code and body. It refuses a
-// response it does not understand (chunked bodies, a missing Content-Length, a closing
-// connection), which the server under test never sends to these requests.
-func (c *rawConn) roundTrip(req []byte) (int, []byte, error) {
-	if _, err := c.conn.Write(req); err != nil {
-		return 0, nil, err
-	}
-	line, err := c.r.ReadSlice('\n')
-	if err != nil {
-		return 0, nil, fmt.Errorf("cannot read a status line: %w", err)
-	}
-	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.1 ")) {
-		return 0, nil, fmt.Errorf("not an HTTP/1.1 status line: %q", line)
-	}
-	code, err := strconv.Atoi(string(line[9:12]))
-	if err != nil {
-		return 0, nil, fmt.Errorf("bad status line %q", line)
-	}
-	length := -1
-	for {
-		line, err := c.r.ReadSlice('\n')
-		if err != nil {
-			return 0, nil, fmt.Errorf("cannot read a header: %w", err)
-		}
-		line = bytes.TrimRight(line, "\r\n")
-		if len(line) == 0 {
-			break
-		}
-		name, value, ok := bytes.Cut(line, []byte(":"))
-		if !ok {
-			return 0, nil, fmt.Errorf("bad header %q", line)
-		}
-		switch {
-		case bytes.EqualFold(name, []byte("Content-Length")):
-			if length, err = strconv.Atoi(string(bytes.TrimSpace(value))); err != nil || length < 0 {
-				return 0, nil, fmt.Errorf("bad Content-Length %q", value)
-			}
-		case bytes.EqualFold(name, []byte("Transfer-Encoding")), bytes.EqualFold(name, []byte("Connection")) && bytes.EqualFold(bytes.TrimSpace(value), []byte("close")):
-			return 0, nil, fmt.Errorf("unexpected header %q", line)
-		}
-	}
-	if length < 0 {
-		return 0, nil, fmt.Errorf("status %d without Content-Length", code)
-	}
-	c.body = slices.Grow(c.body[:0], length)[:length]
-	if _, err := io.ReadFull(c.r, c.body); err != nil {
-		return 0, nil, fmt.Errorf("cannot read a body: %w", err)
-	}
-	return code, c.body, nil
-}
-
-// httpCeiling starts a fasthttp server on loopback, stopped when b ends, that reads each
+// httpCeiling starts the intake floor (a fasthttp server) on loopback, closed when b ends, that reads each
 // request and answers 200 with a body shaped like an upsert's reply, and returns its address.
 func httpCeiling(b *testing.B) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -254,16 +187,8 @@ func httpCeiling(b *testing.B) string {
 		b.Fatal(err)
 	}
 	reply := []byte(`{"updatedAt":"2026-11-23T00:00:00.000Z","objectId":"0123456789abcdef01234567"}`)
-	s := &fasthttp.Server{
-		Handler: func(ctx *fasthttp.RequestCtx) {
-			ctx.SetContentType("application/json; charset=utf-8")
-			ctx.SetBody(reply)
-		},
-		ReadTimeout:  time.Minute,
-		WriteTimeout: time.Minute,
-	}
-	go func() { _ = s.Serve(ln) }()
-	b.Cleanup(func() { _ = s.Shutdown() })
+	go func() { _ = intake.ServeReply(ln, reply) }()
+	b.Cleanup(func() { _ = ln.Close() })
 	return ln.Addr().String()
 }
 
@@ -285,14 +210,14 @@ func TestBenchClientUpserts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	c := newRawConn(conn)
+	c := intake.NewConn(conn)
 	l := newUpsertLoad(e.app.ID, e.app.AppKey, "pushd.test", 1)
 	var req, body []byte
 	var oid string
 	for i, want := range []int{201, 200} {
 		n := int64(3 + i*10000) // the same device, dev-3
 		req, body = l.request(req[:0], body, n)
-		code, res, err := c.roundTrip(req)
+		code, res, err := c.RoundTrip(req)
 		if err != nil || code != want {
 			t.Fatalf("upsert %d: %d %s, %v; want %d", n, code, res, err, want)
 		}
@@ -311,41 +236,5 @@ func TestBenchClientUpserts(t *testing.T) {
 	}
 	if n := e.count(e.app.ID, e.app.Settings.Buckets); n != 1 {
 		t.Fatalf("%d installations, want 1", n)
-	}
-}
-
-// TestBenchClientRefusesWhatItCannotRead checks that the benchmark's client fails on a
-// response it does not parse, rather than counting it or hanging, and reads the plain one.
-func TestBenchClientRefusesWhatItCannotRead(t *testing.T) {
-	respond := func(res string) (int, []byte, error) {
-		client, server := net.Pipe()
-		defer client.Close()
-		go func() {
-			_, _ = io.Copy(io.Discard, io.LimitReader(server, int64(len("GET / HTTP/1.1\r\n\r\n"))))
-			_, _ = server.Write([]byte(res))
-			server.Close()
-		}()
-		return newRawConn(client).roundTrip([]byte("GET / HTTP/1.1\r\n\r\n"))
-	}
-	code, body, err := respond("HTTP/1.1 201 Created\r\ncontent-length: 2\r\nDate: x\r\n\r\n{}")
-	if err != nil || code != 201 || string(body) != "{}" {
-		t.Fatalf("plain response read as %d %q, %v", code, body, err)
-	}
-	for name, res := range map[string]string{
-		"chunked":     "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
-		"close":       "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}",
-		"no length":   "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{}",
-		"bad length":  "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
-		"http/1.0":    "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\n{}",
-		"short body":  "HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n{}",
-		"bad header":  "HTTP/1.1 200 OK\r\nno colon\r\nContent-Length: 2\r\n\r\n{}",
-		"bad status":  "HTTP/1.1 2x0 OK\r\nContent-Length: 2\r\n\r\n{}",
-		"no response": "",
-	} {
-		t.Run(name, func(t *testing.T) {
-			if code, body, err := respond(res); err == nil {
-				t.Fatalf("roundTrip = %d %q, want an error", code, body)
-			}
-		})
 	}
 }

@@ -1,40 +1,13 @@
 package e2e
 
 import (
-	"bytes"
-	"crypto/tls"
-	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
-	"regexp"
 	"testing"
 
 	"github.com/pushd/pushd/internal/waitfor"
 	"github.com/pushd/pushd/loadtest/sim"
+	"github.com/pushd/pushd/push"
 )
-
-// setAppPolicy sets the app's channelPolicy through the admin API.
-func setAppPolicy(t *testing.T, base, appID, policy string) {
-	t.Helper()
-	b, _ := json.Marshal(map[string]any{"settings": map[string]any{"channelPolicy": policy}})
-	req, err := http.NewRequest(http.MethodPut, base+"/admin/apps/"+appID, bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+e2eAdminToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		var body bytes.Buffer
-		_, _ = body.ReadFrom(resp.Body)
-		t.Fatalf("set channelPolicy %s: %d %s", policy, resp.StatusCode, body.String())
-	}
-}
 
 // Under own_first, through `pushd serve --dev --sim`: a hybrid (HMS) installation connected to
 // the own channel gets the push there (the HMS simulator sees nothing of it), a disconnected
@@ -47,22 +20,8 @@ func TestE2EChannelPolicyOwnFirst(t *testing.T) {
 	}
 	t.Setenv("PUSHD_ADMIN_TOKEN", e2eAdminToken)
 	data := t.TempDir()
-	p := startPushdSim(t, data)
-	line := p.waitOutput(regexp.MustCompile(`gateway simulators: .*`), startTimeout)
-	m := hmsSimLine.FindStringSubmatch(line)
-	if m == nil {
-		t.Fatalf("no HMS simulator in the start-up line %q", line)
-	}
-	hms := newSimClient(m[1], &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // loopback test simulator
-	b, err := os.ReadFile(filepath.Join(data, "dev-app.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keys struct{ AppID, AppKey, MasterKey string }
-	if err := json.Unmarshal(b, &keys); err != nil {
-		t.Fatal(err)
-	}
-	c := newClient(p.base, keys.AppID, keys.AppKey, keys.MasterKey)
+	d := startDevSim(t, data)
+	p, keys, c, hms := d.pushd, d.keys, d.c, d.sim(t, push.ChannelHMS)
 	const (
 		onIID, offIID = "b0b0b0b0-0000-4000-8000-000000000001", "b0b0b0b0-0000-4000-8000-000000000002"
 		onTok, offTok = "IQAAAACy0policyOn", "IQAAAACy0policyOff"

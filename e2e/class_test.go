@@ -1,41 +1,13 @@
 package e2e
 
 import (
-	"bytes"
-	"crypto/tls"
-	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/pushd/pushd/push"
 )
-
-// putSettings changes an app's settings through the admin API.
-func putSettings(t *testing.T, base, appID string, settings map[string]any) {
-	t.Helper()
-	b, _ := json.Marshal(map[string]any{"settings": settings})
-	req, err := http.NewRequest(http.MethodPut, base+"/admin/apps/"+appID, bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+e2eAdminToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		var body bytes.Buffer
-		_, _ = body.ReadFrom(resp.Body)
-		t.Fatalf("set settings %v: %d %s", settings, resp.StatusCode, body.String())
-	}
-}
 
 // Through `pushd serve --dev --sim`: an app's marketing rules, set by the admin API, hold the
 // marketing pushes of the real binary — a second marketing push the same day fails daily_cap and
@@ -47,22 +19,8 @@ func TestE2EMessageClassMarketingRules(t *testing.T) {
 	}
 	t.Setenv("PUSHD_ADMIN_TOKEN", e2eAdminToken)
 	data := t.TempDir()
-	p := startPushdSim(t, data)
-	line := p.waitOutput(regexp.MustCompile(`gateway simulators: .*`), startTimeout)
-	m := hmsSimLine.FindStringSubmatch(line)
-	if m == nil {
-		t.Fatalf("no HMS simulator in the start-up line %q", line)
-	}
-	hms := newSimClient(m[1], &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // loopback test simulator
-	b, err := os.ReadFile(filepath.Join(data, "dev-app.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keys struct{ AppID, AppKey, MasterKey string }
-	if err := json.Unmarshal(b, &keys); err != nil {
-		t.Fatal(err)
-	}
-	c := newClient(p.base, keys.AppID, keys.AppKey, keys.MasterKey)
+	d := startDevSim(t, data)
+	p, keys, c, hms := d.pushd, d.keys, d.c, d.sim(t, push.ChannelHMS)
 	const tok = "IQAAAACy0classTok"
 	c.createInstallation(t, map[string]any{"deviceType": "android", "installationId": "c1a55000-0000-4000-8000-000000000001",
 		"vendor": "HMS", "registrationId": tok, "channels": []string{"cls"}})

@@ -34,15 +34,7 @@ func e2eToken(t *testing.T, i int, dead bool) string {
 // sent returns the payloads the simulator accepted for token, oldest first.
 func (s *simClient) sent(t *testing.T, token string) []string {
 	t.Helper()
-	res, err := s.c.Get(s.url + "/_sent")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	var all []sim.Sent
-	if err := json.NewDecoder(res.Body).Decode(&all); err != nil {
-		t.Fatal(err)
-	}
+	all := s.simSent(t)
 	var out []string
 	for _, s := range all {
 		if s.Target == token {

@@ -152,16 +152,8 @@ func TestE2EConsoleBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := t.TempDir()
-	p := startPushdSim(t, data)
-	b, err := os.ReadFile(filepath.Join(data, "dev-app.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keys struct{ AppID, AppKey, MasterKey string }
-	if err := json.Unmarshal(b, &keys); err != nil {
-		t.Fatal(err)
-	}
-	c := newClient(p.base, keys.AppID, keys.AppKey, keys.MasterKey)
+	d := startDevSim(t, data)
+	p, keys, c := d.pushd, d.keys, d.c
 	seedConsoleDevices(t, c, consoleDevices, "console")
 	keyInOutput := strings.Count(p.out.String(), keys.MasterKey) // --dev prints the dev app's keys once
 

@@ -1,13 +1,12 @@
 package e2e
 
 import (
-	"crypto/tls"
 	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"testing"
+
+	"github.com/pushd/pushd/push"
 )
 
 var (
@@ -33,25 +32,9 @@ type dryRunAnswer struct {
 // any gateway simulator, and its req_id unclaimed.
 func TestE2EDryRunCountsWhatThePushReaches(t *testing.T) {
 	data := t.TempDir()
-	p := startPushdSim(t, data)
-	line := p.waitOutput(regexp.MustCompile(`gateway simulators: .*`), startTimeout)
-	sims := map[string]*simClient{}
-	for name, re := range map[string]*regexp.Regexp{"apns": apnsSimURL, "fcm": fcmSimURL, "hms": hmsSimLine, "mi": miSimLine, "mz": mzSimLine, "honor": honorSimLine} {
-		m := re.FindStringSubmatch(line)
-		if m == nil {
-			t.Fatalf("no %s simulator in the start-up line %q", name, line)
-		}
-		sims[name] = newSimClient(m[1], &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // loopback test simulator
-	}
-	b, err := os.ReadFile(filepath.Join(data, "dev-app.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keys struct{ AppID, AppKey, MasterKey string }
-	if err := json.Unmarshal(b, &keys); err != nil {
-		t.Fatal(err)
-	}
-	c := newClient(p.base, keys.AppID, keys.AppKey, keys.MasterKey)
+	d := startDevSim(t, data)
+	p, c := d.pushd, d.c
+	sims := d.sims(t, push.ChannelAPNs, push.ChannelFCM, push.ChannelHMS, push.ChannelMi, push.ChannelMz, push.ChannelHonor)
 	deals := []string{"deals"}
 	for _, inst := range []map[string]any{
 		{"deviceType": "ios", "deviceToken": "0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f1", "apnsTopic": "com.example.pushd", "channels": deals},

@@ -1,14 +1,10 @@
 package e2e
 
 import (
-	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"reflect"
-	"regexp"
 	"testing"
 	"time"
 
@@ -77,22 +73,8 @@ func TestE2EFunnelOfAMixedPush(t *testing.T) {
 		t.Skip("e2e")
 	}
 	data := t.TempDir()
-	p := startPushdSim(t, data)
-	line := p.waitOutput(regexp.MustCompile(`gateway simulators: .*`), startTimeout)
-	m := mzSimLine.FindStringSubmatch(line)
-	if m == nil {
-		t.Fatalf("no Meizu simulator in the start-up line %q", line)
-	}
-	mzSim := newSimClient(m[1], &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // loopback test simulator
-	b, err := os.ReadFile(filepath.Join(data, "dev-app.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keys struct{ AppID, AppKey, MasterKey string }
-	if err := json.Unmarshal(b, &keys); err != nil {
-		t.Fatal(err)
-	}
-	c := newClient(p.base, keys.AppID, keys.AppKey, keys.MasterKey)
+	d := startDevSim(t, data)
+	c, mzSim := d.c, d.sim(t, push.ChannelMz)
 	n := 0
 	create := func(inst map[string]any) string {
 		t.Helper()

@@ -2,12 +2,8 @@ package e2e
 
 import (
 	"bytes"
-	"crypto/tls"
 	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
-	"regexp"
 	"strconv"
 	"testing"
 
@@ -46,28 +42,6 @@ func (s *simClient) notifyIDsOf(t *testing.T, token string) []string {
 	return out
 }
 
-// putAppSettings changes the app's settings through the admin API.
-func putAppSettings(t *testing.T, base, appID string, settings map[string]any) {
-	t.Helper()
-	b, _ := json.Marshal(map[string]any{"settings": settings})
-	req, err := http.NewRequest(http.MethodPut, base+"/admin/apps/"+appID, bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+e2eAdminToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		var body bytes.Buffer
-		_, _ = body.ReadFrom(resp.Body)
-		t.Fatalf("set settings %v: %d %s", settings, resp.StatusCode, body.String())
-	}
-}
-
 // One identity across channels, on the wire of every channel, through the real binary and the
 // gateway simulators of `pushd serve --dev --sim`: a push with notification_id reaches an iOS
 // device, hybrid devices of all six vendors, and own-channel devices on both protocols; each
@@ -84,28 +58,10 @@ func TestE2EOneIdentityOnEveryChannel(t *testing.T) {
 	}
 	t.Setenv("PUSHD_ADMIN_TOKEN", e2eAdminToken)
 	data := t.TempDir()
-	p := startPushdSim(t, data)
-	line := p.waitOutput(regexp.MustCompile(`gateway simulators: .*`), startTimeout)
-	sims := map[string]*simClient{}
-	for ch, re := range map[string]*regexp.Regexp{
-		push.ChannelAPNs: apnsSimURL, push.ChannelFCM: fcmSimURL, push.ChannelHMS: hmsSimLine, push.ChannelHonor: honorSimLine,
-		push.ChannelMi: miSimLine, push.ChannelMz: mzSimLine, push.ChannelVivo: vivoSimLine, push.ChannelOppo: oppoSimLine,
-	} {
-		m := re.FindStringSubmatch(line)
-		if m == nil {
-			t.Fatalf("no %s simulator in the start-up line %q", ch, line)
-		}
-		sims[ch] = newSimClient(m[1], &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // loopback test simulator
-	}
-	b, err := os.ReadFile(filepath.Join(data, "dev-app.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keys struct{ AppID, AppKey, MasterKey string }
-	if err := json.Unmarshal(b, &keys); err != nil {
-		t.Fatal(err)
-	}
-	c := newClient(p.base, keys.AppID, keys.AppKey, keys.MasterKey)
+	d := startDevSim(t, data)
+	p, keys, c := d.pushd, d.keys, d.c
+	sims := d.sims(t, push.ChannelAPNs, push.ChannelFCM, push.ChannelHMS, push.ChannelHonor,
+		push.ChannelMi, push.ChannelMz, push.ChannelVivo, push.ChannelOppo)
 
 	const iosToken = "1d1d1d1d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f1"
 	regIDs := map[string]string{
@@ -169,7 +125,7 @@ func TestE2EOneIdentityOnEveryChannel(t *testing.T) {
 	}
 
 	// The same notification again, on FCM (international edition) and with collapsing asked.
-	putAppSettings(t, p.base, keys.AppID, map[string]any{"edition": "international"})
+	putSettings(t, p.base, keys.AppID, map[string]any{"edition": "international"})
 	create(map[string]any{"deviceType": "android", "installationId": "1d000000-0000-4000-8000-0000000000f1", "vendor": "fcm", "registrationId": fcmToken})
 	oid2 := c.push(t, map[string]any{"data": map[string]any{"alert": "One identity", "collapse-id": "ident-c"}, "channels": ident, "notification_id": nid})
 	c.waitDone(t, oid2)

@@ -3,8 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -54,16 +52,8 @@ func TestE2EPresence(t *testing.T) {
 		t.Skip("e2e")
 	}
 	data := t.TempDir()
-	p := startPushdSim(t, data)
-	b, err := os.ReadFile(filepath.Join(data, "dev-app.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keys struct{ AppID, AppKey, MasterKey string }
-	if err := json.Unmarshal(b, &keys); err != nil {
-		t.Fatal(err)
-	}
-	c := newClient(p.base, keys.AppID, keys.AppKey, keys.MasterKey)
+	ds := startDevSim(t, data)
+	p, c := ds.pushd, ds.c
 	const iid = "c0c0c0c0-0000-4000-8000-000000000001"
 	oid := c.createInstallation(t, map[string]any{"deviceType": "android", "installationId": iid, "channels": []string{"pres"}})
 

@@ -1,14 +1,10 @@
 package e2e
 
 import (
-	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,7 +29,7 @@ func freeLoopbackPort(t *testing.T) string {
 // startPushdReceipts starts `pushd serve --dev --sim` whose vendor simulators post their
 // receipts to its API, reporting the share uninstalled of the tokens they accept; flagged: with
 // --receipt-url, else its --sim default (the API's port on 127.0.0.1).
-func startPushdReceipts(t *testing.T, uninstalled float64, flagged bool) (*pushd, *client, string) {
+func startPushdReceipts(t *testing.T, uninstalled float64, flagged bool) *devSim {
 	t.Helper()
 	data := t.TempDir()
 	port := freeLoopbackPort(t)
@@ -41,17 +37,7 @@ func startPushdReceipts(t *testing.T, uninstalled float64, flagged bool) (*pushd
 	if flagged {
 		args = append(args, "--receipt-url", "http://127.0.0.1:"+port)
 	}
-	p := startPushdSim(t, data, args...)
-	line := p.waitOutput(regexp.MustCompile(`gateway simulators: .*`), startTimeout)
-	b, err := os.ReadFile(filepath.Join(data, "dev-app.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keys struct{ AppID, AppKey, MasterKey string }
-	if err := json.Unmarshal(b, &keys); err != nil {
-		t.Fatal(err)
-	}
-	return p, newClient(p.base, keys.AppID, keys.AppKey, keys.MasterKey), line
+	return startDevSim(t, data, args...)
 }
 
 // receiptInstallation creates a hybrid installation of vendor with regId id; it returns its objectId.
@@ -107,7 +93,8 @@ func installationExists(t *testing.T, c *client, oid string) bool {
 // of vivo and Meizu, whose receipts report arrivals only, keep theirs.
 func TestE2EReceiptsFromEveryVendor(t *testing.T) {
 	const share = 0.3
-	p, c, _ := startPushdReceipts(t, share, true)
+	d := startPushdReceipts(t, share, true)
+	p, c := d.pushd, d.c
 	ids := map[string][]string{}
 	for i := range 8 {
 		ids[push.ChannelHMS] = append(ids[push.ChannelHMS], fmt.Sprintf("IQAAAACy0receipt%02d", i))
@@ -205,7 +192,8 @@ func TestE2EReceiptsFromEveryVendor(t *testing.T) {
 // dead-token answers, the guard deletes sender.Config.InvalidGuard (50) installations and keeps
 // the rest (more dead tokens than arrivals), and the record counts no arrival.
 func TestE2EReceiptsDeadBurstStopsAtTheGuard(t *testing.T) {
-	p, c, line := startPushdReceipts(t, 1, false)
+	d := startPushdReceipts(t, 1, false)
+	p, c := d.pushd, d.c
 	const n = 60
 	oids := make([]string, n)
 	for i := range n {
@@ -224,11 +212,7 @@ func TestE2EReceiptsDeadBurstStopsAtTheGuard(t *testing.T) {
 		return left == n-50
 	})
 	// The receipts are all in (the simulator counts what it posted); no more is deleted.
-	miURL := miSimLine.FindStringSubmatch(line)
-	if miURL == nil {
-		t.Fatal("no Xiaomi simulator in the start-up line")
-	}
-	sc := newSimClient(miURL[1], &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // loopback test simulator
+	sc := d.sim(t, push.ChannelMi)
 	st := sc.mustGet(t, false)
 	if st.ByReason["receipt_16"] == 0 {
 		t.Errorf("the Xiaomi simulator posted no invalid-target receipt: %v", st.ByReason)

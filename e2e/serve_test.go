@@ -1,16 +1,11 @@
 package e2e
 
 import (
-	"crypto/tls"
-	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
-	"regexp"
 	"testing"
-)
 
-var simLine = regexp.MustCompile(`gateway simulators: APNs (https://127\.0\.0\.1:\d+) `)
+	"github.com/pushd/pushd/push"
+)
 
 // `pushd serve --dev --sim` is what `make run` starts (issue 5, "Seeing it work"): with the
 // dev app's keys from dev-app.json, an iOS installation created over the API gets a channel
@@ -20,20 +15,9 @@ var simLine = regexp.MustCompile(`gateway simulators: APNs (https://127\.0\.0\.1
 // token dead (only /_stats, /_sent, /_reset); the sender tests cover that outcome.
 func TestE2EPushDeliveredThroughServe(t *testing.T) {
 	data := t.TempDir()
-	p := startPushdSim(t, data)
-	simURL := p.waitOutput(simLine, startTimeout)
-	// The in-process simulator's certificate is not written anywhere: trust it blindly, on loopback.
-	stats := newSimClient(simURL, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // loopback test simulator
-
-	b, err := os.ReadFile(filepath.Join(data, "dev-app.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keys struct{ AppID, AppKey, MasterKey string }
-	if err := json.Unmarshal(b, &keys); err != nil || keys.AppID == "" || keys.AppKey == "" || keys.MasterKey == "" {
-		t.Fatalf("dev-app.json %s: %v", b, err)
-	}
-	c := newClient(p.base, keys.AppID, keys.AppKey, keys.MasterKey)
+	d := startDevSim(t, data)
+	// The in-process simulator's certificate is not written anywhere: sim trusts it blindly, on loopback.
+	p, c, stats := d.pushd, d.c, d.sim(t, push.ChannelAPNs)
 
 	const token = "0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9"
 	status, body, err := c.call("POST", "/1.1/installations", false, map[string]any{

@@ -1,14 +1,10 @@
 package e2e
 
 import (
-	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"reflect"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -23,27 +19,9 @@ import (
 // dead regId), and one whose deviceProfile the app has not configured (failed with the reason).
 func TestE2EVendorCountsPerChannel(t *testing.T) {
 	data := t.TempDir()
-	p := startPushdSim(t, data)
-	line := p.waitOutput(regexp.MustCompile(`gateway simulators: .*`), startTimeout)
-	sims := map[string]*regexp.Regexp{push.ChannelHMS: hmsSimLine, push.ChannelMi: miSimLine, push.ChannelMz: mzSimLine, push.ChannelVivo: vivoSimLine, push.ChannelOppo: oppoSimLine}
-	stats := map[string]*simClient{}
-	for ch, re := range sims {
-		m := re.FindStringSubmatch(line)
-		if m == nil {
-			t.Fatalf("no %s simulator in the start-up line %q", ch, line)
-		}
-		stats[ch] = newSimClient(m[1], &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // loopback test simulator
-	}
-
-	b, err := os.ReadFile(filepath.Join(data, "dev-app.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keys struct{ AppID, AppKey, MasterKey string }
-	if err := json.Unmarshal(b, &keys); err != nil {
-		t.Fatal(err)
-	}
-	c := newClient(p.base, keys.AppID, keys.AppKey, keys.MasterKey)
+	d := startDevSim(t, data)
+	p, c := d.pushd, d.c
+	stats := d.sims(t, push.ChannelHMS, push.ChannelMi, push.ChannelMz, push.ChannelVivo, push.ChannelOppo)
 	regIDs := map[string][]string{
 		push.ChannelHMS:  {"IQAAAACy0countsA", "IQAAAACy0countsB"},
 		push.ChannelMi:   {"fakeMiRegIdCountsA", "fakeMiRegIdCountsB"},

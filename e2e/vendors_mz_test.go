@@ -1,16 +1,14 @@
 package e2e
 
 import (
-	"crypto/tls"
 	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/pushd/pushd/internal/waitfor"
+	"github.com/pushd/pushd/push"
 )
 
 var mzSimLine = regexp.MustCompile(`Meizu (https://127\.0\.0\.1:\d+)[,;]`)
@@ -22,23 +20,8 @@ var mzSimLine = regexp.MustCompile(`Meizu (https://127\.0\.0\.1:\d+)[,;]`)
 // vendor is refused.
 func TestE2EMeizuPushThroughServe(t *testing.T) {
 	data := t.TempDir()
-	p := startPushdSim(t, data)
-	line := p.waitOutput(regexp.MustCompile(`gateway simulators: .*`), startTimeout)
-	m := mzSimLine.FindStringSubmatch(line)
-	if m == nil {
-		t.Fatalf("no Meizu simulator in the start-up line %q", line)
-	}
-	stats := newSimClient(m[1], &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // loopback test simulator
-
-	b, err := os.ReadFile(filepath.Join(data, "dev-app.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keys struct{ AppID, AppKey, MasterKey string }
-	if err := json.Unmarshal(b, &keys); err != nil {
-		t.Fatal(err)
-	}
-	c := newClient(p.base, keys.AppID, keys.AppKey, keys.MasterKey)
+	d := startDevSim(t, data)
+	p, c, stats := d.pushd, d.c, d.sim(t, push.ChannelMz)
 	var illegalID string
 	for i, inst := range []map[string]any{
 		{"deviceType": "android", "installationId": "b0b0b0b0-0000-4000-8000-000000000001", "vendor": "meizu", "registrationId": "RFAKEmzPushIdA", "channels": []string{"mz"}},

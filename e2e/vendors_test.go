@@ -1,14 +1,12 @@
 package e2e
 
 import (
-	"crypto/tls"
-	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/pushd/pushd/push"
 )
 
 var (
@@ -23,25 +21,9 @@ var (
 // deviceProfile the app has not configured fails with a reason naming it (decisions Push 7).
 func TestE2EHybridPushThroughServe(t *testing.T) {
 	data := t.TempDir()
-	p := startPushdSim(t, data)
-	line := p.waitOutput(regexp.MustCompile(`gateway simulators: .*`), startTimeout)
-	m, mm, mh := hmsSimLine.FindStringSubmatch(line), miSimLine.FindStringSubmatch(line), honorSimLine.FindStringSubmatch(line)
-	if m == nil || mm == nil || mh == nil {
-		t.Fatalf("no HMS, Xiaomi or Honor simulator in the start-up line %q", line)
-	}
-	honorStats := newSimClient(mh[1], &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // loopback test simulator
-	stats := newSimClient(m[1], &tls.Config{InsecureSkipVerify: true})       //nolint:gosec // loopback test simulator
-	miStats := newSimClient(mm[1], &tls.Config{InsecureSkipVerify: true})    //nolint:gosec // loopback test simulator
-
-	b, err := os.ReadFile(filepath.Join(data, "dev-app.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keys struct{ AppID, AppKey, MasterKey string }
-	if err := json.Unmarshal(b, &keys); err != nil {
-		t.Fatal(err)
-	}
-	c := newClient(p.base, keys.AppID, keys.AppKey, keys.MasterKey)
+	d := startDevSim(t, data)
+	p, c := d.pushd, d.c
+	honorStats, stats, miStats := d.sim(t, push.ChannelHonor), d.sim(t, push.ChannelHMS), d.sim(t, push.ChannelMi)
 	for _, inst := range []map[string]any{
 		{"deviceType": "android", "installationId": "a0a0a0a0-0000-4000-8000-000000000001", "vendor": "HMS", "registrationId": "IQAAAACy0hybridA", "channels": []string{"deals"}},
 		{"deviceType": "android", "installationId": "a0a0a0a0-0000-4000-8000-000000000003", "vendor": "mi", "registrationId": "fakeMiRegIdC", "channels": []string{"deals"}},

@@ -1,13 +1,11 @@
 package e2e
 
 import (
-	"crypto/tls"
-	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"testing"
+
+	"github.com/pushd/pushd/push"
 )
 
 var (
@@ -21,24 +19,9 @@ var (
 // is delivered once, the overseas OPPO regId too.
 func TestE2EVivoOppoPushThroughServe(t *testing.T) {
 	data := t.TempDir()
-	p := startPushdSim(t, data)
-	line := p.waitOutput(regexp.MustCompile(`gateway simulators: .*`), startTimeout)
-	m, mo := vivoSimLine.FindStringSubmatch(line), oppoSimLine.FindStringSubmatch(line)
-	if m == nil || mo == nil {
-		t.Fatalf("no vivo or OPPO simulator in the start-up line %q", line)
-	}
-	stats := newSimClient(m[1], &tls.Config{InsecureSkipVerify: true})      //nolint:gosec // loopback test simulator
-	oppoStats := newSimClient(mo[1], &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // loopback test simulator
-
-	b, err := os.ReadFile(filepath.Join(data, "dev-app.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keys struct{ AppID, AppKey, MasterKey string }
-	if err := json.Unmarshal(b, &keys); err != nil {
-		t.Fatal(err)
-	}
-	c := newClient(p.base, keys.AppID, keys.AppKey, keys.MasterKey)
+	d := startDevSim(t, data)
+	p, c := d.pushd, d.c
+	stats, oppoStats := d.sim(t, push.ChannelVivo), d.sim(t, push.ChannelOppo)
 	for _, inst := range []map[string]any{
 		{"deviceType": "android", "installationId": "b0b0b0b0-0000-4000-8000-000000000001", "vendor": "vivo", "registrationId": "15638535410301000000001", "channels": []string{"news"}},
 		{"deviceType": "android", "installationId": "b0b0b0b0-0000-4000-8000-000000000002", "vendor": "vivo", "registrationId": "15638535410301000000002", "channels": []string{"news"}},

@@ -9,29 +9,21 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/pushd/pushd/loadtest/intake"
 	"github.com/pushd/pushd/push"
 )
 
-// pushFloor starts a fasthttp server on loopback, stopped when b ends, that answers every
-// request 200 with a body shaped like an accepted push's, and returns its address: the
-// floor BenchmarkPushAccept reports its rate against (what HTTP on loopback alone reaches
-// with the same client at that moment; this machine's speed drifts).
+// pushFloor starts the intake load test's floor on loopback, closed when b ends (a fasthttp
+// server that answers every request 200 with a body shaped like an accepted push's), and
+// returns its address: the floor BenchmarkPushAccept reports its rate against (what HTTP on
+// loopback alone reaches with the same client at that moment; this machine's speed drifts).
 func pushFloor(b *testing.B) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}
-	reply := []byte(`{"objectId":"0123456789abcdef01234567","createdAt":"2026-11-25T00:00:00.000Z"}`)
-	s := &fasthttp.Server{
-		Handler: func(ctx *fasthttp.RequestCtx) {
-			ctx.SetContentType("application/json; charset=utf-8")
-			ctx.SetBody(reply)
-		},
-		ReadTimeout:  time.Minute,
-		WriteTimeout: time.Minute,
-	}
-	go func() { _ = s.Serve(ln) }()
-	b.Cleanup(func() { _ = s.Shutdown() })
+	go func() { _ = intake.ServeFloor(ln) }()
+	b.Cleanup(func() { _ = ln.Close() })
 	return ln.Addr().String()
 }
 

@@ -14,15 +14,11 @@
 package intake
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,7 +74,7 @@ func (l *Load) Run(ctx context.Context, first int64, n int) (*Result, error) {
 	if l.Conns < 1 || n < 1 {
 		return nil, errors.New("cannot run a load without connections or requests")
 	}
-	conns := make([]*conn, l.Conns)
+	conns := make([]*Conn, l.Conns)
 	defer func() {
 		for _, c := range conns {
 			if c != nil {
@@ -92,7 +88,7 @@ func (l *Load) Run(ctx context.Context, first int64, n int) (*Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cannot connect to %s: %w", l.Addr, err)
 		}
-		conns[i] = &conn{nc: nc, r: bufio.NewReaderSize(nc, 4096)}
+		conns[i] = NewConn(nc)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -145,7 +141,7 @@ func (l *Load) Run(ctx context.Context, first int64, n int) (*Result, error) {
 					from = time.Now()
 				}
 				req = l.Request(req[:0], first+int64(k))
-				code, body, err := c.roundTrip(req)
+				code, body, err := c.RoundTrip(req)
 				if err != nil {
 					cancel(fmt.Errorf("request %d: %w", first+int64(k), err))
 					return
@@ -195,63 +191,4 @@ func pace(ctx context.Context, dues chan<- int, start time.Time, interval time.D
 			t.Reset(max(time.Duration(k)*interval-time.Since(start), time.Millisecond))
 		}
 	}
-}
-
-// conn is one keep-alive HTTP/1.1 connection.
-type conn struct {
-	nc   net.Conn
-	r    *bufio.Reader
-	body []byte
-}
-
-// roundTrip writes req and reads one response: its status code and body. It refuses a
-// response it does not understand (chunked bodies, no Content-Length, a closing connection),
-// which neither pushd nor the floor sends to these requests.
-func (c *conn) roundTrip(req []byte) (int, []byte, error) {
-	if _, err := c.nc.Write(req); err != nil {
-		return 0, nil, err
-	}
-	line, err := c.r.ReadSlice('\n')
-	if err != nil {
-		return 0, nil, fmt.Errorf("cannot read a status line: %w", err)
-	}
-	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.1 ")) {
-		return 0, nil, fmt.Errorf("not an HTTP/1.1 status line: %q", line)
-	}
-	code, err := strconv.Atoi(string(line[9:12]))
-	if err != nil {
-		return 0, nil, fmt.Errorf("bad status line %q", line)
-	}
-	length := -1
-	for {
-		line, err := c.r.ReadSlice('\n')
-		if err != nil {
-			return 0, nil, fmt.Errorf("cannot read a header: %w", err)
-		}
-		line = bytes.TrimRight(line, "\r\n")
-		if len(line) == 0 {
-			break
-		}
-		name, value, ok := bytes.Cut(line, []byte(":"))
-		if !ok {
-			return 0, nil, fmt.Errorf("bad header %q", line)
-		}
-		switch {
-		case bytes.EqualFold(name, []byte("Content-Length")):
-			if length, err = strconv.Atoi(string(bytes.TrimSpace(value))); err != nil || length < 0 {
-				return 0, nil, fmt.Errorf("bad Content-Length %q", value)
-			}
-		case bytes.EqualFold(name, []byte("Transfer-Encoding")),
-			bytes.EqualFold(name, []byte("Connection")) && bytes.EqualFold(bytes.TrimSpace(value), []byte("close")):
-			return 0, nil, fmt.Errorf("unexpected header %q", line)
-		}
-	}
-	if length < 0 {
-		return 0, nil, fmt.Errorf("status %d without Content-Length", code)
-	}
-	c.body = slices.Grow(c.body[:0], length)[:length]
-	if _, err := io.ReadFull(c.r, c.body); err != nil {
-		return 0, nil, fmt.Errorf("cannot read a body: %w", err)
-	}
-	return code, c.body, nil
 }

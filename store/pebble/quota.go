@@ -106,25 +106,13 @@ func (s *Store) PutDeferred(ctx context.Context, ds []push.Deferred) error {
 		return err
 	}
 	defer s.exit()
-	if len(ds) == 0 {
-		return nil
-	}
-	b := s.db.NewBatch()
-	defer b.Close()
-	for i := range ds {
-		d := &ds[i]
+	return s.deferredBatch(ds, "write", func(b *pebble.Batch, d *push.Deferred) error {
 		v, err := json.Marshal(d)
 		if err != nil {
 			return fmt.Errorf("cannot encode a deferred target of push %s: %w", d.PushID, err)
 		}
-		if err := b.Set(deferredKey(nil, d), v, nil); err != nil {
-			return err
-		}
-	}
-	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("cannot write %d deferred targets of app %s: %w", len(ds), ds[0].AppID, err)
-	}
-	return nil
+		return b.Set(deferredKey(nil, d), v, nil)
+	})
 }
 
 // DueDeferred implements store.Store.
@@ -162,18 +150,25 @@ func (s *Store) DeleteDeferred(ctx context.Context, ds []push.Deferred) error {
 		return err
 	}
 	defer s.exit()
+	return s.deferredBatch(ds, "delete", func(b *pebble.Batch, d *push.Deferred) error {
+		return b.Delete(deferredKey(nil, d), nil)
+	})
+}
+
+// deferredBatch applies op to each of ds in one synced batch; verb names the change in the error.
+func (s *Store) deferredBatch(ds []push.Deferred, verb string, op func(*pebble.Batch, *push.Deferred) error) error {
 	if len(ds) == 0 {
 		return nil
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
 	for i := range ds {
-		if err := b.Delete(deferredKey(nil, &ds[i]), nil); err != nil {
+		if err := op(b, &ds[i]); err != nil {
 			return err
 		}
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("cannot delete %d deferred targets of app %s: %w", len(ds), ds[0].AppID, err)
+		return fmt.Errorf("cannot %s %d deferred targets of app %s: %w", verb, len(ds), ds[0].AppID, err)
 	}
 	return nil
 }

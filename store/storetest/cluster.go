@@ -48,19 +48,35 @@ func testReserveCalls(t *testing.T, s store.Store) {
 // a conditional counter (every one but Cassandra's) grants exactly the limit.
 func testReserveCallsConcurrent(t *testing.T, s store.Store) {
 	app, minute := uniq("app"), time.Now().Unix()/60
-	const limit, callers = 25, 60
+	checkConcurrentGrants(t, s, "calls", func() (int64, error) {
+		n, err := s.ReserveCalls(bg, app, minute, 1, concurrentLimit)
+		if err != nil {
+			return 0, fmt.Errorf("ReserveCalls: %w", err)
+		}
+		return int64(n), nil
+	})
+}
+
+// concurrentLimit and concurrentCallers shape checkConcurrentGrants: more callers than the limit.
+const concurrentLimit, concurrentCallers = 25, 60
+
+// checkConcurrentGrants runs concurrentCallers reservations of one unit at once under
+// concurrentLimit: together they never get more than the limit, and a store with a
+// conditional counter (every one but Cassandra's) grants exactly the limit.
+func checkConcurrentGrants(t *testing.T, s store.Store, what string, reserve func() (int64, error)) {
+	t.Helper()
 	var (
 		wg      sync.WaitGroup
 		mu      sync.Mutex
-		granted int
+		granted int64
 	)
-	for range callers {
+	for range concurrentCallers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n, err := s.ReserveCalls(bg, app, minute, 1, limit)
+			n, err := reserve()
 			if err != nil {
-				t.Errorf("ReserveCalls: %v", err)
+				t.Error(err)
 			}
 			mu.Lock()
 			granted += n
@@ -68,11 +84,11 @@ func testReserveCallsConcurrent(t *testing.T, s store.Store) {
 		}()
 	}
 	wg.Wait()
-	if granted > limit {
-		t.Fatalf("%d calls granted to %d concurrent callers under a limit of %d", granted, callers, limit)
+	if granted > concurrentLimit {
+		t.Fatalf("%d %s granted to %d concurrent callers under a limit of %d", granted, what, concurrentCallers, concurrentLimit)
 	}
-	if _, counter := s.(interface{ CounterCallCounts() }); !counter && granted != limit {
-		t.Fatalf("%d calls granted to %d concurrent callers, want exactly the limit %d", granted, callers, limit)
+	if _, counter := s.(interface{ CounterCallCounts() }); !counter && granted != concurrentLimit {
+		t.Fatalf("%d %s granted to %d concurrent callers, want exactly the limit %d", granted, what, concurrentCallers, concurrentLimit)
 	}
 }
 
