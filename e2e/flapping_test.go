@@ -432,7 +432,7 @@ func TestE2EFlappingOwnFirst(t *testing.T) {
 		}
 		return true
 	})
-	var deliveries, dups int64
+	var deliveries, dups, joined int64
 	wh := sink.Ledger()
 	byChannel := map[string]int64{}
 	for _, oid := range pushes {
@@ -442,13 +442,18 @@ func TestE2EFlappingOwnFirst(t *testing.T) {
 		}
 		dups += d
 		deliveries += int64(n)
+		for _, s := range l.shown(oid, recs[oid].NotificationID) {
+			if s.own > 0 && s.vendor > 0 {
+				joined++ // reached on both channels, shown once by its notification id
+			}
+		}
 		for ch, c := range recs[oid].Counts.ByChannel {
 			byChannel[ch] += c.Sent
 		}
 	}
 	t.Logf("flapping: sent per channel over the pushes %v; %d connects, %d drops", byChannel, connects.Load(), drops.Load())
-	t.Logf("flapping: %d devices (%d hybrid over %d vendors), %d pushes: %d deliveries, 0 lost, 0 shown twice, %d wire duplicates (%.3f%%); webhook %d events, %d duplicates, %d bad signatures",
-		n, n/2, len(flapVendors), rounds, deliveries, dups, 100*float64(dups)/float64(deliveries), wh.Events, wh.Duplicates, wh.BadSigs)
+	t.Logf("flapping: %d devices (%d hybrid over %d vendors), %d pushes: %d deliveries, 0 lost, 0 shown twice, %d wire duplicates (%.3f%%; %d devices reached on own and vendor channel, joined by notification id); webhook %d events, %d duplicates, %d bad signatures",
+		n, n/2, len(flapVendors), rounds, deliveries, dups, 100*float64(dups)/float64(deliveries), joined, wh.Events, wh.Duplicates, wh.BadSigs)
 	if dups*100 > deliveries {
 		t.Errorf("%d wire duplicates of %d deliveries: over 1%%", dups, deliveries)
 	}
