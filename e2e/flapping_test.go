@@ -2,17 +2,21 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,6 +28,7 @@ import (
 	"github.com/pushd/pushd/loadtest/sim"
 	"github.com/pushd/pushd/loadtest/webhooksink"
 	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/sender/vendor"
 )
 
 // The flapping scenario (issue 20, "Done when" 1) on the real binary: Android devices, half
@@ -40,10 +45,11 @@ var flapVendors = []struct{ stored, channel string }{
 	{"meizu", push.ChannelMz}, {"vivo", push.ChannelVivo}, {"oppo", push.ChannelOppo},
 }
 
-// deviceLedger is what a device's ledger tells the check (*sim.Ledger).
+// deviceLedger is what a device's own-channel ledger tells the check (*sim.Ledger).
 type deviceLedger interface {
 	Times(id string) int
 	Acked(id string) bool
+	NID(id string) string
 }
 
 // flapDevice is one simulated device: its own-channel ledger (a *sim.Ledger in the scenario)
@@ -58,90 +64,152 @@ type flapDevice struct {
 // flapLedgers is what the devices and the simulators saw, the truth a record is checked with.
 type flapLedgers struct {
 	devs []*flapDevice
-	// vendor[pushID][token] is how often a vendor simulator accepted push pushID for token
-	// (the difference of its per-token counts across the push).
-	vendor map[string]map[string]int64
+	// vendor[pushID][token] lists, per copy a vendor simulator accepted for token while push
+	// pushID fanned out, the notification id its request carried (sim.Sent.NotifyID; "" for
+	// none): a vendor send happens only while its push fans out.
+	vendor map[string]map[string][]string
 }
 
-// flapTally is a record's per-channel counts as the REST API shows them (counts.byChannel).
-type flapTally struct {
-	Targets, Sent, Failed, Expired, InvalidTokens, Arrivals int64
-}
-
+// flapRecord is a push record as the REST API shows it: its notification id, its funnel per
+// channel (counts.byChannel) and the pending targets over all channels.
 type flapRecord struct {
-	ObjectID string `json:"objectId"`
-	Status   string `json:"status"`
-	Counts   struct {
-		ByChannel map[string]flapTally `json:"byChannel"`
+	ObjectID       string `json:"objectId"`
+	NotificationID string `json:"notificationId"`
+	Status         string `json:"status"`
+	Pending        int64  `json:"pending"`
+	Counts         struct {
+		ByChannel map[string]push.Funnel `json:"byChannel"`
 	} `json:"counts"`
 }
 
-// flapShown is, per device, how the push reached it: on the own channel (wire copies, and
-// whether it was acked) and from its vendor.
+// flapShown is, per device, how a push reached it: its copies on the own channel (and whether
+// it was acked) and from its vendor, and the notifications a device that joins its channels by
+// notification id shows for them (one per distinct id).
 type flapShown struct {
 	own, vendor int64
 	acked       bool
+	shows       int
 }
 
-func (l *flapLedgers) shown(pushID string) []flapShown {
+// vendorNID maps the notification id a vendor simulator recorded back to the push's
+// notification id nid when it is vendor.NotifyID(nid) (Meizu's notifyKey: vendor.NotifyKey);
+// another id, or none, is a notification of its own on the device, returned as such.
+func vendorNID(channel, recorded, nid string) string {
+	want := strconv.FormatInt(vendor.NotifyID(nid), 10)
+	if channel == push.ChannelMz {
+		want = vendor.NotifyKey(nid)
+	}
+	if nid != "" && recorded == want {
+		return nid
+	}
+	return "vendor id " + strconv.Quote(recorded)
+}
+
+// shown joins each device's copies of push pushID (notification id nid) across its channels
+// by notification id: the own channel's frames by the nid they carried (their message id when
+// none), its vendor's copies by their notify id mapped back through vendor.NotifyID.
+func (l *flapLedgers) shown(pushID, nid string) []flapShown {
 	out := make([]flapShown, len(l.devs))
 	for i, d := range l.devs {
-		out[i] = flapShown{own: int64(d.ledger.Times(pushID)), acked: d.ledger.Acked(pushID)}
-		if d.token != "" {
-			out[i].vendor = l.vendor[pushID][d.token]
+		s := flapShown{own: int64(d.ledger.Times(pushID)), acked: d.ledger.Acked(pushID)}
+		shows := map[string]bool{}
+		if s.own > 0 {
+			shows[cmp.Or(d.ledger.NID(pushID), pushID)] = true
 		}
+		if d.token != "" {
+			for _, id := range l.vendor[pushID][d.token] {
+				s.vendor++
+				shows[vendorNID(d.channel, id, nid)] = true
+			}
+		}
+		s.shows = len(shows)
+		out[i] = s
 	}
 	return out
 }
 
 // flapCheck compares one push record with the ledgers and the webhook ledger; it returns
-// every difference (none: the record's funnel is exact) and the wire duplicates. De-duplication
-// is by the own channel's message id (the record's objectId); a vendor copy carries no id
-// today, so a push shown by the own channel and a vendor counts as shown twice.
+// every difference (none: the record's funnel is exact) and the wire duplicates. A device's
+// copies are joined by notification id (flapLedgers.shown): a device none reached is lost,
+// one shown two different notifications for the push was shown twice, and every copy past
+// the first of one notification is a wire duplicate (own + vendor of one id included). The
+// record's funnel must add up per channel (targets = sent + failed + expired + deferred +
+// pending, failedBy summing to failed, nothing pending once the push is done) and equal the
+// ledgers': sent per channel as the devices and simulators saw it, arrived on the own channel
+// the acked deliveries, nothing failed, expired or deferred; the webhook ledger's events of
+// the push equal the record's sums.
 func flapCheck(rec flapRecord, l *flapLedgers, wh webhooksink.Ledger) (diffs []string, wireDups int64) {
-	want := map[string]*flapTally{}
-	at := func(ch string) *flapTally {
+	want := map[string]*push.Funnel{}
+	at := func(ch string) *push.Funnel {
 		if want[ch] == nil {
-			want[ch] = &flapTally{}
+			want[ch] = &push.Funnel{}
 		}
 		return want[ch]
 	}
-	for i, s := range l.shown(rec.ObjectID) {
+	for i, s := range l.shown(rec.ObjectID, rec.NotificationID) {
 		d := l.devs[i]
 		switch {
 		case s.own == 0 && s.vendor == 0:
 			diffs = append(diffs, fmt.Sprintf("device %s: lost", d.iid))
-		case s.own > 0 && s.vendor > 0:
-			diffs = append(diffs, fmt.Sprintf("device %s: shown twice (own channel and %s)", d.iid, d.channel))
+		case s.shows > 1:
+			diffs = append(diffs, fmt.Sprintf("device %s: shown twice (%d notifications for push %s: own channel nid %q, %s ids %q)",
+				d.iid, s.shows, rec.ObjectID, d.ledger.NID(rec.ObjectID), d.channel, l.vendor[rec.ObjectID][d.token]))
 		}
-		wireDups += max(s.own-1, 0) + max(s.vendor-1, 0)
+		wireDups += s.own + s.vendor - int64(s.shows)
 		if s.own > 0 {
-			t := at(push.ChannelDirect)
-			t.Targets++
-			t.Sent++
+			f := at(push.ChannelDirect)
+			f.Targets++
+			f.Sent++
 			if s.acked {
-				t.Arrivals++
+				f.Arrived++
+				f.Arrivals++
 			}
 		}
 		if s.vendor > 0 {
-			t := at(d.channel)
-			t.Targets++
-			t.Sent++
+			f := at(d.channel)
+			f.Targets++
+			f.Sent++
 		}
 	}
-	var sent int64
+	var total push.Funnel
+	var pending int64
 	for ch, got := range rec.Counts.ByChannel {
+		var failedBy int64
+		for _, k := range got.FailedBy {
+			failedBy += k
+		}
+		if sum := got.Sent + got.Failed + got.Expired + got.Deferred + got.Pending; got.Targets != sum {
+			diffs = append(diffs, fmt.Sprintf("push %s channel %s: funnel targets %d, sent+failed+expired+deferred+pending %d", rec.ObjectID, ch, got.Targets, sum))
+		}
+		if failedBy != got.Failed {
+			diffs = append(diffs, fmt.Sprintf("push %s channel %s: failedBy %v sums to %d, failed %d", rec.ObjectID, ch, got.FailedBy, failedBy, got.Failed))
+		}
+		if rec.Status == push.StatusDone && got.Pending != 0 {
+			diffs = append(diffs, fmt.Sprintf("push %s channel %s: done with %d pending", rec.ObjectID, ch, got.Pending))
+		}
+		pending += got.Pending
+		total.Sent += got.Sent
+		total.Arrived += got.Arrived
+		total.Failed += got.Failed
+		total.Expired += got.Expired
 		if got.Targets == 0 && want[ch] == nil {
 			continue
 		}
 		w := want[ch]
 		if w == nil {
-			w = &flapTally{}
+			w = &push.Funnel{}
 		}
-		if got != *w {
+		if ch == push.ChannelDirect && got.Arrived != w.Arrived {
+			diffs = append(diffs, fmt.Sprintf("push %s: arrived %d on the own channel, %d acked in the device ledgers", rec.ObjectID, got.Arrived, w.Arrived))
+		}
+		g := got
+		g.FailedBy = nil // summed above; the ledgers know no failure, so failed is 0
+		if !reflect.DeepEqual(g, *w) {
 			diffs = append(diffs, fmt.Sprintf("push %s channel %s: record %+v, ledgers %+v", rec.ObjectID, ch, got, *w))
 		}
-		sent += got.Sent
+	}
+	if rec.Pending != pending {
+		diffs = append(diffs, fmt.Sprintf("push %s: pending %d, its channels' %d", rec.ObjectID, rec.Pending, pending))
 	}
 	for ch, w := range want {
 		if _, ok := rec.Counts.ByChannel[ch]; !ok {
@@ -149,9 +217,9 @@ func flapCheck(rec flapRecord, l *flapLedgers, wh webhooksink.Ledger) (diffs []s
 		}
 	}
 	ev := wh.ByPush[rec.ObjectID]
-	own := rec.Counts.ByChannel[push.ChannelDirect]
-	if int64(ev["sent"]) != sent || int64(ev["arrived"]) != own.Arrivals || ev["failed"] != 0 || ev["expired"] != 0 {
-		diffs = append(diffs, fmt.Sprintf("push %s: webhook ledger %v, record sent %d, arrived %d", rec.ObjectID, ev, sent, own.Arrivals))
+	if int64(ev["sent"]) != total.Sent || int64(ev["arrived"]) != total.Arrived || int64(ev["failed"]) != total.Failed || int64(ev["expired"]) != total.Expired {
+		diffs = append(diffs, fmt.Sprintf("push %s: webhook ledger %v, record sent %d, arrived %d, failed %d, expired %d",
+			rec.ObjectID, ev, total.Sent, total.Arrived, total.Failed, total.Expired))
 	}
 	return diffs, wireDups
 }
@@ -208,7 +276,7 @@ func TestE2EFlappingOwnFirst(t *testing.T) {
 	setAppPolicy(t, p.base, keys.AppID, "own_first")
 
 	// The devices: even ones own-channel only, odd ones hybrid over the six vendors.
-	l := &flapLedgers{vendor: map[string]map[string]int64{}}
+	l := &flapLedgers{vendor: map[string]map[string][]string{}}
 	for i := range n {
 		d := &flapDevice{iid: fmt.Sprintf("f1a90000-0000-4000-8000-%012d", i), ledger: sim.NewLedger()}
 		if i%2 == 1 {
@@ -297,18 +365,28 @@ func TestE2EFlappingOwnFirst(t *testing.T) {
 	if err := apply(all); err != nil {
 		t.Fatal(err)
 	}
-	vendorCounts := func() map[string]int64 {
-		out := map[string]int64{}
-		for _, s := range sims {
-			for tok, k := range s.mustGet(t, true).PerToken {
-				out[tok] += k
+	// What the vendor simulators accepted since the last call, per token the notification id of
+	// each copy; each simulator's per-token counts must agree (it recorded every request).
+	vendorSent := func() map[string][]string {
+		out := map[string][]string{}
+		for ch, s := range sims {
+			st := s.mustGet(t, true)
+			recorded := map[string]int64{}
+			for _, x := range s.simSent(t) {
+				for _, tok := range strings.Split(x.Target, ",") {
+					out[tok] = append(out[tok], x.NotifyID)
+					recorded[tok]++
+				}
 			}
+			if !maps.Equal(recorded, st.PerToken) {
+				t.Fatalf("%s simulator: recorded copies %v, per-token counts %v (GET /_sent keeps too few)", ch, recorded, st.PerToken)
+			}
+			s.reset(t)
 		}
 		return out
 	}
 	var pushes []string
 	for r := range rounds {
-		before := vendorCounts()
 		oid := c.push(t, map[string]any{"data": map[string]any{"alert": "flap " + strconv.Itoa(r)}, "channels": []string{"flap"},
 			"expiration_interval": 3600})
 		// This round's drops and reconnects race the push's fan-out.
@@ -318,14 +396,7 @@ func TestE2EFlappingOwnFirst(t *testing.T) {
 		if err := <-flapped; err != nil {
 			t.Fatal(err)
 		}
-		after := vendorCounts()
-		delta := map[string]int64{}
-		for tok, k := range after {
-			if k > before[tok] {
-				delta[tok] = k - before[tok]
-			}
-		}
-		l.vendor[oid] = delta
+		l.vendor[oid] = vendorSent()
 		pushes = append(pushes, oid)
 	}
 	// Every device comes back: what the own channel cached reaches it.
@@ -337,7 +408,7 @@ func TestE2EFlappingOwnFirst(t *testing.T) {
 	}
 	waitfor.True(t, timeout, "every push on every device, acked on the own channel", func() bool {
 		for _, oid := range pushes {
-			for _, s := range l.shown(oid) {
+			for _, s := range l.shown(oid, "") { // the copies only: no notification id needed
 				if s.vendor == 0 && (s.own == 0 || !s.acked) {
 					return false
 				}
@@ -361,7 +432,7 @@ func TestE2EFlappingOwnFirst(t *testing.T) {
 		}
 		return true
 	})
-	var deliveries, dups int64
+	var deliveries, dups, joined int64
 	wh := sink.Ledger()
 	byChannel := map[string]int64{}
 	for _, oid := range pushes {
@@ -371,18 +442,36 @@ func TestE2EFlappingOwnFirst(t *testing.T) {
 		}
 		dups += d
 		deliveries += int64(n)
+		for _, s := range l.shown(oid, recs[oid].NotificationID) {
+			if s.own > 0 && s.vendor > 0 {
+				joined++ // reached on both channels, shown once by its notification id
+			}
+		}
 		for ch, c := range recs[oid].Counts.ByChannel {
 			byChannel[ch] += c.Sent
 		}
 	}
 	t.Logf("flapping: sent per channel over the pushes %v; %d connects, %d drops", byChannel, connects.Load(), drops.Load())
-	t.Logf("flapping: %d devices (%d hybrid over %d vendors), %d pushes: %d deliveries, 0 lost, 0 shown twice, %d wire duplicates (%.3f%%); webhook %d events, %d duplicates, %d bad signatures",
-		n, n/2, len(flapVendors), rounds, deliveries, dups, 100*float64(dups)/float64(deliveries), wh.Events, wh.Duplicates, wh.BadSigs)
+	t.Logf("flapping: %d devices (%d hybrid over %d vendors), %d pushes: %d deliveries, 0 lost, 0 shown twice, %d wire duplicates (%.3f%%; %d devices reached on own and vendor channel, joined by notification id); webhook %d events, %d duplicates, %d bad signatures",
+		n, n/2, len(flapVendors), rounds, deliveries, dups, 100*float64(dups)/float64(deliveries), joined, wh.Events, wh.Duplicates, wh.BadSigs)
 	if dups*100 > deliveries {
 		t.Errorf("%d wire duplicates of %d deliveries: over 1%%", dups, deliveries)
 	}
 	if wh.BadSigs != 0 {
 		t.Errorf("%d webhook requests with a bad signature", wh.BadSigs)
+	}
+}
+
+// reset zeroes the simulator's counters and recorded requests (POST /_reset).
+func (s *simClient) reset(t *testing.T) {
+	t.Helper()
+	res, err := s.c.Post(s.url+"/_reset", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusNoContent {
+		t.Fatalf("POST %s/_reset: %d", s.url, res.StatusCode)
 	}
 }
 
