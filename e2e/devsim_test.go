@@ -75,10 +75,10 @@ func (d *devSim) sims(t *testing.T, chs ...string) map[string]*simClient {
 	return out
 }
 
-// putSettings changes an app's settings through the admin API.
-func putSettings(t *testing.T, base, appID string, settings map[string]any) {
+// adminPut changes an app through the admin API.
+func adminPut(t *testing.T, base, appID string, body map[string]any) {
 	t.Helper()
-	b, _ := json.Marshal(map[string]any{"settings": settings})
+	b, _ := json.Marshal(body)
 	req, err := http.NewRequest(http.MethodPut, base+"/admin/apps/"+appID, bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
@@ -91,10 +91,16 @@ func putSettings(t *testing.T, base, appID string, settings map[string]any) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		var body bytes.Buffer
-		_, _ = body.ReadFrom(resp.Body)
-		t.Fatalf("set settings %v: %d %s", settings, resp.StatusCode, body.String())
+		var out bytes.Buffer
+		_, _ = out.ReadFrom(resp.Body)
+		t.Fatalf("PUT /admin/apps/%s %s: %d %s", appID, b, resp.StatusCode, out.String())
 	}
+}
+
+// putSettings changes an app's settings through the admin API.
+func putSettings(t *testing.T, base, appID string, settings map[string]any) {
+	t.Helper()
+	adminPut(t, base, appID, map[string]any{"settings": settings})
 }
 
 // setAppPolicy sets the app's channelPolicy through the admin API.

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/tls"
@@ -472,27 +471,5 @@ func (s *simClient) reset(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusNoContent {
 		t.Fatalf("POST %s/_reset: %d", s.url, res.StatusCode)
-	}
-}
-
-// adminPut changes an app through the admin API.
-func adminPut(t *testing.T, base, appID string, body map[string]any) {
-	t.Helper()
-	b, _ := json.Marshal(body)
-	req, err := http.NewRequest(http.MethodPut, base+"/admin/apps/"+appID, bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+e2eAdminToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		var out bytes.Buffer
-		_, _ = out.ReadFrom(resp.Body)
-		t.Fatalf("PUT /admin/apps/%s %s: %d %s", appID, b, resp.StatusCode, out.String())
 	}
 }
