@@ -2,11 +2,8 @@ package driver
 
 import (
 	"context"
-	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -30,26 +27,8 @@ func TestDriverLatencyCompareEndToEnd(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	tmp := t.TempDir()
-	report := filepath.Join(tmp, "report.json")
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "scripts", "loadtest.sh"),
-		"--installations", "2000", "--seed-import", "--latency-compare", "20ms", "--report", report)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "LOADTEST_SIM_INVALID_RATE=0", "TMPDIR="+tmp)
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 30 * time.Second
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("scripts/loadtest.sh failed: %v\n%s", err, out)
-	}
-	b, err := os.ReadFile(report)
-	if err != nil {
-		t.Fatalf("no report: %v\n%s", err, out)
-	}
-	var r Report
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
+	r, out := runLoadtest(ctx, t, root, t.TempDir(), []string{"LOADTEST_SIM_INVALID_RATE=0"},
+		"--installations", "2000", "--seed-import", "--latency-compare", "20ms")
 	if !r.OK || r.Upserts != 2000 || len(r.Scenarios) != 2 || r.Scenarios[0].Name != ScenarioAll || r.Scenarios[1].Name != "all@20ms" {
 		t.Fatalf("report: ok %v, %d seeded, scenarios %+v\n%s", r.OK, r.Upserts, r.Scenarios, out)
 	}
