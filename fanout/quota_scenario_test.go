@@ -109,7 +109,7 @@ func newRealQuotaRig(t *testing.T, devices, online int, daily int64, policy stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.SetPresence(corePresence{core})
+	w.SetPresence(direct.LocalPresence(func() *direct.Core { return core }))
 	done := make(chan error, 4)
 	go func() { done <- srv.Run(ctx) }()
 	go func() { done <- e.lg.Consume(ctx, queue.TopicDirect, queue.GroupGateway, core.Handle) }()
@@ -129,7 +129,7 @@ func newRealQuotaRig(t *testing.T, devices, online int, daily int64, policy stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	dr.SetPresence(corePresence{core})
+	dr.SetPresence(direct.LocalPresence(func() *direct.Core { return core }))
 	r := &realQuotaRig{e: e, clk: clk, vivo: vs, dr: dr}
 	url := "ws://" + srv.Addr().String() + "/1.1/connect"
 	for i := range online {
@@ -284,14 +284,4 @@ func checkFunnelPending(t *testing.T, c push.Counts) {
 			t.Errorf("%s: %+v: targets != sent + failed + expired + invalid + deferred", ch, v)
 		}
 	}
-}
-
-// corePresence is fan-out's Presence on one node: the gateway core that holds every device.
-type corePresence struct{ c *direct.Core }
-
-func (p corePresence) Online(_ context.Context, app string, iids []string, online []bool) error {
-	for i, iid := range iids {
-		online[i] = p.c.Online(app, iid)
-	}
-	return nil
 }

@@ -161,7 +161,7 @@ func addFanout(p *parts, g *service.Group, _ *Hooks) error {
 	// own_first asks the gateway that owns the device whether it is connected: on one node
 	// its own gateway core; in a cluster the connections the owning gateways record, once per
 	// batch (docs/decisions.md, "Channel policy").
-	var presence fanout.Presence = localPresence{p}
+	var presence fanout.Presence = direct.LocalPresence(func() *direct.Core { return p.core })
 	if p.cfg.Log == "kafka" {
 		presence = direct.NewPresence(p.store, func() *direct.Core { return p.core })
 	}
@@ -177,18 +177,6 @@ func addFanout(p *parts, g *service.Group, _ *Hooks) error {
 	dr.SetEvents(hooks)
 	dr.SetPresence(presence)
 	g.Add("deferrals", dr)
-	return nil
-}
-
-// localPresence is fan-out's Presence on one node (the embedded log): its gateway core holds
-// every device; without the gateway role none is online, and own_first targets go to their
-// vendor.
-type localPresence struct{ p *parts }
-
-func (l localPresence) Online(_ context.Context, app string, iids []string, online []bool) error {
-	for i, iid := range iids {
-		online[i] = l.p.core != nil && l.p.core.Online(app, iid)
-	}
 	return nil
 }
 

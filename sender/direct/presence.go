@@ -70,6 +70,20 @@ func (p *Presence) Online(ctx context.Context, app string, iids []string, online
 	return nil
 }
 
+// LocalPresence is fan-out's Presence on one node (the embedded log): the core it gives holds
+// every device. Without the gateway role (nil) none is online, and own_first targets go to
+// their vendor.
+type LocalPresence func() *Core
+
+// Online implements fan-out's Presence.
+func (l LocalPresence) Online(_ context.Context, app string, iids []string, online []bool) error {
+	c := l()
+	for i, iid := range iids {
+		online[i] = c != nil && c.Online(app, iid)
+	}
+	return nil
+}
+
 // liveNodes is the registry's live nodes, read at most once per registryCacheFor.
 func (p *Presence) liveNodes(ctx context.Context) (map[string]bool, error) {
 	now := p.now()
