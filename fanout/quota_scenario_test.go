@@ -17,6 +17,7 @@ import (
 	"github.com/pushd/pushd/queue"
 	"github.com/pushd/pushd/sender"
 	"github.com/pushd/pushd/sender/direct"
+	"github.com/pushd/pushd/sender/sendertest"
 	"github.com/pushd/pushd/sender/vivo"
 )
 
@@ -24,21 +25,6 @@ import (
 func quotaRegID(i int) string { return fmt.Sprintf("1563853541030200%07d", i) }
 
 const quotaAppKey = "quota-app-key"
-
-// vivoApps is the dispatcher's AppSource: the stored app with vivo credentials of the simulator.
-type vivoApps struct {
-	st    *env
-	creds json.RawMessage
-}
-
-func (a vivoApps) GetApp(ctx context.Context, id string) (push.App, error) {
-	app, err := a.st.st.GetApp(ctx, id)
-	if err != nil {
-		return app, err
-	}
-	app.Credentials = map[string]json.RawMessage{push.ChannelVivo: a.creds}
-	return app, nil
-}
 
 type keepTokens struct{}
 
@@ -85,7 +71,7 @@ func newRealQuotaRig(t *testing.T, devices, online int, daily int64, policy stri
 	key, secret := vs.NewApp("10004")
 	creds, _ := json.Marshal(map[string]vivo.ProfileJSON{push.DefaultProfile: {AppID: "10004", AppKey: key, AppSecret: secret}})
 	d := sender.New(sender.Config{Workers: 8, IdleTimeout: time.Minute, Vivo: vivo.Config{Endpoint: vs.URL(), TLS: vs.ClientTLS()}},
-		vivoApps{e, creds}, keepTokens{}, zap.NewNop(), metrics.NewSet())
+		sendertest.StoredApps{Store: e.st, Channel: push.ChannelVivo, Creds: creds}, keepTokens{}, zap.NewNop(), metrics.NewSet())
 	d.SetDeferQuota()
 	t.Cleanup(d.Close)
 

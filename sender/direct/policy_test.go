@@ -18,23 +18,8 @@ import (
 	"github.com/pushd/pushd/sender"
 	"github.com/pushd/pushd/sender/direct"
 	"github.com/pushd/pushd/sender/hms"
+	"github.com/pushd/pushd/sender/sendertest"
 )
-
-// hmsApps is the dispatcher's AppSource: the stored test app with HMS credentials of the
-// simulator.
-type hmsApps struct {
-	r     *rig
-	creds json.RawMessage
-}
-
-func (a hmsApps) GetApp(ctx context.Context, id string) (push.App, error) {
-	app, err := a.r.st.GetApp(ctx, id)
-	if err != nil {
-		return app, err
-	}
-	app.Credentials = map[string]json.RawMessage{push.ChannelHMS: a.creds}
-	return app, nil
-}
 
 // noInvalidations counts the dead tokens the dispatcher reports.
 type noInvalidations struct{ n *int }
@@ -100,7 +85,7 @@ func TestDirectVendorFirstFallsBack(t *testing.T) {
 	creds, _ := json.Marshal(map[string]hms.ProfileJSON{push.DefaultProfile: {AppID: "1000", AppSecret: hs.NewApp("1000")}})
 	invalidated := 0
 	d := sender.New(sender.Config{Workers: 4, IdleTimeout: time.Minute, HMS: hms.Config{Endpoint: hs.URL(), TokenURL: hs.TokenURL(), TLS: hs.ClientTLS()}},
-		hmsApps{r, creds}, noInvalidations{&invalidated}, zap.NewNop(), metrics.NewSet())
+		sendertest.StoredApps{Store: r.st, Channel: push.ChannelHMS, Creds: creds}, noInvalidations{&invalidated}, zap.NewNop(), metrics.NewSet())
 	t.Cleanup(d.Close)
 	lg, err := embedded.Open(r.st.DB(), embedded.Options{})
 	if err != nil {

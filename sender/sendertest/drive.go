@@ -1,13 +1,14 @@
 //go:build unix
 
-// Package sendertest holds what the gateway packages' sender benchmarks share: an app source
-// of one app, a gateway simulator in a child process (so the benchmark's CPU is the
+// Package sendertest holds what the gateway packages' sender benchmarks and tests share: app
+// sources (one app, or a store's apps with a simulator's credentials), a gateway simulator in a child process (so the benchmark's CPU is the
 // sender's), and driving a dispatcher the way fan-out does (a few workers, each sending
 // batches). It is imported by tests and benchmarks only.
 package sendertest
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,6 +23,26 @@ type Apps struct{ App push.App }
 
 // GetApp returns the one app, whatever the id.
 func (a Apps) GetApp(context.Context, string) (push.App, error) { return a.App, nil }
+
+// StoredApps is an app source (sender.AppSource) of the apps of a real store, each served
+// with Channel's credentials set to Creds: a stored app sending to a simulator.
+type StoredApps struct {
+	Store interface {
+		GetApp(ctx context.Context, id string) (push.App, error)
+	}
+	Channel string
+	Creds   json.RawMessage
+}
+
+// GetApp returns the stored app with a.Channel's credentials only.
+func (a StoredApps) GetApp(ctx context.Context, id string) (push.App, error) {
+	app, err := a.Store.GetApp(ctx, id)
+	if err != nil {
+		return app, err
+	}
+	app.Credentials = map[string]json.RawMessage{a.Channel: a.Creds}
+	return app, nil
+}
 
 // Sender is the dispatcher as Drive uses it.
 type Sender interface {
