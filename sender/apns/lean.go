@@ -134,44 +134,27 @@ func (cl *Client) leanRequest(req *h2.Request, d *push.Delivery, topic string) {
 // CanBatch says whether SendBatch sends its deliveries together (TransportLean).
 func (cl *Client) CanBatch() bool { return cl.lean != nil }
 
-// leanBatch is SendBatch's scratch, pooled.
-type leanBatch struct {
-	reqs []h2.Request
-	res  []h2.Response
-	errs []error
-	at   []int // reqs[k] is ds[at[k]]
-}
-
-var leanBatches = sync.Pool{New: func() any { return new(leanBatch) }}
+// leanBatches holds SendBatch's scratch.
+var leanBatches = sync.Pool{New: func() any { return new(h2.Batch) }}
 
 // SendBatch is Send of every delivery of ds at once (TransportLean only, see CanBatch): reps[i]
 // is what Send would have answered for ds[i]. The requests go out together and their answers
 // are waited for together: one wake-up and one deadline for the batch.
 func (cl *Client) SendBatch(ctx context.Context, ds []*push.Delivery, reps []gateway.Reply) {
-	lb := leanBatches.Get().(*leanBatch)
-	lb.reqs, lb.at = lb.reqs[:0], lb.at[:0]
+	lb := leanBatches.Get().(*h2.Batch)
 	for i, d := range ds {
 		topic, rep, ok := cl.topicOf(d)
 		if !ok {
 			reps[i] = rep
 			continue
 		}
-		lb.reqs = append(lb.reqs, h2.Request{})
-		cl.leanRequest(&lb.reqs[len(lb.reqs)-1], d, topic)
-		lb.at = append(lb.at, i)
+		cl.leanRequest(lb.Add(i), d, topic)
 	}
-	n := len(lb.reqs)
-	if cap(lb.res) < n {
-		lb.res = make([]h2.Response, n)
-		lb.errs = make([]error, n)
+	lb.Do(ctx, cl.lean.conns)
+	for k, i := range lb.At {
+		reps[i] = cl.leanReply(ctx, &lb.Res[k], lb.Errs[k])
 	}
-	lb.res, lb.errs = lb.res[:n], lb.errs[:n]
-	cl.lean.conns.DoBatch(ctx, lb.reqs, lb.res, lb.errs)
-	for k, i := range lb.at {
-		reps[i] = cl.leanReply(ctx, &lb.res[k], lb.errs[k])
-	}
-	clear(lb.reqs)
-	clear(lb.errs)
+	lb.Reset()
 	leanBatches.Put(lb)
 }
 

@@ -91,11 +91,8 @@ func (cl *Client) CanBatch() bool { return cl.lean != nil }
 
 // leanBatch is SendBatch's scratch, pooled.
 type leanBatch struct {
-	reqs []h2.Request
-	res  []h2.Response
-	errs []error
-	bufs []*[]byte // the bodies, from bufs
-	at   []int     // reqs[k] is ds[at[k]]
+	h2.Batch
+	bufs []*[]byte // the bodies, from bufs: bufs[k] is Reqs[k]'s
 }
 
 var leanBatches = sync.Pool{New: func() any { return new(leanBatch) }}
@@ -113,7 +110,6 @@ func (cl *Client) SendBatch(ctx context.Context, ds []*push.Delivery, reps []gat
 		return
 	}
 	lb := leanBatches.Get().(*leanBatch)
-	lb.reqs, lb.bufs, lb.at = lb.reqs[:0], lb.bufs[:0], lb.at[:0]
 	auth := cl.lean.authBlock(bearer)
 	for i, d := range ds {
 		buf := bufs.Get().(*[]byte)
@@ -123,27 +119,20 @@ func (cl *Client) SendBatch(ctx context.Context, ds []*push.Delivery, reps []gat
 			reps[i] = gateway.Reply{Kind: gateway.KindFailed, Reason: err.Error()}
 			continue
 		}
-		lb.reqs = append(lb.reqs, h2.Request{Path: cl.lean.conns.Path, Body: *buf, Header: [3][]byte{cl.lean.static, auth}})
+		*lb.Add(i) = h2.Request{Path: cl.lean.conns.Path, Body: *buf, Header: [3][]byte{cl.lean.static, auth}}
 		lb.bufs = append(lb.bufs, buf)
-		lb.at = append(lb.at, i)
 	}
-	n := len(lb.reqs)
-	if cap(lb.res) < n {
-		lb.res = make([]h2.Response, n)
-		lb.errs = make([]error, n)
-	}
-	lb.res, lb.errs = lb.res[:n], lb.errs[:n]
-	cl.lean.conns.DoBatch(ctx, lb.reqs, lb.res, lb.errs)
-	for k, i := range lb.at {
-		reps[i] = cl.leanReply(ctx, &lb.res[k], lb.errs[k], bearer)
+	lb.Do(ctx, cl.lean.conns)
+	for k, i := range lb.At {
+		reps[i] = cl.leanReply(ctx, &lb.Res[k], lb.Errs[k], bearer)
 		// As in sendLean: a body goes back only after an answer.
-		if lb.errs[k] == nil && cap(*lb.bufs[k]) <= 64<<10 {
+		if lb.Errs[k] == nil && cap(*lb.bufs[k]) <= 64<<10 {
 			bufs.Put(lb.bufs[k])
 		}
 	}
-	clear(lb.reqs)
-	clear(lb.errs)
+	lb.Reset()
 	clear(lb.bufs)
+	lb.bufs = lb.bufs[:0]
 	leanBatches.Put(lb)
 }
 

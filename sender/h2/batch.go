@@ -49,6 +49,40 @@ func (c *Conn) enqueue(s *stream) bool {
 	return true
 }
 
+// Batch is one DoBatch call's requests and answers, kept between calls (in a sync.Pool) so
+// that a batch allocates nothing once warm.
+type Batch struct {
+	Reqs []Request
+	Res  []Response
+	Errs []error
+	At   []int // Reqs[k] is the caller's item At[k]
+}
+
+// Add appends a zero request for the caller's item i and returns it to fill.
+func (b *Batch) Add(i int) *Request {
+	b.Reqs = append(b.Reqs, Request{})
+	b.At = append(b.At, i)
+	return &b.Reqs[len(b.Reqs)-1]
+}
+
+// Do sends b.Reqs on p (DoBatch), with Res and Errs sized to them.
+func (b *Batch) Do(ctx context.Context, p *Pool) {
+	n := len(b.Reqs)
+	if cap(b.Res) < n {
+		b.Res = make([]Response, n)
+		b.Errs = make([]error, n)
+	}
+	b.Res, b.Errs = b.Res[:n], b.Errs[:n]
+	p.DoBatch(ctx, b.Reqs, b.Res, b.Errs)
+}
+
+// Reset empties b for the next batch, dropping what its requests and errors referenced.
+func (b *Batch) Reset() {
+	clear(b.Reqs)
+	clear(b.Errs)
+	b.Reqs, b.At = b.Reqs[:0], b.At[:0]
+}
+
 // DoBatch sends every request of reqs at once and waits for all their answers: res[i] and
 // errs[i] are what Do would have answered for reqs[i] (errs[i] for Reply). The requests share
 // one completion and one deadline (Config.RequestTimeout, from when the last was queued) instead
