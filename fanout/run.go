@@ -141,10 +141,23 @@ type inflight struct {
 // task waits on, fewer are in flight. Batches are made final
 // (counted, checkpointed) in scan order, so the cursor and the counts never pass a batch
 // whose answers are not all in.
+//
+// Once something ends the task (ctx ended: a stop or a rebalance; a failed launch), no batch
+// is launched, but those already at the sender are still made final as they answer, in order,
+// with a context that outlives ctx by batchDrain: the cursor the task leaves covers every
+// batch the gateway accepted, so whoever resumes the task sends none of them again. Only a
+// batch that failed, or one after a batch that could not be made final, is given back.
 func (r *run) send(ctx context.Context, full <-chan *batch, free chan<- *batch) error {
+	fctx := ctx
+	if !r.w.cfg.abrupt { // a simulated kill -9 finishes nothing after its end
+		var cancel context.CancelFunc
+		fctx, cancel = drainAfter(ctx, batchDrain)
+		defer cancel()
+	}
 	var q []inflight // at the sender, oldest first
-	var err error
-	closed := false // the scan ended (failed): no more batches
+	var err error    // the task's end: no more launches
+	final := true    // every batch answered so far was made final
+	closed := false  // the scan ended (failed): no more batches
 	for {
 		if len(q) == 0 && (err != nil || closed) {
 			return err // every batch handed to the sender has answered; a failed scan is run's to report
@@ -173,15 +186,19 @@ func (r *run) send(ctx context.Context, full <-chan *batch, free chan<- *batch) 
 		case serr := <-oldest:
 			f := q[0]
 			q = q[1:]
-			if err != nil {
-				r.release(ctx, f.n) // not final: the retry sends (and counts) it again
+			if !final {
+				r.release(fctx, f.n) // not final: the retry sends (and counts) it again
 				continue
 			}
-			if err = r.finish(ctx, f, serr); err != nil {
+			if ferr := r.finish(fctx, f, serr); ferr != nil {
+				final = false
+				if err == nil {
+					err = ferr
+				}
 				continue
 			}
 			if f.b.last {
-				return nil
+				return err
 			}
 			f.b.reset()
 			free <- f.b
@@ -197,6 +214,9 @@ func (r *run) send(ctx context.Context, full <-chan *batch, free chan<- *batch) 
 func (r *run) launch(ctx context.Context, b *batch, ahead bool) (inflight, error) {
 	w := r.w
 	f := inflight{b: b, done: make(chan error, 1)}
+	if err := ctx.Err(); err != nil {
+		return f, err // ended: nothing more goes to the sender
+	}
 	if err := r.checkRecord(ctx); err != nil {
 		return f, err
 	}

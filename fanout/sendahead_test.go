@@ -220,3 +220,63 @@ func TestFanoutSendAheadCrashResumes(t *testing.T) {
 	}
 	checkCounts(t, r.Counts, countsOf(want)) // duplicates are not counted twice
 }
+
+// A task stopped with batches at the sender (a SIGTERM, or a rebalance that moves its
+// partition) lets them answer, makes them final and leaves its cursor past them: whoever
+// resumes the task sends none of them again. The task is paced, so the stop lands while its
+// next batch waits for its turn, as in a paced cluster push.
+func TestFanoutStopFinishesBatchesInFlight(t *testing.T) {
+	const n = 300
+	e := newEnv(t)
+	e.createApp(64, nil)
+	e.seed(64, n)
+	cfg := DefaultWorkerConfig()
+	cfg.SendAhead = 4
+	// 200 targets/s: batches of 20, each 100 ms after the one before.
+	job, tasks := e.planDirect(push.Job{FlowControl: 200}, PlannerConfig{BucketsPerTask: 64, IDsPerTask: 1000})
+	if len(tasks) != 1 {
+		t.Fatalf("%d tasks", len(tasks))
+	}
+	first := newRecSender()
+	snd := newSlowSender(first)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.worker(cfg, snd).RunTask(ctx, &tasks[0]) }()
+	var pending []slowCall
+	for len(pending) < 2 {
+		select {
+		case c := <-snd.calls:
+			pending = append(pending, c)
+		case err := <-done:
+			t.Fatalf("task ended before two batches were in flight: %v", err)
+		case <-time.After(20 * time.Second):
+			t.Fatal("two batches never reached the sender")
+		}
+	}
+	stop()
+	snd.answerAll()
+	for _, c := range pending {
+		close(c.answer)
+	}
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopped task returned %v, want context.Canceled", err)
+	}
+	if got := first.count(); got < 40 {
+		t.Fatalf("the stopped run delivered %d, want at least the two batches in flight (40)", got)
+	}
+
+	again := newRecSender()
+	if err := e.worker(cfg, again).RunTask(context.Background(), &tasks[0]); err != nil {
+		t.Fatal(err)
+	}
+	want := expected(t, n, `{}`)
+	for id := range want {
+		switch c := first.got[id] + again.got[id]; {
+		case c == 0:
+			t.Errorf("%s never delivered", id)
+		case c > 1:
+			t.Errorf("%s delivered %d times: the resumed task repeated a batch the stopped one had sent", id, c)
+		}
+	}
+	checkCounts(t, e.record(job.NotificationObjectID).Counts, countsOf(want))
+}
