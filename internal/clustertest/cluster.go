@@ -55,6 +55,9 @@ type Options struct {
 	// Verbose logs the nodes at info level on t.Log; by default only their errors.
 	// CLUSTERTEST_VERBOSE=1 sets it for every cluster.
 	Verbose bool
+	// Record keeps up to this many accepted notifications per simulator, each with the
+	// connection it came on, so that Cluster.SentBy can tell which node delivered what.
+	Record int
 }
 
 // Cluster is the shared part of a simulated cluster: Kafka, the store, the simulators and
@@ -107,12 +110,12 @@ func New(t testing.TB, o Options) *Cluster {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	c.Store = st
-	a, err := sim.NewAPNs(sim.APNsConfig{})
+	a, err := sim.NewAPNs(sim.APNsConfig{Record: o.Record})
 	if err != nil {
 		t.Fatalf("cannot start the APNs simulator: %v", err)
 	}
 	t.Cleanup(func() { _ = a.Close() })
-	f, err := sim.NewFCM(sim.FCMConfig{})
+	f, err := sim.NewFCM(sim.FCMConfig{Record: o.Record})
 	if err != nil {
 		t.Fatalf("cannot start the FCM simulator: %v", err)
 	}
@@ -209,6 +212,24 @@ func (c *Cluster) Delivered() map[string]int64 {
 	for _, st := range []sim.Stats{c.APNs.Stats(), c.FCM.Stats()} {
 		for tok, n := range st.PerToken {
 			out[tok] += n
+		}
+	}
+	return out
+}
+
+// SentBy is the ledger of one node: the notifications the simulators accepted from n per
+// device token, whether or not n read their answers (what n delivered, up to the cut of a
+// Kill). It needs Options.Record above the number of deliveries of the test.
+func (c *Cluster) SentBy(n *Node) map[string]int64 {
+	out := map[string]int64{}
+	for _, ss := range [][]sim.Sent{c.APNs.Sent(), c.FCM.Sent()} {
+		for _, s := range ss {
+			for _, p := range n.gw {
+				if p.dialed(s.Peer) {
+					out[s.Target]++
+					break
+				}
+			}
 		}
 	}
 	return out

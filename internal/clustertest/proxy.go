@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -17,7 +18,11 @@ type gatewayProxy struct {
 	mu    sync.Mutex
 	down  bool
 	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
+	// src is the loopback address the proxy's connections to the simulator come from, its
+	// own: how the simulator tells this node from the others (ports alone would not do:
+	// Linux reuses a closed loopback connection's port at once).
+	src net.IP
+	wg  sync.WaitGroup
 }
 
 // newGatewayProxy listens on loopback for targetURL (https://host:port) and returns the
@@ -33,7 +38,7 @@ func newGatewayProxy(t testing.TB, targetURL string) (*gatewayProxy, string) {
 	if err != nil {
 		t.Fatalf("cannot listen for a gateway proxy: %v", err)
 	}
-	p := &gatewayProxy{ln: ln, target: u.Host, conns: map[net.Conn]struct{}{}}
+	p := &gatewayProxy{ln: ln, target: u.Host, conns: map[net.Conn]struct{}{}, src: nextSource()}
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(p.close)
@@ -48,7 +53,8 @@ func (p *gatewayProxy) accept() {
 		if err != nil {
 			return
 		}
-		out, err := net.Dial("tcp", p.target)
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: p.src}}
+		out, err := d.Dial("tcp", p.target)
 		if err != nil {
 			_ = in.Close()
 			continue
@@ -74,6 +80,21 @@ func (p *gatewayProxy) track(conns ...net.Conn) bool {
 		p.conns[c] = struct{}{}
 	}
 	return true
+}
+
+// dialed says whether addr (host:port) is the address of a connection the proxy opened.
+func (p *gatewayProxy) dialed(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	return err == nil && net.ParseIP(host).Equal(p.src)
+}
+
+// sources counts the proxies made in this process: each gets the next loopback address
+// from 127.1.0.1 on (Linux routes all of 127/8 to the loopback interface).
+var sources atomic.Uint32
+
+func nextSource() net.IP {
+	n := sources.Add(1)
+	return net.IPv4(127, 1, byte(n>>8), byte(n))
 }
 
 // pipe copies one direction and closes both ends when it ends.

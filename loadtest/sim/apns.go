@@ -380,7 +380,7 @@ func (s *APNs) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				hs[lk] = v[0]
 			}
 		}
-		return Sent{Target: token, Headers: hs, Body: append(json.RawMessage(nil), body...), NotifyID: hs["apns-collapse-id"]}
+		return Sent{Target: token, Headers: hs, Body: append(json.RawMessage(nil), body...), NotifyID: hs["apns-collapse-id"], Peer: r.RemoteAddr}
 	})
 }
 

@@ -304,7 +304,7 @@ func (s *FCM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		target, topic = "condition:"+m.Condition, true
 	}
 	s.rec.accepted(target, topic, func() Sent {
-		return Sent{Target: target, Project: project, Body: append(json.RawMessage(nil), body...), NotifyID: fcmNotifyID(body)}
+		return Sent{Target: target, Project: project, Body: append(json.RawMessage(nil), body...), NotifyID: fcmNotifyID(body), Peer: r.RemoteAddr}
 	})
 }
 

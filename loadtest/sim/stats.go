@@ -36,6 +36,9 @@ type Sent struct {
 	Project string            `json:"project,omitempty"` // FCM project
 	Headers map[string]string `json:"headers,omitempty"` // APNs: the apns-* headers, lower-case names
 	Body    json.RawMessage   `json:"body"`              // request body as received
+	// Peer is the client's address (host:port) the request came on: which of several
+	// clients sent it (clustertest tells its nodes apart by their proxies' addresses).
+	Peer string `json:"peer,omitempty"`
 	// NotifyID is the push's identity as this gateway's request carried it (notifyid.go):
 	// a vendor's notify id, Meizu's notifyKey, FCM's tag, APNs' apns-collapse-id, or the
 	// "_nid" of a data message; "" when the request carried none.
