@@ -39,6 +39,7 @@ type Planner struct {
 	skipped   *metrics.Counter
 	invalid   *metrics.Counter
 	tasks     *metrics.Counter
+	small     *metrics.Counter
 	appendErr *metrics.Counter
 }
 
@@ -56,6 +57,7 @@ func NewPlanner(cfg PlannerConfig, st PlannerStore, lg Log, logger *zap.Logger, 
 		skipped:   ms.NewCounter(`pushd_fanout_jobs_skipped_total`),
 		invalid:   ms.NewCounter(`pushd_fanout_jobs_invalid_total`),
 		tasks:     ms.NewCounter(`pushd_fanout_tasks_planned_total`),
+		small:     ms.NewCounter(`pushd_fanout_jobs_small_total`),
 		appendErr: ms.NewCounter(`pushd_fanout_task_append_errors_total`),
 	}, nil
 }
@@ -122,6 +124,16 @@ func (p *Planner) Plan(ctx context.Context, job *push.Job) error {
 		return nil
 	}
 
+	// A source too small to be worth splitting is one task (PlannerConfig.SmallSource).
+	full := tasks
+	small, err := p.smallPlan(ctx, job, tasks, buckets)
+	if err != nil {
+		return err
+	}
+	if small != nil {
+		tasks = small
+	}
+
 	// Record first, append second: once a worker can finish a task, the record already says
 	// how many tasks make the push complete.
 	_, err = p.st.UpdateNotification(ctx, job.AppID, job.NotificationObjectID, func(n *push.Notification) error {
@@ -130,7 +142,14 @@ func (p *Planner) Plan(ctx context.Context, job *push.Job) error {
 			return errSkipJob
 		case push.StatusInProcess:
 			if n.Tasks > 0 {
-				return errPlanned // planned before a crash: keep the record, append again
+				// Planned before a crash: keep the record, append again the tasks it counts
+				// (the source may have grown or shrunk past SmallSource since).
+				if n.Tasks == 1 && len(full) > 1 {
+					tasks = mergeRange(job, full)
+				} else {
+					tasks = full
+				}
+				return errPlanned
 			}
 		}
 		n.Status = push.StatusInProcess
@@ -193,6 +212,39 @@ func (p *Planner) Plan(ctx context.Context, job *push.Job) error {
 }
 
 var errPlanned = errors.New("job already planned")
+
+// SourceCounter is a store that can count the rows of a query push's source cheaply: the
+// app's installations (channel "") or those in channel, up to limit.
+type SourceCounter interface {
+	CountSource(ctx context.Context, appID, channel string, limit int) (int, error)
+}
+
+// smallPlan returns the one task that replaces tasks, a split of the app's buckets, when their
+// source holds fewer than SmallSource rows; nil to keep the split (point tasks, a store that
+// cannot count, a large source).
+func (p *Planner) smallPlan(ctx context.Context, job *push.Job, tasks []push.Task, buckets int) ([]push.Task, error) {
+	c, ok := p.st.(SourceCounter)
+	if !ok || p.cfg.SmallSource <= 0 || len(tasks) < 2 || tasks[0].Source == push.SourcePoint {
+		return nil, nil
+	}
+	n, err := c.CountSource(ctx, job.AppID, tasks[0].Channel, p.cfg.SmallSource)
+	if err != nil {
+		return nil, fmt.Errorf("cannot count the source of job %s: %w", job.ID, err)
+	}
+	if n >= p.cfg.SmallSource {
+		return nil, nil
+	}
+	p.small.Inc()
+	return mergeRange(job, tasks), nil
+}
+
+// mergeRange is the one task that scans what the range tasks ts scan, in the same order.
+func mergeRange(job *push.Job, ts []push.Task) []push.Task {
+	lo, hi := ts[0].BucketLo, ts[len(ts)-1].BucketHi
+	t := ts[0]
+	t.ID, t.BucketLo, t.BucketHi = rangeTaskID(job.ID, lo, hi), lo, hi
+	return withRate([]push.Task{t}, job.FlowControl)
+}
 
 // taskWire is push.Task as the tasks topic carries it, minus the job: every task of a job
 // carries the same job, and encoding it for each task (its data and where compacted again each

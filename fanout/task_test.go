@@ -218,7 +218,9 @@ func TestFanoutPlannerReplanIsIdempotent(t *testing.T) {
 	e := newEnv(t)
 	e.createApp(64, nil)
 	e.seed(64, n)
-	p, err := NewPlanner(DefaultPlannerConfig(), e.st, e.lg, zap.NewNop(), metrics.NewSet())
+	pcfg := DefaultPlannerConfig()
+	pcfg.SmallSource = 0 // split however small the source (TestFanoutPlannerSmallSource)
+	p, err := NewPlanner(pcfg, e.st, e.lg, zap.NewNop(), metrics.NewSet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,5 +356,91 @@ func TestFanoutCursorRoundTrip(t *testing.T) {
 	}
 	if _, err := decodePointCursor(appendPointCursor(nil, 11), 10); err == nil {
 		t.Error("a point cursor past the ids decoded")
+	}
+}
+
+// A query push whose source holds fewer rows than SmallSource is one task over every bucket;
+// a job planned again appends the plan its record counts, even when the source has grown past
+// the threshold in between, and every target is still delivered once.
+func TestFanoutPlannerSmallSource(t *testing.T) {
+	e := newEnv(t)
+	e.createApp(64, nil)
+	e.seed(64, 300)
+	pcfg := DefaultPlannerConfig() // 64 buckets / 8: 8 tasks when split
+	pcfg.SmallSource = 1000
+	ms := metrics.NewSet()
+	p, err := NewPlanner(pcfg, e.st, e.lg, zap.NewNop(), ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+
+	// Small: one task.
+	job := e.submitRecordOnly(push.Job{Where: json.RawMessage(`{}`)})
+	if err := p.Plan(ctx, &job); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.record(job.NotificationObjectID); r.Tasks != 1 {
+		t.Fatalf("a push to 300 installations planned as %d tasks, want 1", r.Tasks)
+	}
+	// The source grows past the threshold; the job is planned again (a redelivery): the
+	// record still counts one task, and one task is what is appended.
+	now := time.Now()
+	more := make([]push.Installation, 0, 1000)
+	for i := 300; i < 1300; i++ {
+		more = append(more, testInst(i, now))
+	}
+	if err := e.st.SeedInstallations(testApp, 64, more); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Plan(ctx, &job); err != nil {
+		t.Fatal(err)
+	}
+	// A new push to the grown source is split.
+	big := e.submitRecordOnly(push.Job{Where: json.RawMessage(`{}`)})
+	if err := p.Plan(ctx, &big); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.record(big.NotificationObjectID); r.Tasks != 8 {
+		t.Errorf("a push to 1,300 installations planned as %d tasks, want 8", r.Tasks)
+	}
+	// By channel: "news" holds fewer than 1,000 of the 1,300: one task.
+	news := e.submitRecordOnly(push.Job{Where: json.RawMessage(`{"channels":"news"}`)})
+	if err := p.Plan(ctx, &news); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.record(news.NotificationObjectID); r.Tasks != 1 {
+		t.Errorf("a push to channel news planned as %d tasks, want 1", r.Tasks)
+	}
+	if got := ms.GetOrCreateCounter(`pushd_fanout_jobs_small_total`).Get(); got != 2 {
+		t.Errorf("pushd_fanout_jobs_small_total %d, want 2", got)
+	}
+
+	snd := newRecSender()
+	e.start(DefaultWorkerConfig(), snd, 1)
+	for _, c := range []struct {
+		job   push.Job
+		where string
+		tasks int
+	}{{job, `{}`, 1}, {big, `{}`, 8}, {news, `{"channels":"news"}`, 1}} {
+		r := e.waitDone(c.job.NotificationObjectID)
+		if r.TasksDone != c.tasks {
+			t.Errorf("push %s: %d tasks done, want %d", c.where, r.TasksDone, c.tasks)
+		}
+		checkCounts(t, r.Counts, countsOf(expected(t, 1300, c.where)))
+	}
+	// Each target once per push: the replanned small job's task ran once.
+	want := map[string]int{}
+	for _, where := range []string{`{}`, `{}`, `{"channels":"news"}`} {
+		for id := range expected(t, 1300, where) {
+			want[id]++
+		}
+	}
+	snd.mu.Lock()
+	defer snd.mu.Unlock()
+	for id, n := range want {
+		if snd.got[id] != n {
+			t.Errorf("%s delivered %d times, want %d", id, snd.got[id], n)
+		}
 	}
 }

@@ -98,3 +98,31 @@ func (s *Store) Scan(ctx context.Context, r store.ScanRange, fn func(*store.Row)
 	}
 	return nil
 }
+
+// CountSource counts the by_bucket rows of app (channel "") or its by_channel rows of channel,
+// stopping at limit: fan-out's planner asks it whether a push's source is too small to split
+// (fanout.SourceCounter). One iterator over the app's rows in every bucket, keys only.
+func (s *Store) CountSource(ctx context.Context, appID, channel string, limit int) (int, error) {
+	if err := s.enter(); err != nil {
+		return 0, err
+	}
+	defer s.exit()
+	var prefix []byte
+	if channel == "" {
+		prefix = appendStr(append(make([]byte, 0, 64), tByBucket), appID)
+	} else {
+		prefix = appendStr(appendStr(append(make([]byte, 0, 64), tByChannel), appID), channel)
+	}
+	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return 0, fmt.Errorf("cannot count the installations of app %s: %w", appID, err)
+	}
+	n := 0
+	for valid := it.First(); valid && n < limit; valid = it.Next() {
+		n++
+	}
+	if err := it.Close(); err != nil {
+		return 0, fmt.Errorf("cannot count the installations of app %s: %w", appID, err)
+	}
+	return n, nil
+}
