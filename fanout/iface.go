@@ -17,6 +17,13 @@ type Scanner interface {
 	Scan(ctx context.Context, r store.ScanRange, fn func(*store.Row) error) error
 }
 
+// BucketsScanner is a store that scans a range of buckets in one pass: buckets r.Bucket to
+// hi-1, in order, each as Scan would (r.After applies to the first), telling fn each row's
+// bucket. A task scans with it when its store has it (Pebble), else bucket by bucket.
+type BucketsScanner interface {
+	ScanBuckets(ctx context.Context, r store.ScanRange, hi int, fn func(bucket int, row *store.Row) error) error
+}
+
 // Lookup finds installations by object id or device id (point tasks, devices jobs).
 type Lookup interface {
 	GetInstallation(ctx context.Context, appID, objectID string) (push.Installation, error)

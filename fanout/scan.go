@@ -252,23 +252,31 @@ func (s *scanner) scanRange(ctx context.Context) error {
 	if t.Source == push.SourceChannel {
 		channel = t.Channel
 	}
+	each := func(bucket int, row *store.Row) error {
+		s.rows++
+		if s.match && !s.f.keep(row.Route, row.Doc) {
+			return nil
+		}
+		s.target(ctx, row.Route)
+		if !s.isFull() {
+			return nil
+		}
+		s.b.cursor = appendRangeCursor(s.b.cursor[:0], bucket, row.Cursor)
+		return s.flush(ctx)
+	}
+	if bs, ok := s.st.(BucketsScanner); ok && first < t.BucketHi {
+		sr := store.ScanRange{AppID: t.Job.AppID, Channel: channel, Bucket: first, DeviceType: r.js.hints.DeviceType, After: after}
+		if err := bs.ScanBuckets(ctx, sr, t.BucketHi, each); err != nil {
+			return fmt.Errorf("cannot scan buckets %d to %d of app %s: %w", first, t.BucketHi-1, t.Job.AppID, err)
+		}
+		first = t.BucketHi
+	}
 	for bucket := first; bucket < t.BucketHi; bucket++ {
 		sr := store.ScanRange{AppID: t.Job.AppID, Channel: channel, Bucket: bucket, DeviceType: r.js.hints.DeviceType}
 		if bucket == first {
 			sr.After = after
 		}
-		err := s.st.Scan(ctx, sr, func(row *store.Row) error {
-			s.rows++
-			if s.match && !s.f.keep(row.Route, row.Doc) {
-				return nil
-			}
-			s.target(ctx, row.Route)
-			if !s.isFull() {
-				return nil
-			}
-			s.b.cursor = appendRangeCursor(s.b.cursor[:0], bucket, row.Cursor)
-			return s.flush(ctx)
-		})
+		err := s.st.Scan(ctx, sr, func(row *store.Row) error { return each(bucket, row) })
 		if err != nil {
 			return fmt.Errorf("cannot scan bucket %d of app %s: %w", bucket, t.Job.AppID, err)
 		}

@@ -3,6 +3,7 @@ package pebble
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -19,39 +20,35 @@ const scanCtxEvery = 256
 // and a cursor stays valid after the callback (fan-out keeps the last one as its checkpoint).
 const cursorSlabSize = 16 << 10
 
+// cursorSlabFirst is a scan's first slab: the next ones double up to cursorSlabSize.
+const cursorSlabFirst = 256
+
 // Scan implements store.Store. Rows come in key order (deviceType, objectId) within the
 // bucket. Row.Route and Row.Doc alias Pebble's buffers and are valid only during fn;
 // Row.Cursor stays valid. No allocation per row once the reused Route has grown.
-func (s *Store) Scan(ctx context.Context, r store.ScanRange, fn func(*store.Row) error) (err error) {
+func (s *Store) Scan(ctx context.Context, r store.ScanRange, fn func(*store.Row) error) error {
+	return s.ScanBuckets(ctx, r, r.Bucket+1, func(_ int, row *store.Row) error { return fn(row) })
+}
+
+// ScanBuckets scans buckets r.Bucket to hi-1 in order as Scan scans one (r.After applies to
+// the first), with one iterator: fan-out's task over many buckets of a small app met a
+// bucket or two of rows per iterator, and building 256 of them cost more than the rows
+// (fanout.BucketsScanner). fn is told each row's bucket.
+func (s *Store) ScanBuckets(ctx context.Context, r store.ScanRange, hi int, fn func(bucket int, row *store.Row) error) (err error) {
 	if err := s.enter(); err != nil {
 		return err
 	}
 	defer s.exit()
-	if r.Bucket < 0 || r.Bucket >= maxBuckets {
-		return fmt.Errorf("cannot scan bucket %d of app %s: out of range", r.Bucket, r.AppID)
+	if r.Bucket < 0 || hi > maxBuckets || r.Bucket >= hi {
+		return fmt.Errorf("cannot scan buckets %d to %d of app %s: out of range", r.Bucket, hi-1, r.AppID)
 	}
-	var prefix []byte
-	if r.Channel == "" {
-		prefix = bucketPrefix(make([]byte, 0, 64), r.AppID, r.Bucket)
-	} else {
-		prefix = channelPrefix(make([]byte, 0, 64), r.AppID, r.Channel, r.Bucket)
-	}
-	lower, upper := prefix, prefixEnd(prefix)
-	if r.DeviceType != "" {
-		lower = appendStr(append([]byte(nil), prefix...), r.DeviceType)
-		upper = prefixEnd(lower)
-	}
-	if len(r.After) > 0 {
-		after := append(append(append([]byte(nil), prefix...), r.After...), 0)
-		if bytes.Compare(after, lower) > 0 {
-			lower = after
+	bucketKey := func(dst []byte, b int) []byte {
+		if r.Channel == "" {
+			return bucketPrefix(dst, r.AppID, b)
 		}
+		return channelPrefix(dst, r.AppID, r.Channel, b)
 	}
-	if bytes.Compare(lower, upper) >= 0 {
-		return nil
-	}
-
-	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{})
 	if err != nil {
 		return fmt.Errorf("cannot scan bucket %d of app %s: %w", r.Bucket, r.AppID, err)
 	}
@@ -60,41 +57,78 @@ func (s *Store) Scan(ctx context.Context, r store.ScanRange, fn func(*store.Row)
 			err = fmt.Errorf("cannot scan bucket %d of app %s: %w", r.Bucket, r.AppID, cerr)
 		}
 	}()
-
 	var (
-		route push.Route
-		row   = store.Row{Route: &route}
-		slab  []byte
-		n     int
+		route  push.Route
+		row    = store.Row{Route: &route}
+		slab   []byte
+		n      int
+		prefix = make([]byte, 0, 64)
+		lower  []byte
+		upper  []byte
 	)
-	for valid := it.First(); valid; valid = it.Next() {
-		if n++; n%scanCtxEvery == 0 {
-			if err := ctx.Err(); err != nil {
+	// Without a device type the buckets' rows are one contiguous key range: one pass, the
+	// bucket read from each key. With one, each bucket is its own range (a re-bounded seek).
+	whole := r.DeviceType == ""
+	for b := r.Bucket; b < hi; b++ {
+		prefix = bucketKey(prefix[:0], b)
+		lower, upper = append(lower[:0], prefix...), prefixEnd(prefix)
+		if !whole {
+			lower = appendStr(lower, r.DeviceType)
+			upper = prefixEnd(lower)
+		}
+		if b == r.Bucket && len(r.After) > 0 {
+			after := append(append(append([]byte(nil), prefix...), r.After...), 0)
+			if bytes.Compare(after, lower) > 0 {
+				lower = after
+			}
+		}
+		if whole {
+			upper = prefixEnd(bucketKey(nil, hi-1))
+		}
+		if bytes.Compare(lower, upper) >= 0 {
+			continue
+		}
+		it.SetBounds(lower, upper)
+		plen := len(prefix) // every bucket's prefix has the same length
+		for valid := it.First(); valid; valid = it.Next() {
+			if n++; n%scanCtxEvery == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			k := it.Key()
+			rb := b
+			if whole {
+				rb = int(binary.BigEndian.Uint16(k[plen-2 : plen]))
+			}
+			v, err := it.ValueAndErr()
+			if err != nil {
+				return fmt.Errorf("cannot scan bucket %d of app %s: %w", rb, r.AppID, err)
+			}
+			used, err := store.DecodeRouteAlias(v, &route)
+			if err != nil {
+				return fmt.Errorf("cannot decode a row of bucket %d of app %s: %w", rb, r.AppID, err)
+			}
+			row.Doc = v[used:]
+			c := k[plen:]
+			if cap(slab)-len(slab) < len(c) {
+				// Small first: most scans of a small app's bucket see a row or two, and a
+				// slab per bucket of a 256-bucket task took 4 MB for a few hundred rows.
+				slab = make([]byte, 0, max(min(cursorSlabSize, 2*cap(slab)+cursorSlabFirst), len(c)))
+			}
+			start := len(slab)
+			slab = append(slab, c...)
+			row.Cursor = slab[start:len(slab):len(slab)]
+			if err := fn(rb, &row); err != nil {
 				return err
 			}
 		}
-		v, err := it.ValueAndErr()
-		if err != nil {
-			return fmt.Errorf("cannot scan bucket %d of app %s: %w", r.Bucket, r.AppID, err)
+		if err := it.Error(); err != nil {
+			return fmt.Errorf("cannot scan bucket %d of app %s: %w", b, r.AppID, err)
 		}
-		used, err := store.DecodeRouteAlias(v, &route)
-		if err != nil {
-			return fmt.Errorf("cannot decode a row of bucket %d of app %s: %w", r.Bucket, r.AppID, err)
+		if whole {
+			return nil
 		}
-		row.Doc = v[used:]
-		c := it.Key()[len(prefix):]
-		if cap(slab)-len(slab) < len(c) {
-			slab = make([]byte, 0, max(cursorSlabSize, len(c)))
-		}
-		start := len(slab)
-		slab = append(slab, c...)
-		row.Cursor = slab[start:len(slab):len(slab)]
-		if err := fn(&row); err != nil {
-			return err
-		}
-	}
-	if err := it.Error(); err != nil {
-		return fmt.Errorf("cannot scan bucket %d of app %s: %w", r.Bucket, r.AppID, err)
 	}
 	return nil
 }

@@ -1,0 +1,99 @@
+package pebble
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/store"
+)
+
+// ScanBuckets over a range of buckets sees exactly the rows, buckets and cursors that Scan
+// sees bucket by bucket, with or without a device type, by bucket or by channel, resumed
+// after a cursor; and nothing of an app whose id extends this one's. CountSource counts the
+// same rows and stops at its limit.
+func TestStoreScanBucketsMatchesScan(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{CacheSize: 8 << 20, MemTableSize: 4 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	const n = 500
+	for i := range n {
+		if err := s.PutInstallation(ctx, benchApp, benchBuckets, benchInst(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := n; i < n+50; i++ { // a neighbour whose rows sort right after benchApp's
+		if err := s.PutInstallation(ctx, benchApp+"2", benchBuckets, benchInst(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type seen struct {
+		bucket int
+		oid    string
+		cursor string
+	}
+	oneByOne := func(r store.ScanRange, hi int) []seen {
+		var out []seen
+		for b := r.Bucket; b < hi; b++ {
+			sr := r
+			sr.Bucket = b
+			if b != r.Bucket {
+				sr.After = nil
+			}
+			if err := s.Scan(ctx, sr, func(row *store.Row) error {
+				out = append(out, seen{b, row.Route.ObjectID, string(row.Cursor)})
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return out
+	}
+	for _, ch := range []string{"", "news"} {
+		for _, dt := range []string{"", push.DeviceIOS} {
+			for _, span := range [][2]int{{0, benchBuckets}, {3, 9}, {15, 16}} {
+				r := store.ScanRange{AppID: benchApp, Channel: ch, Bucket: span[0], DeviceType: dt}
+				want := oneByOne(r, span[1])
+				if len(want) < 5 {
+					t.Fatalf("%+v to %d: %d rows, too few to test", r, span[1], len(want))
+				}
+				for _, after := range []int{-1, 4} {
+					name := fmt.Sprintf("channel %q deviceType %q buckets %d-%d after row %d", ch, dt, span[0], span[1]-1, after)
+					r := r
+					w := want
+					if after >= 0 {
+						r.After = []byte(want[after].cursor)
+						w = want[after+1:]
+					}
+					var got []seen
+					if err := s.ScanBuckets(ctx, r, span[1], func(b int, row *store.Row) error {
+						got = append(got, seen{b, row.Route.ObjectID, string(row.Cursor)})
+						return nil
+					}); err != nil {
+						t.Fatal(err)
+					}
+					if !slices.Equal(got, w) {
+						t.Errorf("%s: ScanBuckets saw %d rows, Scan bucket by bucket %d (first %v / %v)", name, len(got), len(w), got[:min(2, len(got))], w[:min(2, len(w))])
+					}
+				}
+			}
+		}
+	}
+	if err := s.ScanBuckets(ctx, store.ScanRange{AppID: benchApp, Bucket: 5}, 5, nil); err == nil {
+		t.Error("an empty bucket range was accepted")
+	}
+	for _, c := range []struct {
+		channel      string
+		limit, count int
+	}{{"", 1000, n}, {"", 100, 100}, {"news", 1000, n}, {"nope", 1000, 0}} {
+		got, err := s.CountSource(ctx, benchApp, c.channel, c.limit)
+		if err != nil || got != c.count {
+			t.Errorf("CountSource(channel %q, limit %d) = %d, %v; want %d", c.channel, c.limit, got, err, c.count)
+		}
+	}
+}
