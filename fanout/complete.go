@@ -36,7 +36,9 @@ import (
 // errApplied aborts a record update that was already made.
 var errApplied = errors.New("already applied")
 
-func (w *Worker) complete(ctx context.Context, t *push.Task, counts push.Counts, reasons []string, stopped string) error {
+// complete adds a finished task to its record (step 2 above); applied says the record was
+// written (not already listing the task, not cancelled, not gone).
+func (w *Worker) complete(ctx context.Context, t *push.Task, counts push.Counts, reasons []string, stopped string) (applied bool, err error) {
 	job := &t.Job
 	suffix := taskSuffix(t)
 	rec, err := w.st.UpdateNotification(ctx, job.AppID, job.NotificationObjectID, func(n *push.Notification) error {
@@ -63,9 +65,9 @@ func (w *Worker) complete(ctx context.Context, t *push.Task, counts push.Counts,
 	})
 	switch {
 	case errors.Is(err, errApplied), errors.Is(err, store.ErrNotFound):
-		return nil
+		return false, nil
 	case err != nil:
-		return fmt.Errorf("cannot add the counts of task %s to record %s: %w", t.ID, job.NotificationObjectID, err)
+		return false, fmt.Errorf("cannot add the counts of task %s to record %s: %w", t.ID, job.NotificationObjectID, err)
 	}
 	if rec.Status == push.StatusDone && rec.TasksDone == rec.Tasks {
 		tot := rec.Counts.Total()
@@ -73,5 +75,5 @@ func (w *Worker) complete(ctx context.Context, t *push.Task, counts push.Counts,
 			zap.Int64("targets", tot.Targets), zap.Int64("sent", tot.Sent), zap.Int64("failed", tot.Failed),
 			zap.Int64("expired", tot.Expired), zap.Int64("invalid_tokens", tot.InvalidTokens))
 	}
-	return nil
+	return true, nil
 }

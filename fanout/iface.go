@@ -17,6 +17,14 @@ type Scanner interface {
 	Scan(ctx context.Context, r store.ScanRange, fn func(*store.Row) error) error
 }
 
+// ProgressNoSync is a store that can write a task's progress without an fsync of its own,
+// durable with the next synced write (Pebble: one write-ahead log, written in order). The
+// worker writes a task's final progress so, right before the synced record update that
+// completes the task.
+type ProgressNoSync interface {
+	PutTaskProgressNoSync(ctx context.Context, p push.TaskProgress) error
+}
+
 // BucketsScanner is a store that scans a range of buckets in one pass: buckets r.Bucket to
 // hi-1, in order, each as Scan would (r.After applies to the first), telling fn each row's
 // bucket. A task scans with it when its store has it (Pebble), else bucket by bucket.

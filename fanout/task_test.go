@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/store/pebble"
 )
 
 // planDirect plans job without the log: it writes the record as the planner does and returns
@@ -441,6 +443,69 @@ func TestFanoutPlannerSmallSource(t *testing.T) {
 	for id, n := range want {
 		if snd.got[id] != n {
 			t.Errorf("%s delivered %d times, want %d", id, snd.got[id], n)
+		}
+	}
+}
+
+// progressLog is the Pebble store noting how each task progress is written.
+type progressLog struct {
+	*pebble.Store
+	mu     sync.Mutex
+	writes []string // "sync" or "nosync", with the progress's Done
+}
+
+func (p *progressLog) note(kind string, pr push.TaskProgress) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.writes = append(p.writes, fmt.Sprintf("%s done=%t", kind, pr.Done))
+}
+
+func (p *progressLog) PutTaskProgress(ctx context.Context, pr push.TaskProgress) error {
+	p.note("sync", pr)
+	return p.Store.PutTaskProgress(ctx, pr)
+}
+
+func (p *progressLog) PutTaskProgressNoSync(ctx context.Context, pr push.TaskProgress) error {
+	p.note("nosync", pr)
+	return p.Store.PutTaskProgressNoSync(ctx, pr)
+}
+
+// A task's final progress goes without its own fsync when the record update that completes
+// the task follows it (that update's fsync covers it); when the record already lists the
+// task, so nothing synced follows, the progress is written again, synced.
+func TestFanoutFinalProgressSyncedByTheRecordUpdate(t *testing.T) {
+	e := newEnv(t)
+	e.createApp(64, nil)
+	e.seed(64, 50)
+	pl := &progressLog{Store: e.st}
+	w, err := NewWorker(DefaultWorkerConfig(), pl, e.lg, newRecSender(), zap.NewNop(), metrics.NewSet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, listed := range []bool{false, true} {
+		pl.writes = nil
+		job, tasks := e.planDirect(push.Job{}, PlannerConfig{BucketsPerTask: 64, IDsPerTask: 1000})
+		if listed { // a copy of the task finished it already
+			if _, err := e.st.UpdateNotification(ctx, testApp, job.NotificationObjectID, func(n *push.Notification) error {
+				n.TasksFinished = append(n.TasksFinished, taskSuffix(&tasks[0]))
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.RunTask(ctx, &tasks[0]); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"nosync done=true"}
+		if listed {
+			want = append(want, "sync done=true")
+		}
+		if !slices.Equal(pl.writes, want) {
+			t.Errorf("record listing the task already: %t; progress writes %q, want %q", listed, pl.writes, want)
+		}
+		if p, err := e.st.GetTaskProgress(ctx, job.ID, tasks[0].ID); err != nil || !p.Done {
+			t.Errorf("final progress %+v, %v", p, err)
 		}
 	}
 }

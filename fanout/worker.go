@@ -157,7 +157,8 @@ func (w *Worker) RunTask(ctx context.Context, t *push.Task) error {
 	case prog.Done:
 		// Finished before: maybe the record update did not happen (crash in between).
 		w.m.tasksSkipped.Inc()
-		return w.complete(ctx, t, prog.Counts, nil, "")
+		_, err := w.complete(ctx, t, prog.Counts, nil, "")
+		return err
 	}
 	// The read's time is taken before it: a cancel that lands between the read and the run's
 	// start must not be trusted away for a whole RecordCheck.
@@ -181,7 +182,8 @@ func (w *Worker) RunTask(ctx context.Context, t *push.Task) error {
 		if err := w.st.PutTaskProgress(ctx, prog); err != nil {
 			return fmt.Errorf("cannot write final progress of task %s: %w", t.ID, err)
 		}
-		return w.complete(ctx, t, prog.Counts, []string{perr.Error()}, "")
+		_, err := w.complete(ctx, t, prog.Counts, []string{perr.Error()}, "")
+		return err
 	}
 	if err != nil {
 		return err
@@ -208,12 +210,28 @@ func (w *Worker) RunTask(ctx context.Context, t *push.Task) error {
 	prog.Cursor = r.cursor
 	prog.Counts = counts
 	prog.Done = true
-	if err := w.st.PutTaskProgress(ctx, prog); err != nil {
+	// The final progress need not be fsynced on its own when the record update after it is
+	// (ProgressNoSync): a crash that loses it loses the record update too, and the task
+	// then resumes from its last checkpoint, as after a crash just before it.
+	ns, lazy := w.st.(ProgressNoSync)
+	put := w.st.PutTaskProgress
+	if lazy {
+		put = ns.PutTaskProgressNoSync
+	}
+	if err := put(ctx, prog); err != nil {
 		return fmt.Errorf("cannot write final progress of task %s: %w", t.ID, err)
 	}
 	fpWorkerAfterFinal.Hit()
-	if err := w.complete(ctx, t, counts, r.reasons, r.stopped); err != nil {
+	applied, err := w.complete(ctx, t, counts, r.reasons, r.stopped)
+	if err != nil {
 		return err
+	}
+	if lazy && !applied {
+		// Nothing synced after it (the record lists the task already, or is gone): the
+		// offset commit must not be the only durable trace of the task's end.
+		if err := w.st.PutTaskProgress(ctx, prog); err != nil {
+			return fmt.Errorf("cannot write final progress of task %s: %w", t.ID, err)
+		}
 	}
 	fpWorkerAfterComplete.Hit()
 	w.m.tasksDone.Inc()

@@ -36,7 +36,8 @@ func testRecord(oid string) push.Notification {
 // CreateNotificationNoSync followed by a synced write of the store or by a queue/embedded
 // Append on the same DB. Everything acknowledged is there after the crash; a
 // CreateNotificationNoSync that no synced write followed is not, which shows that the file
-// system really drops what was not synced.
+// system really drops what was not synced. The same for a task's final progress written
+// without its fsync right before the synced record update that completes the task.
 func TestStoreCrashWritesWithoutOwnSyncAreCoveredByLaterSync(t *testing.T) {
 	ctx := context.Background()
 	mem := vfs.NewCrashableMem()
@@ -81,10 +82,27 @@ func TestStoreCrashWritesWithoutOwnSyncAreCoveredByLaterSync(t *testing.T) {
 	if err := lg.Append(ctx, queue.TopicJobs, queue.Record{Partition: 0, Key: []byte("app"), Value: []byte("job")}); err != nil {
 		t.Fatal(err)
 	}
+	// A task's final progress without its own fsync, then the synced record update that
+	// completes the task (fan-out's order).
+	if err := s.CreateNotification(ctx, testRecord("completed")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutTaskProgressNoSync(ctx, push.TaskProgress{JobID: "j", TaskID: "final", Done: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateNotification(ctx, "app", "completed", func(n *push.Notification) error {
+		n.TasksDone++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	afterAck := crashReopen(t, mem)
 
 	// The control: no synced write follows this one.
 	if err := s.CreateNotificationNoSync(ctx, testRecord("never-synced")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutTaskProgressNoSync(ctx, push.TaskProgress{JobID: "j", TaskID: "never-synced", Done: true}); err != nil {
 		t.Fatal(err)
 	}
 	afterUnsynced := crashReopen(t, mem)
@@ -102,6 +120,17 @@ func TestStoreCrashWritesWithoutOwnSyncAreCoveredByLaterSync(t *testing.T) {
 		if oid, err := c.LookupDevice(ctx, "app", push.KindIID, "iid1"); err != nil || oid != "o1" {
 			t.Errorf("device row after the crash = %q, %v", oid, err)
 		}
+	}
+	for _, c := range []*Store{afterAck, afterUnsynced} {
+		if p, err := c.GetTaskProgress(ctx, "j", "final"); err != nil || !p.Done {
+			t.Errorf("final progress after the crash = %+v, %v; want done", p, err)
+		}
+		if r, err := c.GetNotification(ctx, "app", "completed"); err != nil || r.TasksDone != 1 {
+			t.Errorf("completed record after the crash: %d tasks done, %v; want 1", r.TasksDone, err)
+		}
+	}
+	if _, err := afterUnsynced.GetTaskProgress(ctx, "j", "never-synced"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a progress no fsync covered survived the crash (%v)", err)
 	}
 	if _, err := afterUnsynced.GetNotification(ctx, "app", "never-synced"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("a record no fsync covered survived the crash (%v): the test file system keeps unsynced data", err)

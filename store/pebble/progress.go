@@ -34,6 +34,16 @@ func (s *Store) GetTaskProgress(ctx context.Context, jobID, taskID string) (push
 
 // PutTaskProgress implements store.Store with one synced write.
 func (s *Store) PutTaskProgress(ctx context.Context, p push.TaskProgress) error {
+	return s.putTaskProgress(p, pebble.Sync)
+}
+
+// PutTaskProgressNoSync is PutTaskProgress without the fsync: the progress is durable with
+// the next synced write of the store (fanout.ProgressNoSync).
+func (s *Store) PutTaskProgressNoSync(ctx context.Context, p push.TaskProgress) error {
+	return s.putTaskProgress(p, pebble.NoSync)
+}
+
+func (s *Store) putTaskProgress(p push.TaskProgress, opt *pebble.WriteOptions) error {
 	if err := s.enter(); err != nil {
 		return err
 	}
@@ -42,7 +52,7 @@ func (s *Store) PutTaskProgress(ctx context.Context, p push.TaskProgress) error 
 	if err != nil {
 		return fmt.Errorf("cannot encode progress of task %s: %w", p.TaskID, err)
 	}
-	if err := s.db.Set(progressKey(nil, p.JobID, p.TaskID), v, pebble.Sync); err != nil {
+	if err := s.db.Set(progressKey(nil, p.JobID, p.TaskID), v, opt); err != nil {
 		return fmt.Errorf("cannot put progress of task %s: %w", p.TaskID, err)
 	}
 	return nil
