@@ -15,18 +15,19 @@ type PlannerConfig struct {
 	// IDsPerTask is how many point ids (listed devices, objectId/deviceToken hints) one
 	// task looks up.
 	IDsPerTask int
-	// SmallSource: a query push whose source (the app's installations, or those in its
-	// channel) holds fewer rows than this is planned as one task over every bucket, where
-	// the store can count them (SourceCounter; Pebble can, Cassandra does not). Each task
-	// costs a log message, a progress write and a record update whatever it finds, so 32
-	// tasks for a few hundred rows cost far more than the rows. 0 always splits.
-	SmallSource int
+	// MinTaskRows is the fewest installations a task of a query push should scan, where the
+	// store can count them (SourceCounter; Pebble can, Cassandra does not): a push is cut into
+	// as many tasks as its source holds MinTaskRows rows, one at least, at most one per
+	// BucketsPerTask buckets. Each task costs a log message, progress and record writes
+	// whatever it finds, so 32 tasks for a few hundred rows cost far more than the rows. 0
+	// always cuts one task per BucketsPerTask buckets.
+	MinTaskRows int
 }
 
 // DefaultPlannerConfig: 256 buckets / 8 = 32 tasks per push, enough to keep every partition
 // of a 2–8 node cluster busy while each task stays a few seconds of work.
 func DefaultPlannerConfig() PlannerConfig {
-	return PlannerConfig{BucketsPerTask: 8, IDsPerTask: 1000, SmallSource: 1000}
+	return PlannerConfig{BucketsPerTask: 8, IDsPerTask: 1000, MinTaskRows: 2000}
 }
 
 // Validate checks the values.
@@ -37,8 +38,8 @@ func (c PlannerConfig) Validate() error {
 	if c.IDsPerTask < 1 {
 		return errors.New("fanout planner: ids per task must be at least 1")
 	}
-	if c.SmallSource < 0 {
-		return errors.New("fanout planner: small source must not be negative")
+	if c.MinTaskRows < 0 {
+		return errors.New("fanout planner: min task rows must not be negative")
 	}
 	return nil
 }
@@ -47,7 +48,7 @@ func (c PlannerConfig) Validate() error {
 func (c *PlannerConfig) RegisterFlags(fs *flag.FlagSet, prefix string) {
 	fs.IntVar(&c.BucketsPerTask, prefix+"buckets-per-task", c.BucketsPerTask, "buckets scanned by one fan-out task")
 	fs.IntVar(&c.IDsPerTask, prefix+"ids-per-task", c.IDsPerTask, "point ids looked up by one fan-out task")
-	fs.IntVar(&c.SmallSource, prefix+"small-source", c.SmallSource, "a query push whose source holds fewer installations than this is one fan-out task (0: always split)")
+	fs.IntVar(&c.MinTaskRows, prefix+"min-task-rows", c.MinTaskRows, "fewest installations a fan-out task of a query push scans: a push is cut into as many tasks as its source holds this many (0: one task per buckets-per-task buckets)")
 }
 
 // WorkerConfig tunes task execution.

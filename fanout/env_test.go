@@ -28,6 +28,8 @@ type env struct {
 	dir string
 	st  *pebble.Store
 	lg  *embedded.Log
+	// pcfg, when set, is the config of the planner start runs (default DefaultPlannerConfig).
+	pcfg *PlannerConfig
 }
 
 var testParts = map[string]int{queue.TopicJobs: 2, queue.TopicTasks: 8, queue.TopicDirect: 2}
@@ -271,7 +273,11 @@ func (e *env) start(wcfg WorkerConfig, snd Sender, workers int) *roles {
 	ctx, cancel := context.WithCancel(context.Background())
 	g, ctx := errgroup.WithContext(ctx)
 	ms := metrics.NewSet()
-	p, err := NewPlanner(DefaultPlannerConfig(), e.st, e.lg, zap.NewNop(), ms)
+	pcfg := DefaultPlannerConfig()
+	if e.pcfg != nil {
+		pcfg = *e.pcfg
+	}
+	p, err := NewPlanner(pcfg, e.st, e.lg, zap.NewNop(), ms)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -259,6 +259,7 @@ func TestFanoutDailyVolumeStopsPush(t *testing.T) {
 func TestFanoutCancelStopsSending(t *testing.T) {
 	const n = 3000
 	e := newEnv(t)
+	e.pcfg = &PlannerConfig{BucketsPerTask: 8, IDsPerTask: 1000} // 8 tasks, however few rows
 	e.createApp(64, nil)
 	e.seed(64, n)
 	clk := &fakeClock{now: time.Now()}

@@ -103,7 +103,9 @@ func TestFanoutKafkaWorkerKilledMidPush(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
-	planner, err := NewPlanner(DefaultPlannerConfig(), e.st, newLog(), zap.NewNop(), metrics.NewSet())
+	pcfg := DefaultPlannerConfig()
+	pcfg.MinTaskRows = 0 // 8 tasks for the two workers to share, however few the rows
+	planner, err := NewPlanner(pcfg, e.st, newLog(), zap.NewNop(), metrics.NewSet())
 	if err != nil {
 		t.Fatal(err)
 	}

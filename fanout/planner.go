@@ -39,7 +39,7 @@ type Planner struct {
 	skipped   *metrics.Counter
 	invalid   *metrics.Counter
 	tasks     *metrics.Counter
-	small     *metrics.Counter
+	regrouped *metrics.Counter
 	appendErr *metrics.Counter
 }
 
@@ -57,7 +57,7 @@ func NewPlanner(cfg PlannerConfig, st PlannerStore, lg Log, logger *zap.Logger, 
 		skipped:   ms.NewCounter(`pushd_fanout_jobs_skipped_total`),
 		invalid:   ms.NewCounter(`pushd_fanout_jobs_invalid_total`),
 		tasks:     ms.NewCounter(`pushd_fanout_tasks_planned_total`),
-		small:     ms.NewCounter(`pushd_fanout_jobs_small_total`),
+		regrouped: ms.NewCounter(`pushd_fanout_jobs_regrouped_total`),
 		appendErr: ms.NewCounter(`pushd_fanout_task_append_errors_total`),
 	}, nil
 }
@@ -124,14 +124,12 @@ func (p *Planner) Plan(ctx context.Context, job *push.Job) error {
 		return nil
 	}
 
-	// A source too small to be worth splitting is one task (PlannerConfig.SmallSource).
+	// As many tasks as the source holds MinTaskRows rows (PlannerConfig.MinTaskRows).
 	full := tasks
-	small, err := p.smallPlan(ctx, job, tasks, buckets)
-	if err != nil {
+	if k, err := p.taskCount(ctx, job, full, buckets); err != nil {
 		return err
-	}
-	if small != nil {
-		tasks = small
+	} else if k < len(full) {
+		tasks = regroup(job, full, k)
 	}
 
 	// Record first, append second: once a worker can finish a task, the record already says
@@ -143,9 +141,9 @@ func (p *Planner) Plan(ctx context.Context, job *push.Job) error {
 		case push.StatusInProcess:
 			if n.Tasks > 0 {
 				// Planned before a crash: keep the record, append again the tasks it counts
-				// (the source may have grown or shrunk past SmallSource since).
-				if n.Tasks == 1 && len(full) > 1 {
-					tasks = mergeRange(job, full)
+				// (the source may have grown or shrunk since it was counted).
+				if n.Tasks < len(full) && full[0].Source != push.SourcePoint {
+					tasks = regroup(job, full, n.Tasks)
 				} else {
 					tasks = full
 				}
@@ -214,36 +212,50 @@ func (p *Planner) Plan(ctx context.Context, job *push.Job) error {
 var errPlanned = errors.New("job already planned")
 
 // SourceCounter is a store that can count the rows of a query push's source cheaply: the
-// app's installations (channel "") or those in channel, up to limit.
+// app's installations (channel "") or those in channel, in buckets lo to hi-1, up to limit.
 type SourceCounter interface {
-	CountSource(ctx context.Context, appID, channel string, limit int) (int, error)
+	CountSource(ctx context.Context, appID, channel string, lo, hi, limit int) (int, error)
 }
 
-// smallPlan returns the one task that replaces tasks, a split of the app's buckets, when their
-// source holds fewer than SmallSource rows; nil to keep the split (point tasks, a store that
-// cannot count, a large source).
-func (p *Planner) smallPlan(ctx context.Context, job *push.Job, tasks []push.Task, buckets int) ([]push.Task, error) {
+// taskCount is how many tasks a query push split into the range tasks full should run as: as
+// many as its source holds MinTaskRows rows, between 1 and len(full). The rows are counted in
+// the first task's buckets only (at most MinTaskRows keys) and scaled to all of them: buckets
+// are a hash of the objectId, so every range holds about the same share. len(full) when the
+// store cannot count, the plan is of point tasks, or MinTaskRows is 0.
+func (p *Planner) taskCount(ctx context.Context, job *push.Job, full []push.Task, buckets int) (int, error) {
 	c, ok := p.st.(SourceCounter)
-	if !ok || p.cfg.SmallSource <= 0 || len(tasks) < 2 || tasks[0].Source == push.SourcePoint {
-		return nil, nil
+	if !ok || p.cfg.MinTaskRows <= 0 || len(full) < 2 || full[0].Source == push.SourcePoint {
+		return len(full), nil
 	}
-	n, err := c.CountSource(ctx, job.AppID, tasks[0].Channel, p.cfg.SmallSource)
+	first := full[0]
+	n, err := c.CountSource(ctx, job.AppID, first.Channel, first.BucketLo, first.BucketHi, p.cfg.MinTaskRows)
 	if err != nil {
-		return nil, fmt.Errorf("cannot count the source of job %s: %w", job.ID, err)
+		return 0, fmt.Errorf("cannot count the source of job %s: %w", job.ID, err)
 	}
-	if n >= p.cfg.SmallSource {
-		return nil, nil
+	if n >= p.cfg.MinTaskRows {
+		return len(full), nil // every range holds a task's worth
 	}
-	p.small.Inc()
-	return mergeRange(job, tasks), nil
+	est := n * buckets / (first.BucketHi - first.BucketLo)
+	k := min(max(est/p.cfg.MinTaskRows, 1), len(full))
+	if k < len(full) {
+		p.regrouped.Inc()
+	}
+	return k, nil
 }
 
-// mergeRange is the one task that scans what the range tasks ts scan, in the same order.
-func mergeRange(job *push.Job, ts []push.Task) []push.Task {
-	lo, hi := ts[0].BucketLo, ts[len(ts)-1].BucketHi
-	t := ts[0]
-	t.ID, t.BucketLo, t.BucketHi = rangeTaskID(job.ID, lo, hi), lo, hi
-	return withRate([]push.Task{t}, job.FlowControl)
+// regroup joins the range tasks full, in order, into k tasks of as equal a number of them as
+// can be: the same buckets scanned in the same order. The same (full, k) gives the same ids.
+func regroup(job *push.Job, full []push.Task, k int) []push.Task {
+	k = min(max(k, 1), len(full))
+	out := make([]push.Task, k)
+	for i := range out {
+		from, to := i*len(full)/k, (i+1)*len(full)/k
+		t := full[from]
+		t.BucketHi = full[to-1].BucketHi
+		t.ID = rangeTaskID(job.ID, t.BucketLo, t.BucketHi)
+		out[i] = t
+	}
+	return withRate(out, job.FlowControl)
 }
 
 // taskWire is push.Task as the tasks topic carries it, minus the job: every task of a job

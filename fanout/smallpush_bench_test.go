@@ -15,19 +15,19 @@ import (
 // BenchmarkFanoutSmallPush is what fan-out costs per push for an app of 300 installations
 // (256 buckets) and a where that matches none of them, as in the intake load test: plan
 // (count, record update, task append) and run every task (progress, record check, scan,
-// completion). "split" is the plan of 32 tasks, "one" the small-source plan. cpu-µs/push is
+// completion). "split" is the plan of 32 tasks, "one" the plan sized by MinTaskRows. cpu-µs/push is
 // the process's CPU (the test's synced writes make ns/op mostly fsync waits).
 func BenchmarkFanoutSmallPush(b *testing.B) {
 	for _, c := range []struct {
-		name  string
-		small int
-	}{{"split", 0}, {"one", 1000}} {
+		name    string
+		minRows int
+	}{{"split", 0}, {"one", 2000}} {
 		b.Run(c.name, func(b *testing.B) {
 			e := newEnv(b)
 			e.createApp(push.DefaultBuckets, nil)
 			e.seed(push.DefaultBuckets, 300)
 			pcfg := DefaultPlannerConfig()
-			pcfg.SmallSource = c.small
+			pcfg.MinTaskRows = c.minRows
 			p, err := NewPlanner(pcfg, e.st, e.lg, zap.NewNop(), metrics.NewSet())
 			if err != nil {
 				b.Fatal(err)
@@ -46,9 +46,7 @@ func BenchmarkFanoutSmallPush(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if e.record(job.NotificationObjectID).Tasks == 1 {
-					tasks = mergeRange(&job, tasks)
-				}
+				tasks = regroup(&job, tasks, e.record(job.NotificationObjectID).Tasks)
 				for i := range tasks {
 					if err := w.RunTask(ctx, &tasks[i]); err != nil {
 						b.Fatal(err)

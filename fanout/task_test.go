@@ -221,7 +221,7 @@ func TestFanoutPlannerReplanIsIdempotent(t *testing.T) {
 	e.createApp(64, nil)
 	e.seed(64, n)
 	pcfg := DefaultPlannerConfig()
-	pcfg.SmallSource = 0 // split however small the source (TestFanoutPlannerSmallSource)
+	pcfg.MinTaskRows = 0 // split however small the source (TestFanoutPlannerSizesTasks)
 	p, err := NewPlanner(pcfg, e.st, e.lg, zap.NewNop(), metrics.NewSet())
 	if err != nil {
 		t.Fatal(err)
@@ -361,32 +361,42 @@ func TestFanoutCursorRoundTrip(t *testing.T) {
 	}
 }
 
-// A query push whose source holds fewer rows than SmallSource is one task over every bucket;
-// a job planned again appends the plan its record counts, even when the source has grown past
-// the threshold in between, and every target is still delivered once.
-func TestFanoutPlannerSmallSource(t *testing.T) {
+// A query push is cut into as many tasks as its source holds MinTaskRows rows (counted in the
+// first range, scaled), one at least and at most one per BucketsPerTask buckets; a job planned
+// again appends the plan its record counts, even when the source has grown in between; and
+// every target is still delivered once, whatever the cut.
+func TestFanoutPlannerSizesTasks(t *testing.T) {
 	e := newEnv(t)
 	e.createApp(64, nil)
 	e.seed(64, 300)
-	pcfg := DefaultPlannerConfig() // 64 buckets / 8: 8 tasks when split
-	pcfg.SmallSource = 1000
-	ms := metrics.NewSet()
-	p, err := NewPlanner(pcfg, e.st, e.lg, zap.NewNop(), ms)
-	if err != nil {
-		t.Fatal(err)
+	planner := func(minRows int) (*Planner, *metrics.Set) {
+		pcfg := DefaultPlannerConfig() // 64 buckets / 8: 8 tasks when fully split
+		pcfg.MinTaskRows = minRows
+		ms := metrics.NewSet()
+		p, err := NewPlanner(pcfg, e.st, e.lg, zap.NewNop(), ms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p, ms
 	}
+	p, ms := planner(1000)
 	ctx := context.Background()
+	plan := func(p *Planner, where string) (push.Job, int) {
+		t.Helper()
+		job := e.submitRecordOnly(push.Job{Where: json.RawMessage(where)})
+		if err := p.Plan(ctx, &job); err != nil {
+			t.Fatal(err)
+		}
+		return job, e.record(job.NotificationObjectID).Tasks
+	}
 
-	// Small: one task.
-	job := e.submitRecordOnly(push.Job{Where: json.RawMessage(`{}`)})
-	if err := p.Plan(ctx, &job); err != nil {
-		t.Fatal(err)
+	// 300 rows, 1,000 a task: one task.
+	small, n := plan(p, `{}`)
+	if n != 1 {
+		t.Fatalf("a push to 300 installations planned as %d tasks, want 1", n)
 	}
-	if r := e.record(job.NotificationObjectID); r.Tasks != 1 {
-		t.Fatalf("a push to 300 installations planned as %d tasks, want 1", r.Tasks)
-	}
-	// The source grows past the threshold; the job is planned again (a redelivery): the
-	// record still counts one task, and one task is what is appended.
+	// The source grows; the job is planned again (a redelivery): the record still counts
+	// one task, and one task is what is appended (the deliveries below show it).
 	now := time.Now()
 	more := make([]push.Installation, 0, 1000)
 	for i := 300; i < 1300; i++ {
@@ -395,46 +405,48 @@ func TestFanoutPlannerSmallSource(t *testing.T) {
 	if err := e.st.SeedInstallations(testApp, 64, more); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Plan(ctx, &job); err != nil {
+	if err := p.Plan(ctx, &small); err != nil {
 		t.Fatal(err)
 	}
-	// A new push to the grown source is split.
-	big := e.submitRecordOnly(push.Job{Where: json.RawMessage(`{}`)})
-	if err := p.Plan(ctx, &big); err != nil {
+	// By channel: "news" holds about 430 of the 1,300: one task.
+	news, n := plan(p, `{"channels":"news"}`)
+	if n != 1 {
+		t.Errorf("a push to channel news planned as %d tasks, want 1", n)
+	}
+	// 1,300 rows, 300 a task: about four tasks, as the first range's count says.
+	p300, _ := planner(300)
+	mid, n := plan(p300, `{}`)
+	first, err := e.st.CountSource(ctx, testApp, "", 0, 8, 1<<20)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if r := e.record(big.NotificationObjectID); r.Tasks != 8 {
-		t.Errorf("a push to 1,300 installations planned as %d tasks, want 8", r.Tasks)
+	if want := min(max(first*8/300, 1), 8); n != want || n < 3 || n > 5 {
+		t.Errorf("a push to 1,300 installations at 300 a task planned as %d tasks, want %d (%d rows in the first of 8 ranges)", n, want, first)
 	}
-	// By channel: "news" holds fewer than 1,000 of the 1,300: one task.
-	news := e.submitRecordOnly(push.Job{Where: json.RawMessage(`{"channels":"news"}`)})
-	if err := p.Plan(ctx, &news); err != nil {
-		t.Fatal(err)
+	// 1,300 rows, 100 a task: every range holds more, the full split.
+	p100, _ := planner(100)
+	big, n := plan(p100, `{}`)
+	if n != 8 {
+		t.Errorf("a push to 1,300 installations at 100 a task planned as %d tasks, want 8", n)
 	}
-	if r := e.record(news.NotificationObjectID); r.Tasks != 1 {
-		t.Errorf("a push to channel news planned as %d tasks, want 1", r.Tasks)
-	}
-	if got := ms.GetOrCreateCounter(`pushd_fanout_jobs_small_total`).Get(); got != 2 {
-		t.Errorf("pushd_fanout_jobs_small_total %d, want 2", got)
+	if got := ms.GetOrCreateCounter(`pushd_fanout_jobs_regrouped_total`).Get(); got != 3 {
+		t.Errorf("pushd_fanout_jobs_regrouped_total %d, want 3 (the first push, planned twice; news)", got)
 	}
 
 	snd := newRecSender()
 	e.start(DefaultWorkerConfig(), snd, 1)
+	want := map[string]int{}
 	for _, c := range []struct {
 		job   push.Job
 		where string
-		tasks int
-	}{{job, `{}`, 1}, {big, `{}`, 8}, {news, `{"channels":"news"}`, 1}} {
+	}{{small, `{}`}, {news, `{"channels":"news"}`}, {mid, `{}`}, {big, `{}`}} {
 		r := e.waitDone(c.job.NotificationObjectID)
-		if r.TasksDone != c.tasks {
-			t.Errorf("push %s: %d tasks done, want %d", c.where, r.TasksDone, c.tasks)
+		if r.TasksDone != r.Tasks {
+			t.Errorf("push %s: %d of %d tasks done", c.where, r.TasksDone, r.Tasks)
 		}
-		checkCounts(t, r.Counts, countsOf(expected(t, 1300, c.where)))
-	}
-	// Each target once per push: the replanned small job's task ran once.
-	want := map[string]int{}
-	for _, where := range []string{`{}`, `{}`, `{"channels":"news"}`} {
-		for id := range expected(t, 1300, where) {
+		exp := expected(t, 1300, c.where)
+		checkCounts(t, r.Counts, countsOf(exp))
+		for id := range exp {
 			want[id]++
 		}
 	}

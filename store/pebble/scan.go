@@ -133,21 +133,24 @@ func (s *Store) ScanBuckets(ctx context.Context, r store.ScanRange, hi int, fn f
 	return nil
 }
 
-// CountSource counts the by_bucket rows of app (channel "") or its by_channel rows of channel,
-// stopping at limit: fan-out's planner asks it whether a push's source is too small to split
-// (fanout.SourceCounter). One iterator over the app's rows in every bucket, keys only.
-func (s *Store) CountSource(ctx context.Context, appID, channel string, limit int) (int, error) {
+// CountSource counts the by_bucket rows of app (channel "") or its by_channel rows of channel
+// in buckets lo to hi-1, stopping at limit: fan-out's planner sizes a push's tasks by it
+// (fanout.SourceCounter). One iterator, keys only.
+func (s *Store) CountSource(ctx context.Context, appID, channel string, lo, hi, limit int) (int, error) {
 	if err := s.enter(); err != nil {
 		return 0, err
 	}
 	defer s.exit()
-	var prefix []byte
-	if channel == "" {
-		prefix = appendStr(append(make([]byte, 0, 64), tByBucket), appID)
-	} else {
-		prefix = appendStr(appendStr(append(make([]byte, 0, 64), tByChannel), appID), channel)
+	if lo < 0 || hi > maxBuckets || lo >= hi {
+		return 0, fmt.Errorf("cannot count buckets %d to %d of app %s: out of range", lo, hi-1, appID)
 	}
-	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	bucketKey := func(b int) []byte {
+		if channel == "" {
+			return bucketPrefix(nil, appID, b)
+		}
+		return channelPrefix(nil, appID, channel, b)
+	}
+	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: bucketKey(lo), UpperBound: prefixEnd(bucketKey(hi - 1))})
 	if err != nil {
 		return 0, fmt.Errorf("cannot count the installations of app %s: %w", appID, err)
 	}

@@ -89,11 +89,16 @@ func TestStoreScanBucketsMatchesScan(t *testing.T) {
 	}
 	for _, c := range []struct {
 		channel      string
+		lo, hi       int
 		limit, count int
-	}{{"", 1000, n}, {"", 100, 100}, {"news", 1000, n}, {"nope", 1000, 0}} {
-		got, err := s.CountSource(ctx, benchApp, c.channel, c.limit)
+	}{
+		{"", 0, benchBuckets, 1000, n}, {"", 0, benchBuckets, 100, 100}, {"news", 0, benchBuckets, 1000, n},
+		{"nope", 0, benchBuckets, 1000, 0}, {"", 3, 9, 1000, len(oneByOne(store.ScanRange{AppID: benchApp, Bucket: 3}, 9))},
+		{"news", 15, 16, 1000, len(oneByOne(store.ScanRange{AppID: benchApp, Channel: "news", Bucket: 15}, 16))},
+	} {
+		got, err := s.CountSource(ctx, benchApp, c.channel, c.lo, c.hi, c.limit)
 		if err != nil || got != c.count {
-			t.Errorf("CountSource(channel %q, limit %d) = %d, %v; want %d", c.channel, c.limit, got, err, c.count)
+			t.Errorf("CountSource(channel %q, buckets %d-%d, limit %d) = %d, %v; want %d", c.channel, c.lo, c.hi-1, c.limit, got, err, c.count)
 		}
 	}
 }
