@@ -34,6 +34,8 @@ func TestE2EFanoutCrashAtFaultPoints(t *testing.T) {
 		// 256 buckets / 32 = 8 tasks of ~250 targets (5 batches each): tasks in flight and
 		// tasks waiting at every point.
 		"--fanout-buckets-per-task", "32",
+		// Cut by buckets however few the rows (2,000 would be one task by their count).
+		"--fanout-min-task-rows", "0",
 	}
 	for _, c := range []struct {
 		point string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pushd/pushd/push"
@@ -46,7 +47,7 @@ func TestStoreScanBucketsMatchesScan(t *testing.T) {
 				sr.After = nil
 			}
 			if err := s.Scan(ctx, sr, func(row *store.Row) error {
-				out = append(out, seen{b, row.Route.ObjectID, string(row.Cursor)})
+				out = append(out, seen{b, strings.Clone(row.Route.ObjectID), string(row.Cursor)})
 				return nil
 			}); err != nil {
 				t.Fatal(err)
@@ -72,7 +73,7 @@ func TestStoreScanBucketsMatchesScan(t *testing.T) {
 					}
 					var got []seen
 					if err := s.ScanBuckets(ctx, r, span[1], func(b int, row *store.Row) error {
-						got = append(got, seen{b, row.Route.ObjectID, string(row.Cursor)})
+						got = append(got, seen{b, strings.Clone(row.Route.ObjectID), string(row.Cursor)})
 						return nil
 					}); err != nil {
 						t.Fatal(err)
