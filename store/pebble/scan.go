@@ -34,6 +34,12 @@ func (s *Store) Scan(ctx context.Context, r store.ScanRange, fn func(*store.Row)
 // the first), with one iterator: fan-out's task over many buckets of a small app met a
 // bucket or two of rows per iterator, and building 256 of them cost more than the rows
 // (fanout.BucketsScanner). fn is told each row's bucket.
+//
+// The buckets' rows are one contiguous key range, walked once. A device type narrows it by
+// key: rows of other device types are stepped over without reading their values, and a run
+// of skipSeekAfter of them is jumped with a seek to the device type's rows in this bucket or
+// the next. A small app has a row or two per bucket and pays no seek per bucket; a large one
+// jumps over the other device types' rows.
 func (s *Store) ScanBuckets(ctx context.Context, r store.ScanRange, hi int, fn func(bucket int, row *store.Row) error) (err error) {
 	if err := s.enter(); err != nil {
 		return err
@@ -48,7 +54,27 @@ func (s *Store) ScanBuckets(ctx context.Context, r store.ScanRange, hi int, fn f
 		}
 		return channelPrefix(dst, r.AppID, r.Channel, b)
 	}
-	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{})
+	first := bucketKey(make([]byte, 0, 64), r.Bucket)
+	plen := len(first) // every bucket's prefix has the same length
+	var dt []byte      // the device type's key component, nil for all
+	if r.DeviceType != "" {
+		dt = appendStr(nil, r.DeviceType)
+	}
+	lower := append(append([]byte(nil), first...), dt...)
+	if len(r.After) > 0 {
+		after := append(append(append([]byte(nil), first...), r.After...), 0)
+		if bytes.Compare(after, lower) > 0 {
+			lower = after
+		}
+	}
+	upper := prefixEnd(bucketKey(nil, hi-1))
+	if dt != nil && hi-1 == r.Bucket {
+		upper = prefixEnd(append(append([]byte(nil), first...), dt...))
+	}
+	if bytes.Compare(lower, upper) >= 0 {
+		return nil
+	}
+	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return fmt.Errorf("cannot scan bucket %d of app %s: %w", r.Bucket, r.AppID, err)
 	}
@@ -58,80 +84,70 @@ func (s *Store) ScanBuckets(ctx context.Context, r store.ScanRange, hi int, fn f
 		}
 	}()
 	var (
-		route  push.Route
-		row    = store.Row{Route: &route}
-		slab   []byte
-		n      int
-		prefix = make([]byte, 0, 64)
-		lower  []byte
-		upper  []byte
+		route push.Route
+		row   = store.Row{Route: &route}
+		slab  []byte
+		n     int
+		miss  int    // rows of another device type in a row
+		seek  []byte // scratch for skip seeks
 	)
-	// Without a device type the buckets' rows are one contiguous key range: one pass, the
-	// bucket read from each key. With one, each bucket is its own range (a re-bounded seek).
-	whole := r.DeviceType == ""
-	for b := r.Bucket; b < hi; b++ {
-		prefix = bucketKey(prefix[:0], b)
-		lower, upper = append(lower[:0], prefix...), prefixEnd(prefix)
-		if !whole {
-			lower = appendStr(lower, r.DeviceType)
-			upper = prefixEnd(lower)
-		}
-		if b == r.Bucket && len(r.After) > 0 {
-			after := append(append(append([]byte(nil), prefix...), r.After...), 0)
-			if bytes.Compare(after, lower) > 0 {
-				lower = after
-			}
-		}
-		if whole {
-			upper = prefixEnd(bucketKey(nil, hi-1))
-		}
-		if bytes.Compare(lower, upper) >= 0 {
-			continue
-		}
-		it.SetBounds(lower, upper)
-		plen := len(prefix) // every bucket's prefix has the same length
-		for valid := it.First(); valid; valid = it.Next() {
-			if n++; n%scanCtxEvery == 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
-			k := it.Key()
-			rb := b
-			if whole {
-				rb = int(binary.BigEndian.Uint16(k[plen-2 : plen]))
-			}
-			v, err := it.ValueAndErr()
-			if err != nil {
-				return fmt.Errorf("cannot scan bucket %d of app %s: %w", rb, r.AppID, err)
-			}
-			used, err := store.DecodeRouteAlias(v, &route)
-			if err != nil {
-				return fmt.Errorf("cannot decode a row of bucket %d of app %s: %w", rb, r.AppID, err)
-			}
-			row.Doc = v[used:]
-			c := k[plen:]
-			if cap(slab)-len(slab) < len(c) {
-				// Small first: most scans of a small app's bucket see a row or two, and a
-				// slab per bucket of a 256-bucket task took 4 MB for a few hundred rows.
-				slab = make([]byte, 0, max(min(cursorSlabSize, 2*cap(slab)+cursorSlabFirst), len(c)))
-			}
-			start := len(slab)
-			slab = append(slab, c...)
-			row.Cursor = slab[start:len(slab):len(slab)]
-			if err := fn(rb, &row); err != nil {
+	for valid := it.First(); valid; {
+		if n++; n%scanCtxEvery == 0 {
+			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		if err := it.Error(); err != nil {
+		k := it.Key()
+		b := int(binary.BigEndian.Uint16(k[plen-2 : plen]))
+		c := k[plen:]
+		if dt != nil && !bytes.HasPrefix(c, dt) {
+			if miss++; miss < skipSeekAfter {
+				valid = it.Next()
+				continue
+			}
+			miss = 0
+			if bytes.Compare(c, dt) > 0 { // past this bucket's rows of the device type
+				if b+1 >= hi {
+					break
+				}
+				b++
+			}
+			seek = append(bucketKey(seek[:0], b), dt...)
+			valid = it.SeekGE(seek)
+			continue
+		}
+		miss = 0
+		v, err := it.ValueAndErr()
+		if err != nil {
 			return fmt.Errorf("cannot scan bucket %d of app %s: %w", b, r.AppID, err)
 		}
-		if whole {
-			return nil
+		used, err := store.DecodeRouteAlias(v, &route)
+		if err != nil {
+			return fmt.Errorf("cannot decode a row of bucket %d of app %s: %w", b, r.AppID, err)
 		}
+		row.Doc = v[used:]
+		if cap(slab)-len(slab) < len(c) {
+			// Small first: most scans of a small app's bucket see a row or two, and a
+			// slab per bucket of a 256-bucket task took 4 MB for a few hundred rows.
+			slab = make([]byte, 0, max(min(cursorSlabSize, 2*cap(slab)+cursorSlabFirst), len(c)))
+		}
+		start := len(slab)
+		slab = append(slab, c...)
+		row.Cursor = slab[start:len(slab):len(slab)]
+		if err := fn(b, &row); err != nil {
+			return err
+		}
+		valid = it.Next()
+	}
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("cannot scan buckets %d to %d of app %s: %w", r.Bucket, hi-1, r.AppID, err)
 	}
 	return nil
 }
+
+// skipSeekAfter is how many rows of another device type a narrowed scan steps over before it
+// seeks past them: a seek costs about as much as that many steps.
+const skipSeekAfter = 16
 
 // CountSource counts the by_bucket rows of app (channel "") or its by_channel rows of channel
 // in buckets lo to hi-1, stopping at limit: fan-out's planner sizes a push's tasks by it
