@@ -63,7 +63,7 @@ func (r *run) badges(ctx context.Context, b *batch, ds []push.Delivery) error {
 		}
 	}
 	// Sized once for the batch, so no append below moves the bodies already pointed at.
-	if need := n * r.js.badge.Len(); cap(sc.bodies) < need {
+	if need := n * r.js.badged().Len(); cap(sc.bodies) < need {
 		sc.bodies = make([]byte, 0, need)
 	}
 	sc.bodies = sc.bodies[:0]
@@ -80,7 +80,7 @@ func (r *run) badges(ctx context.Context, b *batch, ds []push.Delivery) error {
 			j++
 		}
 		start := len(sc.bodies)
-		sc.bodies = r.js.badge.AppendBody(sc.bodies, badge)
+		sc.bodies = r.js.badged().AppendBody(sc.bodies, badge)
 		m := &sc.msgs[k]
 		*m = *d.Message
 		m.Body = sc.bodies[start:len(sc.bodies):len(sc.bodies)]

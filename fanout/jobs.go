@@ -14,17 +14,23 @@ import (
 )
 
 // jobState is what every task of one job shares on a worker: the app's settings, the parsed
-// (and resolved) where, and the rendered messages. Immutable once built.
+// (and resolved) where, and the rendered messages. Immutable once built, but for the
+// messages, each rendered on its channel's first target (message): a push that reaches
+// nobody, or only iOS devices, renders nothing, or one payload, instead of ten.
 type jobState struct {
 	app     push.App
 	buckets int
 	q       *query.Query // nil for devices jobs
 	hints   query.Hints
+
+	render  Messages             // the job's renderer, for message
+	once    [nChannels]sync.Once // each channel's message is rendered once
 	msgs    [nChannels]*push.Message
 	msgErrs [nChannels]string       // why a channel's message could not be rendered
 	msgOut  [nChannels]push.Outcome // and how its targets end: failed, or expired
 	// badge is the APNs payload template of a push whose badge is "Increment": each iOS
-	// target gets its own payload (see badges.go). nil for every other push.
+	// target gets its own payload (see badges.go). nil for every other push. Set with the
+	// APNs message (message).
 	badge *render.Badged
 	// policy is the push's channel policy for hybrid Android installations (push/policy.go):
 	// its channel_policy, else the app's, else push.PolicyVendor.
@@ -54,30 +60,44 @@ func (w *Worker) buildJob(ctx context.Context, job *push.Job) (*jobState, error)
 	}
 	classed := *job // rendered as its resolved class: the vendors' classification fields
 	classed.MessageClass = js.class
-	msgs := w.newMessages(&classed)
-	for i, ch := range channelNames {
+	js.render = w.newMessages(&classed)
+	return js, nil
+}
+
+// message is the job's message on channel ci, rendered on first use; nil when the channel has
+// none, msgOut[ci] and msgErrs[ci] then say how its targets end and why.
+func (js *jobState) message(ci uint8) *push.Message {
+	js.once[ci].Do(func() {
+		ch := channelNames[ci]
 		// A vendor of the other edition (an installation stored before its app changed
 		// edition) fails with the reason rather than reaching that vendor.
-		if ed := app.Settings.Edition; !ed.HasChannel(ch) {
-			js.msgErrs[i] = ed.NotInEdition(ch)
-			js.msgOut[i] = push.OutcomeFailed
-			continue
+		if ed := js.app.Settings.Edition; !ed.HasChannel(ch) {
+			js.msgErrs[ci] = ed.NotInEdition(ch)
+			js.msgOut[ci] = push.OutcomeFailed
+			return
 		}
-		m, err := msgs.Get(ch)
+		m, err := js.render.Get(ch)
 		if err != nil {
-			js.msgErrs[i] = err.Error()
-			js.msgOut[i] = push.OutcomeFailed
+			js.msgErrs[ci] = err.Error()
+			js.msgOut[ci] = push.OutcomeFailed
 			if errors.Is(err, render.ErrExpired) {
-				js.msgOut[i] = push.OutcomeExpired
+				js.msgOut[ci] = push.OutcomeExpired
 			}
-			continue
+			return
 		}
-		js.msgs[i] = m
-	}
-	if bm, ok := msgs.(badgedMessages); ok && js.msgs[0] != nil {
-		js.badge = bm.Badged()
-	}
-	return js, nil
+		js.msgs[ci] = m
+		if bm, ok := js.render.(badgedMessages); ok && ci == apnsIndex {
+			js.badge = bm.Badged()
+		}
+	})
+	return js.msgs[ci]
+}
+
+// badged is the per-target APNs template of a push whose badge is "Increment" (nil for any
+// other push, or one whose APNs message cannot be rendered).
+func (js *jobState) badged() *render.Badged {
+	js.message(apnsIndex)
+	return js.badge
 }
 
 // jobQuery parses a query job's where at the job's query time and resolves its sub-queries

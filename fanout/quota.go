@@ -161,7 +161,7 @@ func (r *run) deferredRow(d *push.Delivery, bu *budget, reason string) push.Defe
 		Policy: r.js.policy, Target: d.Target, Message: d.Message, Reason: reason,
 	}
 	if d.Target.InstallationID != "" && push.AdmitsHybrid(r.js.policy) {
-		row.Own = r.js.msgs[channelIndex(push.ChannelDirect)]
+		row.Own = r.js.message(channelIndex(push.ChannelDirect))
 	}
 	return row
 }

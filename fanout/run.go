@@ -357,7 +357,7 @@ func (r *run) prepare(ctx context.Context, b *batch) ([]push.Delivery, error) {
 		r.release(ctx, len(ds))
 		return nil, err
 	}
-	if r.js.badge != nil {
+	if r.js.badged() != nil {
 		if err := r.badges(ctx, b, ds); err != nil {
 			r.release(ctx, len(ds)) // not sent: the retry reserves (and counts) the batch again
 			return nil, err

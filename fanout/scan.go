@@ -127,14 +127,14 @@ func (s *scanner) target(ctx context.Context, rt *push.Route) {
 			hybrid = true
 			switch {
 			case s.counts != nil || r.w.presence == nil:
-			case r.js.msgs[channelIndex(ch)] != nil && r.js.msgs[channelIndex(push.ChannelDirect)] != nil:
+			case r.js.message(channelIndex(ch)) != nil && r.js.message(channelIndex(push.ChannelDirect)) != nil:
 				// Queued for its vendor; the batch's presence query may move it (resolveOwnFirst).
 				ownFirst = true
 			default: // a channel without a message: ask for this one target now
 				own = s.onlineNow(ctx, rt.InstallationID)
 			}
 		case push.PolicyVendorFirst:
-			fallback = r.js.msgs[channelIndex(push.ChannelDirect)]
+			fallback = r.js.message(channelIndex(push.ChannelDirect))
 		}
 		if own {
 			ch = push.ChannelDirect
@@ -146,7 +146,7 @@ func (s *scanner) target(ctx context.Context, rt *push.Route) {
 		s.counts[ci].Targets++
 		return
 	}
-	msg := r.js.msgs[ci]
+	msg := r.js.message(ci)
 	if msg == nil {
 		o := r.js.msgOut[ci]
 		if o == push.OutcomeExpired && r.asksHeld() {
@@ -200,7 +200,7 @@ func (s *scanner) resolveOwnFirst(ctx context.Context) {
 	for k, i := range b.ownFirst {
 		t := &b.ds[i].Target
 		if s.online[k] {
-			b.ds[i].Message = r.js.msgs[di]
+			b.ds[i].Message = r.js.message(di)
 			t.Channel = push.ChannelDirect
 			t.DeviceID = t.InstallationID
 			t.InstallationID = ""

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/push/render"
 	"github.com/pushd/pushd/store/pebble"
 )
 
@@ -518,6 +520,54 @@ func TestFanoutFinalProgressSyncedByTheRecordUpdate(t *testing.T) {
 		}
 		if p, err := e.st.GetTaskProgress(ctx, job.ID, tasks[0].ID); err != nil || !p.Done {
 			t.Errorf("final progress %+v, %v", p, err)
+		}
+	}
+}
+
+// countingMessages is a job's renderer that counts what is asked of it.
+type countingMessages struct {
+	Messages
+	mu  sync.Mutex
+	got map[string]int
+}
+
+func (c *countingMessages) Get(channel string) (*push.Message, error) {
+	c.mu.Lock()
+	c.got[channel]++
+	c.mu.Unlock()
+	return c.Messages.Get(channel)
+}
+
+// A job's messages are rendered on their channel's first target, once per worker, whatever
+// the number of tasks and batches: a push that reaches only iOS devices renders the APNs
+// payload alone, and one that reaches nobody renders nothing.
+func TestFanoutRendersOnlyTheChannelsReached(t *testing.T) {
+	e := newEnv(t)
+	e.createApp(64, nil)
+	e.seed(64, 400)
+	for _, c := range []struct {
+		where string
+		want  map[string]int
+	}{
+		{`{"deviceType":"ios"}`, map[string]int{push.ChannelAPNs: 1}},
+		{`{"deviceType":"ios","age":{"$gt":1000}}`, map[string]int{}},
+	} {
+		var cm *countingMessages
+		w := e.worker(DefaultWorkerConfig(), newRecSender())
+		w.newMessages = func(j *push.Job) Messages {
+			cm = &countingMessages{Messages: render.NewCache(j), got: map[string]int{}}
+			return cm
+		}
+		job, tasks := e.planDirect(push.Job{Where: json.RawMessage(c.where)}, PlannerConfig{BucketsPerTask: 16, IDsPerTask: 1000})
+		for i := range tasks {
+			if err := w.RunTask(context.Background(), &tasks[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r := e.record(job.NotificationObjectID)
+		checkCounts(t, r.Counts, countsOf(expected(t, 400, c.where)))
+		if !maps.Equal(cm.got, c.want) {
+			t.Errorf("%s over %d tasks: rendered %v, want %v", c.where, len(tasks), cm.got, c.want)
 		}
 	}
 }
