@@ -44,6 +44,7 @@ bench: ## run the benchmarks and print their figures
 	if ls query/*_test.go >/dev/null 2>&1 && grep -qs 'func Benchmark' query/*_test.go; then run ./query/ 'Benchmark'; fi; \
 	if grep -qs 'func Benchmark' store/pebble/*_test.go; then run ./store/pebble/ 'Benchmark'; fi; \
 	run ./api/pushapi/ 'BenchmarkPushAccept'; \
+	run ./fanout/ 'BenchmarkFanoutSmallPush'; \
 	run ./migrate/ 'BenchmarkMigrateImportFile$$'; \
 	run ./sender/apns/ 'BenchmarkSenderAPNsPool$$'; \
 	run ./sender/fcm/ 'BenchmarkSenderFCMPool$$'; \
