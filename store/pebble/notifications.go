@@ -222,17 +222,21 @@ func (s *Store) UpdateNotification(ctx context.Context, appID, objectID string, 
 	}
 	defer s.exit()
 	defer s.locks.lock(stripeOf("n", appID, objectID))()
-	old, err := s.readNotification(appID, objectID)
+	n, err := s.readNotification(appID, objectID)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return push.Notification{}, err
 		}
 		return push.Notification{}, fmt.Errorf("cannot update push record %s of app %s: %w", objectID, appID, err)
 	}
-	// fn gets its own copy: old's maps and slices must not change under it.
-	n, err := s.readNotification(appID, objectID)
-	if err != nil {
-		return push.Notification{}, fmt.Errorf("cannot update push record %s of app %s: %w", objectID, appID, err)
+	// old is what the index rows were written from: the keys' fields (ids, times) only,
+	// which fn cannot change under it in a shallow copy, but for the pending job, copied
+	// (fn may move its query time in place). One decode, where a second one made the copy:
+	// a push's record is updated twice, and its JSON was the intake's largest cost.
+	old := n
+	if old.PendingJob != nil {
+		j := *old.PendingJob
+		old.PendingJob = &j
 	}
 	if err := fn(&n); err != nil {
 		return push.Notification{}, err

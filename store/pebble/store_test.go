@@ -2,6 +2,7 @@ package pebble
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -65,13 +66,18 @@ func TestStoreScanAllocationFree(t *testing.T) {
 	}
 	rows := 0
 	fn := func(*store.Row) error { rows++; return nil }
-	allocs := testing.AllocsPerRun(5, func() {
-		if err := s.Scan(t.Context(), store.ScanRange{AppID: "app", Channel: "news", Bucket: 0}, fn); err != nil {
-			t.Fatal(err)
-		}
-	})
-	if rows != 6*2000 {
-		t.Fatalf("scanned %d rows, want %d", rows, 6*2000)
+	// AllocsPerRun counts the whole process's allocations, Pebble's background flush of the
+	// seeded rows included: the least of three measures is the scan's own.
+	allocs := math.Inf(1)
+	for range 3 {
+		allocs = min(allocs, testing.AllocsPerRun(5, func() {
+			if err := s.Scan(t.Context(), store.ScanRange{AppID: "app", Channel: "news", Bucket: 0}, fn); err != nil {
+				t.Fatal(err)
+			}
+		}))
+	}
+	if rows != 18*2000 {
+		t.Fatalf("scanned %d rows, want %d", rows, 18*2000)
 	}
 	// Per scan: the iterator, bounds, the Route's channel slice and a cursor slab per ~16 KiB of
 	// cursors (the race detector adds a few). One allocation per row would show as 2000.

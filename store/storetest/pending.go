@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -70,6 +71,18 @@ func testPendingJobs(t *testing.T, s store.Store) {
 	}
 	wantIDs(t, "pending before t0+90s", pendingIDs(t, s, app, t0.Add(90*time.Second), 10), "p2")
 	wantIDs(t, "pending after p3 fired", pendingIDs(t, s, app, now, 10), "p2", "p3")
+	// A job's query time moved in place (the same job, changed by the update): the row
+	// under the old time goes.
+	if _, err := s.UpdateNotification(bg, app, "p2", func(n *push.Notification) error {
+		n.PendingJob.QueryAt = t0.Add(3 * time.Minute)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, "pending before t0+150s", pendingIDs(t, s, app, t0.Add(150*time.Second), 10), "p3")
+	if got := pendingIDs(t, s, app, now, 10); !slices.Equal(got, []string{"p3", "p2"}) {
+		t.Errorf("pending after p2's job moved in place: got %q, want p3 then p2 (longest pending first)", got)
+	}
 	if err := s.DeleteNotification(bg, app, "p2"); err != nil {
 		t.Fatal(err)
 	}
