@@ -53,13 +53,6 @@ func (d *rowDoc) reset(r *push.Route, raw []byte) {
 	d.chansOK = false
 }
 
-// routeFields are the fields rowDoc answers without decoding the document.
-var routeFields = map[string]bool{
-	"objectId": true, "deviceType": true, "deviceToken": true, "installationId": true,
-	"registrationId": true, "vendor": true, "deviceProfile": true, "apnsTopic": true,
-	"apnsTeamId": true, "channels": true, "updatedAt": true,
-}
-
 // Get implements query.Doc.
 func (d *rowDoc) Get(field string) (any, bool) {
 	switch field {
@@ -135,14 +128,4 @@ func (d *rowDoc) emptyRouteField(field string) (any, bool) {
 		return nil, false
 	}
 	return d.docField(field)
-}
-
-// routeOnly says whether every field of fields is answered from the route.
-func routeOnly(fields []string) bool {
-	for _, f := range fields {
-		if !routeFields[f] {
-			return false
-		}
-	}
-	return true
 }

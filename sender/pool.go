@@ -167,20 +167,15 @@ func (p *pool) trip(reason string) {
 	}
 }
 
-// deliver runs the attempts of one delivery. ctx is the Send call's, merged with the
+// deliverFrom runs the attempts of one delivery. ctx is the Send call's, merged with the
 // dispatcher's life (Close aborts requests and backoffs). final is false when ctx ended
-// first: the result is then not counted (the batch is abandoned).
+// first: the result is then not counted (the batch is abandoned). When first is set, the
+// first attempt was already made (in a batch, sendBatch) and answered first: it goes on from
+// that answer; recorded says the gate was told first already.
 //
 // Retryable replies are retried with backoff until the delivery's deadline: its expiration
 // (then it is expired, not failed) or RetryHorizon after its first attempt, whichever comes
 // first. While the pool's gateway is down the delivery parks instead (see gate).
-func (p *pool) deliver(ctx context.Context, d *push.Delivery) (res push.Result, final bool) {
-	return p.deliverFrom(ctx, d, nil, false)
-}
-
-// deliverFrom is deliver of a delivery whose first attempt, when first is set, was already
-// made (in a batch, sendBatch) and answered first: it goes on from that answer. recorded says
-// the gate was told first already.
 func (p *pool) deliverFrom(ctx context.Context, d *push.Delivery, first *gateway.Reply, recorded bool) (res push.Result, final bool) {
 	canceled := push.Result{Outcome: push.OutcomeFailed, Reason: "canceled"}
 	if ctx.Err() != nil {

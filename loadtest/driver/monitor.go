@@ -48,7 +48,6 @@ type monitor struct {
 	upserts  []Call
 	pushes   []Call
 	procErr  string // the last reason pushd could not be sampled
-	stopped  chan struct{}
 	cancel   context.CancelFunc
 	sampling sync.WaitGroup
 }

@@ -35,10 +35,6 @@ func isIOSOnly(k string) bool {
 	return k != "alert" && k != "title" && slices.Contains(IOSAttributes, k)
 }
 
-func isAndroidOnly(k string) bool {
-	return k != "alert" && k != "title" && slices.Contains(AndroidAttributes, k)
-}
-
 // isCustom says whether k is a custom attribute: none of the known ones of any platform.
 func isCustom(k string) bool {
 	return !IsPlatformKey(k) && !slices.Contains(IOSAttributes, k) && !slices.Contains(AndroidAttributes, k)

@@ -306,12 +306,6 @@ func (p *partition) watch() (int64, <-chan struct{}) {
 	return p.visible, p.changed
 }
 
-func (l *Log) isClosed() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.closed
-}
-
 // Close stops every consumer (their Consume calls return nil once their partition goroutines
 // exited) and the trimmer, and waits for Appends in flight. It does not close the DB.
 func (l *Log) Close() error {

@@ -84,11 +84,6 @@ func rec(p, i int) queue.Record {
 	return queue.Record{Partition: p, Key: fmt.Appendf(nil, "k%d", p), Value: fmt.Appendf(nil, "p%d-%d", p, i)}
 }
 
-type pid struct {
-	p   int
-	off int64
-}
-
 // collector records what handlers saw. Safe for concurrent use.
 type collector struct {
 	mu   sync.Mutex

@@ -61,12 +61,6 @@ func (r *recSession) since(i int) []*call {
 	return append([]*call(nil), r.calls[i:]...)
 }
 
-func (r *recSession) mark() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.calls)
-}
-
 func (r *recSession) record(c *call) reply {
 	checkBinds(r.t, c.stmt, c.args)
 	for _, b := range c.batch {

@@ -179,6 +179,3 @@ func prefixEnd(prefix []byte) []byte {
 	}
 	panic("BUG: prefixEnd of an all-0xFF prefix")
 }
-
-// successor is the smallest key strictly greater than k.
-func successor(k []byte) []byte { return append(append([]byte(nil), k...), 0) }
