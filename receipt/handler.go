@@ -19,6 +19,9 @@ import (
 type Store interface {
 	GetApp(ctx context.Context, appID string) (push.App, error)
 	CountReceipts(ctx context.Context, appID, pushID, channel string, deviceIDs []string, now time.Time) (int, error)
+	// For the webhook's arrived events: the installation a vendor token belongs to.
+	LookupDevice(ctx context.Context, appID string, kind push.IDKind, deviceID string) (objectID string, err error)
+	GetInstallation(ctx context.Context, appID, objectID string) (push.Installation, error)
 }
 
 // TokenInvalidator deletes the installation of a dead token unless it was refreshed after since
@@ -145,6 +148,24 @@ func (h *Handler) Receive(ctx context.Context, vendor, appID, token string, head
 	return h.apply(ctx, appID, vendor, es)
 }
 
+// installationID is the installationId of the installation whose vendor token is token, for
+// an arrived event; "" when none is stored (or the store cannot say now: the event goes
+// without it rather than the receipt being refused). Two reads per device, paid only by apps
+// with a webhook.
+func (h *Handler) installationID(ctx context.Context, appID, token string) string {
+	oid, err := h.st.LookupDevice(ctx, appID, push.KindRegID, token)
+	if err == nil {
+		var inst push.Installation
+		if inst, err = h.st.GetInstallation(ctx, appID, oid); err == nil {
+			return inst.Route.InstallationID
+		}
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		h.log.Warn("cannot find the installation of a receipt's device", zap.String(telemetry.KeyAppID, appID), zap.Error(err))
+	}
+	return ""
+}
+
 // apply counts the arrivals per push record, emits their events, and cleans the dead tokens
 // under the guard.
 func (h *Handler) apply(ctx context.Context, appID, vendor string, es []Entry) error {
@@ -172,7 +193,8 @@ func (h *Handler) apply(ctx context.Context, appID, vendor string, es []Entry) e
 		}
 		if hooks {
 			for _, id := range ids {
-				h.ev.Emit(webhook.Event{Type: webhook.Arrived, AppID: appID, PushID: pid, NotificationID: nids[pid], Channel: vendor, DeviceID: id, At: now})
+				h.ev.Emit(webhook.Event{Type: webhook.Arrived, AppID: appID, PushID: pid, NotificationID: nids[pid], Channel: vendor,
+					InstallationID: h.installationID(ctx, appID, id), DeviceID: id, At: now})
 			}
 		}
 	}

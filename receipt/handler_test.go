@@ -171,9 +171,16 @@ func TestReceiptRefusesBadInput(t *testing.T) {
 }
 
 // A vendor repeating a receipt counts each device once; arrivals emit the webhook's arrived
-// events; dead statuses go to the invalidator; other statuses change nothing.
+// events, naming the installation of a stored token; dead statuses go to the invalidator;
+// other statuses change nothing.
 func TestReceiptArrivalsOnceDeadCleaned(t *testing.T) {
 	e := newEnv(t)
+	// r1 is the Mi token of a stored installation; r2 and the rest are not stored.
+	if err := e.st.PutInstallation(bg, e.app.ID, push.DefaultBuckets, push.Installation{
+		Route: push.Route{ObjectID: "o-r1", DeviceType: push.DeviceAndroid, InstallationID: "iid-r1", RegistrationID: "r1",
+			Vendor: push.ChannelMi, UpdatedAt: 1}, CreatedAt: 1, Doc: []byte(`{"objectId":"o-r1"}`)}); err != nil {
+		t.Fatal(err)
+	}
 	tok := Token(miSecret, e.app.ID)
 	for range 2 {
 		if err := e.h.Receive(bg, push.ChannelMi, e.app.ID, tok, noHeader, miBody(1, "r1,r2")); err != nil {
@@ -200,6 +207,10 @@ func TestReceiptArrivalsOnceDeadCleaned(t *testing.T) {
 	for _, ev := range e.ev.evs {
 		if ev.Type != webhook.Arrived || ev.PushID != testPushID || ev.NotificationID != "nid1" {
 			t.Fatalf("event %+v", ev)
+		}
+		// r1 is a stored installation's token: its event names the installation.
+		if want := map[string]string{"r1": "iid-r1"}[ev.DeviceID]; ev.InstallationID != want {
+			t.Errorf("arrived event of %s names installation %q, want %q", ev.DeviceID, ev.InstallationID, want)
 		}
 		arrived = append(arrived, ev.Channel+"/"+ev.DeviceID)
 	}
