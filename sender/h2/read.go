@@ -153,7 +153,9 @@ func (c *Conn) emit(f hpack.HeaderField) {
 				}
 				n = n*10 + int(d-'0')
 			}
-			c.curStatus = n
+			if n >= 100 { // "001" is three digits but no status: the answer is malformed
+				c.curStatus = n
+			}
 		}
 	case "retry-after":
 		c.curRetryAfter = f.Value
