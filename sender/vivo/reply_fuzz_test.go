@@ -1,6 +1,7 @@
 package vivo
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/pushd/pushd/sender/gateway"
@@ -27,7 +28,9 @@ func FuzzVivoReply(f *testing.F) {
 			if r.Kind != gateway.KindSent && r.Reason == "" {
 				t.Fatalf("%v without a reason", r.Kind)
 			}
-			if r.Kind == gateway.KindInvalidToken && ids[i] == "c" {
+			// The seeds never name c; an input that does (in any case of the keys: encoding/json
+			// matches them so) may drop it.
+			if r.Kind == gateway.KindInvalidToken && ids[i] == "c" && !bytes.Contains(body, []byte(`"c"`)) {
 				t.Fatalf("regId c dropped though no reply names it: %s", body)
 			}
 		}
