@@ -264,21 +264,23 @@ func (s *scanner) scanRange(ctx context.Context) error {
 		s.b.cursor = appendRangeCursor(s.b.cursor[:0], bucket, row.Cursor)
 		return s.flush(ctx)
 	}
-	if bs, ok := s.st.(BucketsScanner); ok && first < t.BucketHi {
+	bs, whole := s.st.(BucketsScanner)
+	switch {
+	case first >= t.BucketHi: // resumed past the end
+	case whole:
 		sr := store.ScanRange{AppID: t.Job.AppID, Channel: channel, Bucket: first, DeviceType: r.js.hints.DeviceType, After: after}
 		if err := bs.ScanBuckets(ctx, sr, t.BucketHi, each); err != nil {
 			return fmt.Errorf("cannot scan buckets %d to %d of app %s: %w", first, t.BucketHi-1, t.Job.AppID, err)
 		}
-		first = t.BucketHi
-	}
-	for bucket := first; bucket < t.BucketHi; bucket++ {
-		sr := store.ScanRange{AppID: t.Job.AppID, Channel: channel, Bucket: bucket, DeviceType: r.js.hints.DeviceType}
-		if bucket == first {
-			sr.After = after
-		}
-		err := s.st.Scan(ctx, sr, func(row *store.Row) error { return each(bucket, row) })
-		if err != nil {
-			return fmt.Errorf("cannot scan bucket %d of app %s: %w", bucket, t.Job.AppID, err)
+	default:
+		for bucket := first; bucket < t.BucketHi; bucket++ {
+			sr := store.ScanRange{AppID: t.Job.AppID, Channel: channel, Bucket: bucket, DeviceType: r.js.hints.DeviceType}
+			if bucket == first {
+				sr.After = after
+			}
+			if err := s.st.Scan(ctx, sr, func(row *store.Row) error { return each(bucket, row) }); err != nil {
+				return fmt.Errorf("cannot scan bucket %d of app %s: %w", bucket, t.Job.AppID, err)
+			}
 		}
 	}
 	s.b.cursor = appendRangeCursor(s.b.cursor[:0], t.BucketHi, nil) // past the end

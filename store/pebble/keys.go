@@ -97,6 +97,15 @@ func channelPrefix(dst []byte, app, channel string, bucket int) []byte {
 	return appendUint16(appendStr(appendStr(append(dst, tByChannel), app), channel), uint16(bucket))
 }
 
+// sourcePrefix is the key prefix of one bucket of a push's source: by_bucket when channel is
+// "", else by_channel of channel.
+func sourcePrefix(dst []byte, app, channel string, bucket int) []byte {
+	if channel == "" {
+		return bucketPrefix(dst, app, bucket)
+	}
+	return channelPrefix(dst, app, channel, bucket)
+}
+
 func deviceKey(dst []byte, app, kind, id string) []byte {
 	return appendStr(appendStr(appendStr(append(dst, tByDevice), app), kind), id)
 }

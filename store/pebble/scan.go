@@ -48,13 +48,7 @@ func (s *Store) ScanBuckets(ctx context.Context, r store.ScanRange, hi int, fn f
 	if r.Bucket < 0 || hi > maxBuckets || r.Bucket >= hi {
 		return fmt.Errorf("cannot scan buckets %d to %d of app %s: out of range", r.Bucket, hi-1, r.AppID)
 	}
-	bucketKey := func(dst []byte, b int) []byte {
-		if r.Channel == "" {
-			return bucketPrefix(dst, r.AppID, b)
-		}
-		return channelPrefix(dst, r.AppID, r.Channel, b)
-	}
-	first := bucketKey(make([]byte, 0, 64), r.Bucket)
+	first := sourcePrefix(make([]byte, 0, 64), r.AppID, r.Channel, r.Bucket)
 	plen := len(first) // every bucket's prefix has the same length
 	var dt []byte      // the device type's key component, nil for all
 	if r.DeviceType != "" {
@@ -67,7 +61,7 @@ func (s *Store) ScanBuckets(ctx context.Context, r store.ScanRange, hi int, fn f
 			lower = after
 		}
 	}
-	upper := prefixEnd(bucketKey(nil, hi-1))
+	upper := prefixEnd(sourcePrefix(nil, r.AppID, r.Channel, hi-1))
 	if dt != nil && hi-1 == r.Bucket {
 		upper = prefixEnd(append(append([]byte(nil), first...), dt...))
 	}
@@ -112,7 +106,7 @@ func (s *Store) ScanBuckets(ctx context.Context, r store.ScanRange, hi int, fn f
 				}
 				b++
 			}
-			seek = append(bucketKey(seek[:0], b), dt...)
+			seek = append(sourcePrefix(seek[:0], r.AppID, r.Channel, b), dt...)
 			valid = it.SeekGE(seek)
 			continue
 		}
@@ -160,13 +154,8 @@ func (s *Store) CountSource(ctx context.Context, appID, channel string, lo, hi, 
 	if lo < 0 || hi > maxBuckets || lo >= hi {
 		return 0, fmt.Errorf("cannot count buckets %d to %d of app %s: out of range", lo, hi-1, appID)
 	}
-	bucketKey := func(b int) []byte {
-		if channel == "" {
-			return bucketPrefix(nil, appID, b)
-		}
-		return channelPrefix(nil, appID, channel, b)
-	}
-	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: bucketKey(lo), UpperBound: prefixEnd(bucketKey(hi - 1))})
+	lower, upper := sourcePrefix(nil, appID, channel, lo), prefixEnd(sourcePrefix(nil, appID, channel, hi-1))
+	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return 0, fmt.Errorf("cannot count the installations of app %s: %w", appID, err)
 	}
