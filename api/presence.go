@@ -39,6 +39,8 @@ type PresenceReader interface {
 // LocalPresence is this node's gateway core (sender/direct.Core).
 type LocalPresence interface {
 	Online(app, iid string) bool
+	// Leaving: a connection was detached here and its disconnect is being recorded.
+	Leaving(app, iid string) bool
 	Node() string
 }
 
@@ -88,6 +90,9 @@ func (s *Server) presence(ctx *fasthttp.RequestCtx, c *Call, cfg *PresenceConfig
 		case cfg.Local != nil && cfg.Local.Online(c.App.ID, inst.InstallationID):
 			v.Connected = true
 			p.Node = cfg.Local.Node()
+		case cfg.Local != nil && cfg.Local.Leaving(c.App.ID, inst.InstallationID):
+			// Disconnecting right now: the record of it follows.
+			p.LastSeen = now
 		case cfg.Local != nil && p.Node == cfg.Local.Node():
 			// Recorded by this node's gateway, which holds no such connection now (a crash
 			// before the disconnect was recorded).

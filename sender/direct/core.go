@@ -75,6 +75,10 @@ type Core struct {
 
 	mu       sync.Mutex
 	sessions map[devKey]*attached
+	// leaving counts the detached sessions whose disconnect is not recorded yet (guarded by
+	// mu): the presence endpoint reads them as disconnecting now, not as a connection that
+	// vanished without a trace.
+	leaving map[devKey]int
 	// parts is push.direct's partition count in a cluster (Cluster), 0 on one node; owned
 	// tells the partitions this node consumes (guarded by mu). A device is served only by the
 	// owner of its installation's partition.
@@ -124,7 +128,7 @@ type coreMetrics struct {
 
 // NewCore builds the core.
 func NewCore(cfg Config, cache Cache, log *zap.Logger, set *metrics.Set) *Core {
-	c := &Core{cfg: cfg.WithDefaults(), cache: cache, log: log.Named("direct"), now: time.Now, sessions: map[devKey]*attached{},
+	c := &Core{cfg: cfg.WithDefaults(), cache: cache, log: log.Named("direct"), now: time.Now, sessions: map[devKey]*attached{}, leaving: map[devKey]int{},
 		changed: make(chan struct{}, 1)}
 	c.m = &coreMetrics{
 		cached:     set.NewCounter(`pushd_direct_messages_total{result="cached"}`),
@@ -359,13 +363,22 @@ func (c *Core) Detach(app, iid string, s Session) {
 	gone := a != nil && a.s == s
 	if gone {
 		delete(c.sessions, k)
+		c.leaving[k]++
 	}
 	c.mu.Unlock()
-	if gone && c.presence != nil {
+	if !gone {
+		return
+	}
+	if c.presence != nil {
 		if err := c.presence.DeviceOffline(context.Background(), app, iid, c.node, c.now()); err != nil {
 			c.log.Warn("cannot record a device's presence", zap.String("app_id", app), zap.Error(err))
 		}
 	}
+	c.mu.Lock()
+	if c.leaving[k]--; c.leaving[k] <= 0 {
+		delete(c.leaving, k)
+	}
+	c.mu.Unlock()
 }
 
 // Ack removes the acked messages from the cache and counts their arrivals. The webhook gets
@@ -414,6 +427,14 @@ func (c *Core) CloseAll(code int, reason string) {
 
 // Online says whether the installation has a live session on this node (fan-out's
 // Presence: own_first asks it).
+// Leaving says whether a connection of the installation was detached here and its disconnect
+// is still being recorded.
+func (c *Core) Leaving(app, iid string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.leaving[devKey{app, iid}] > 0
+}
+
 func (c *Core) Online(app, iid string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
