@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/store"
+	"github.com/pushd/pushd/store/pebble"
 )
 
 // The states a crash on the accept path leaves (issue 12, item 2), written into the real store
@@ -113,5 +115,49 @@ func TestAcceptRetryTakesOverAScheduledClaim(t *testing.T) {
 	}
 	if n := len(e.jobs()); n != 0 {
 		t.Fatalf("%d jobs before the push time", n)
+	}
+}
+
+// claimCounter is the real store, counting the req_id claims taken with and without their
+// own fsync.
+type claimCounter struct {
+	*pebble.Store
+	synced, unsynced atomic.Int32
+}
+
+func (c *claimCounter) ClaimReqID(ctx context.Context, appID, reqID string, claim store.ReqClaim, ttl time.Duration) (store.ReqClaim, bool, error) {
+	c.synced.Add(1)
+	return c.Store.ClaimReqID(ctx, appID, reqID, claim, ttl)
+}
+
+func (c *claimCounter) ClaimReqIDNoSync(ctx context.Context, appID, reqID string, claim store.ReqClaim, ttl time.Duration) (store.ReqClaim, bool, error) {
+	c.unsynced.Add(1)
+	return c.Store.ClaimReqIDNoSync(ctx, appID, reqID, claim, ttl)
+}
+
+// A req_id is claimed without an fsync of its own only where the job's synced append makes it
+// durable (Deps.LogSyncsStore), and the claim still answers a retry with the first push.
+func TestAcceptClaimsWithoutOwnSyncOnlyBeforeASyncedAppend(t *testing.T) {
+	for _, syncs := range []bool{true, false} {
+		t.Run(fmt.Sprintf("LogSyncsStore=%v", syncs), func(t *testing.T) {
+			var cc *claimCounter
+			e := newEnv(t, func(d *Deps) {
+				cc = &claimCounter{Store: d.Store.(*pebble.Store)}
+				d.Store, d.LogSyncsStore = cc, syncs
+			})
+			app := e.newApp(nil)
+			first := e.do(app, master, "POST", "/1.1/push", `{"data":{"alert":"x"},"req_id":"r1"}`).JSON(t)
+			again := e.do(app, master, "POST", "/1.1/push", `{"data":{"alert":"x"},"req_id":"r1"}`).JSON(t)
+			if first["objectId"] == nil || again["objectId"] != first["objectId"] {
+				t.Fatalf("the retry answered %v, want the first push %v", again, first)
+			}
+			synced, unsynced := cc.synced.Load(), cc.unsynced.Load()
+			if syncs && (synced != 0 || unsynced != 2) || !syncs && (synced != 2 || unsynced != 0) {
+				t.Errorf("claims with their own fsync %d, without %d; want %d without", synced, unsynced, map[bool]int{true: 2, false: 0}[syncs])
+			}
+			if n := len(e.jobs()); n != 1 {
+				t.Errorf("%d jobs appended, want 1", n)
+			}
+		})
 	}
 }

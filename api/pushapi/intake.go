@@ -221,7 +221,13 @@ func (s *Service) accept(rctx *fasthttp.RequestCtx, c *api.Call, n *push.Notific
 			return push.Errorf(push.CodeUnavailable, "a push with req_id %s is still being accepted: retry", n.ReqID)
 		}
 		defer unlock()
-		prev, claimed, err := s.st.ClaimReqID(ctx, app.ID, n.ReqID, store.ReqClaim{ObjectID: n.ObjectID, CreatedAt: n.CreatedAt}, ReqIDWindow)
+		claim := s.st.ClaimReqID
+		if s.noSync != nil && s.jobSyncsStore {
+			// Durable with the record and the job (RecordNoSyncer), both written before the
+			// answer; a scheduled push's record write is synced too.
+			claim = s.noSync.ClaimReqIDNoSync
+		}
+		prev, claimed, err := claim(ctx, app.ID, n.ReqID, store.ReqClaim{ObjectID: n.ObjectID, CreatedAt: n.CreatedAt}, ReqIDWindow)
 		if err != nil {
 			return fmt.Errorf("cannot claim req_id of app %s: %w", app.ID, err)
 		}

@@ -64,9 +64,12 @@ type Log interface {
 //
 // CreateNewNotificationNoSync is the same for a record whose objectId was just generated
 // (push.NewObjectID): no record can hold it, so the store skips the read that refuses one.
+// ClaimReqIDNoSync is ClaimReqID on the same terms: the record's write and the job's append
+// follow the claim, so a call with a req_id waits for one fsync, not two in a row.
 type RecordNoSyncer interface {
 	CreateNotificationNoSync(ctx context.Context, n push.Notification) error
 	CreateNewNotificationNoSync(ctx context.Context, n push.Notification) error
+	ClaimReqIDNoSync(ctx context.Context, appID, reqID string, claim store.ReqClaim, ttl time.Duration) (store.ReqClaim, bool, error)
 }
 
 // Deps are what the service calls out to.

@@ -34,7 +34,7 @@ func testRecord(oid string) push.Notification {
 // keeps only synced data) after writes that do not wait for their own fsync: PutInstallation
 // and CreateNotification (applied, then an fsync after the stripes are released),
 // CreateNotificationNoSync followed by a synced write of the store or by a queue/embedded
-// Append on the same DB. Everything acknowledged is there after the crash; a
+// Append on the same DB, and ClaimReqIDNoSync followed by such an Append. Everything acknowledged is there after the crash; a
 // CreateNotificationNoSync that no synced write followed is not, which shows that the file
 // system really drops what was not synced. The same for a task's final progress written
 // without its fsync right before the synced record update that completes the task.
@@ -75,7 +75,12 @@ func TestStoreCrashWritesWithoutOwnSyncAreCoveredByLaterSync(t *testing.T) {
 	if err := s.PutTaskProgress(ctx, push.TaskProgress{JobID: "j", TaskID: "t"}); err != nil {
 		t.Fatal(err)
 	}
-	// A record without its own fsync, then a job appended to the embedded log.
+	// A req_id claim and a record without their own fsync, then a job appended to the
+	// embedded log (pushapi's order).
+	claimAt := time.Now()
+	if _, ok, err := s.ClaimReqIDNoSync(ctx, "app", "req-before-append", store.ReqClaim{ObjectID: "before-append", CreatedAt: claimAt}, time.Hour); err != nil || !ok {
+		t.Fatalf("claim: %v, %v", ok, err)
+	}
 	if err := s.CreateNotificationNoSync(ctx, testRecord("before-append")); err != nil {
 		t.Fatal(err)
 	}
@@ -99,6 +104,9 @@ func TestStoreCrashWritesWithoutOwnSyncAreCoveredByLaterSync(t *testing.T) {
 	afterAck := crashReopen(t, mem)
 
 	// The control: no synced write follows this one.
+	if _, ok, err := s.ClaimReqIDNoSync(ctx, "app", "req-never-synced", store.ReqClaim{ObjectID: "never-synced", CreatedAt: claimAt}, time.Hour); err != nil || !ok {
+		t.Fatalf("claim: %v, %v", ok, err)
+	}
 	if err := s.CreateNotificationNoSync(ctx, testRecord("never-synced")); err != nil {
 		t.Fatal(err)
 	}
@@ -128,6 +136,16 @@ func TestStoreCrashWritesWithoutOwnSyncAreCoveredByLaterSync(t *testing.T) {
 		if r, err := c.GetNotification(ctx, "app", "completed"); err != nil || r.TasksDone != 1 {
 			t.Errorf("completed record after the crash: %d tasks done, %v; want 1", r.TasksDone, err)
 		}
+	}
+	for _, c := range []*Store{afterAck, afterUnsynced} {
+		// The claim is there: a retry of the call is answered with its record.
+		prev, ok, err := c.ClaimReqID(ctx, "app", "req-before-append", store.ReqClaim{ObjectID: "retry", CreatedAt: claimAt.Add(time.Second)}, time.Hour)
+		if err != nil || ok || prev.ObjectID != "before-append" {
+			t.Errorf("claim after the crash = %+v, claimed anew %v, %v; want the claim of before-append", prev, ok, err)
+		}
+	}
+	if _, ok, err := afterUnsynced.ClaimReqID(ctx, "app", "req-never-synced", store.ReqClaim{ObjectID: "retry", CreatedAt: claimAt.Add(time.Second)}, time.Hour); err != nil || !ok {
+		t.Errorf("a claim no fsync covered survived the crash (claimed anew %v, %v)", ok, err)
 	}
 	if _, err := afterUnsynced.GetTaskProgress(ctx, "j", "never-synced"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("a progress no fsync covered survived the crash (%v)", err)

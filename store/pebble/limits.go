@@ -33,6 +33,20 @@ func decodeClaim(v []byte) (store.ReqClaim, time.Time, bool) {
 // now; Options.Now when zero): a claim is live while claim.CreatedAt is before the previous
 // claim's CreatedAt + ttl. Expired claims are overwritten, never swept.
 func (s *Store) ClaimReqID(ctx context.Context, appID, reqID string, claim store.ReqClaim, ttl time.Duration) (store.ReqClaim, bool, error) {
+	return s.claimReqID(appID, reqID, claim, ttl, pebble.Sync)
+}
+
+// ClaimReqIDNoSync is ClaimReqID without waiting for the claim's fsync: the claim is visible
+// at once and durable once a later synced write to this DB returns, as for
+// CreateNotificationNoSync (commit.go). pushapi uses it when the push's job, appended after it
+// to queue/embedded on DB(), is that write: a claim lost in a crash is lost with its record and
+// its job, and the retry then claims the req_id anew, where a claim kept alone is taken over.
+// The call waited for two fsyncs in a row before (the claim's, then the job's).
+func (s *Store) ClaimReqIDNoSync(ctx context.Context, appID, reqID string, claim store.ReqClaim, ttl time.Duration) (store.ReqClaim, bool, error) {
+	return s.claimReqID(appID, reqID, claim, ttl, pebble.NoSync)
+}
+
+func (s *Store) claimReqID(appID, reqID string, claim store.ReqClaim, ttl time.Duration, wo *pebble.WriteOptions) (store.ReqClaim, bool, error) {
 	if err := s.enter(); err != nil {
 		return store.ReqClaim{}, false, err
 	}
@@ -51,7 +65,7 @@ func (s *Store) ClaimReqID(ctx context.Context, appID, reqID string, claim store
 			return prev, false, nil
 		}
 	}
-	if err := s.db.Set(key, appendClaim(nil, claim, claim.CreatedAt.Add(ttl)), pebble.Sync); err != nil {
+	if err := s.db.Set(key, appendClaim(nil, claim, claim.CreatedAt.Add(ttl)), wo); err != nil {
 		return store.ReqClaim{}, false, fmt.Errorf("cannot claim req_id of app %s: %w", appID, err)
 	}
 	return claim, true, nil
