@@ -112,6 +112,9 @@ func (s *Store) directCounts(app, oid string) (push.Tally, error) {
 // n.Counts: the record as the store's readers see it.
 // The vendors' receipt arrivals (receipts.go) are added here too.
 func (s *Store) withDirectCounts(n *push.Notification) error {
+	if s.recs.noCounts(notifKey(nil, n.AppID, n.ObjectID)) {
+		return nil // created under a fresh objectId and not counted since (reccache.go)
+	}
 	t, err := s.directCounts(n.AppID, n.ObjectID)
 	if err != nil {
 		return err
@@ -128,6 +131,7 @@ func (s *Store) withDirectCounts(n *push.Notification) error {
 // countDirect adds t to the own channel's counts of push record oid inside b. The caller holds
 // the counts' stripe ("e", app, oid) until b is committed.
 func (s *Store) countDirect(b *pebble.Batch, app, oid string, t push.Tally) error {
+	s.recs.counted(notifKey(nil, app, oid)) // before the commit: see recCache
 	cur, err := s.directCounts(app, oid)
 	if err != nil {
 		return err

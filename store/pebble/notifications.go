@@ -68,51 +68,59 @@ func (s *Store) createNotificationChecked(n *push.Notification, sync, check bool
 	}
 	unlock := s.locks.lock(stripeOf("n", n.AppID, n.ObjectID))
 	var b *pebble.Batch
+	var doc []byte
 	var err error
 	if check {
-		b, err = s.createNotificationBatch(n)
+		b, doc, err = s.createNotificationBatch(n)
 	} else {
-		b, err = s.newNotificationBatch(n)
+		b, doc, err = s.newNotificationBatch(n)
 	}
 	if err != nil {
 		unlock()
 		return fmt.Errorf("cannot create push record %s of app %s: %w", n.ObjectID, n.AppID, err)
 	}
 	defer b.Close()
+	wo := pebble.NoSync
 	if sync {
-		err = s.commitUnlockSync(b, unlock)
-	} else {
-		err = b.Commit(pebble.NoSync)
-		unlock()
+		wo = pebble.Sync
 	}
+	// An objectId generated for this record (check unset) has had nothing counted under it.
+	err = s.commitRecord(b, wo, n, doc, !check)
+	unlock()
 	if err != nil {
 		return fmt.Errorf("cannot create push record %s of app %s: %w", n.ObjectID, n.AppID, err)
 	}
 	return nil
 }
 
-// createNotificationBatch checks that n does not exist and builds the batch that writes it.
-// The caller holds n's stripe.
-func (s *Store) createNotificationBatch(n *push.Notification) (*pebble.Batch, error) {
+// createNotificationBatch checks that n does not exist and builds the batch that writes it,
+// and returns n's document. The caller holds n's stripe.
+func (s *Store) createNotificationBatch(n *push.Notification) (*pebble.Batch, []byte, error) {
 	var buf [128]byte
-	_, found, err := s.getInto(nil, notifKey(buf[:0], n.AppID, n.ObjectID))
+	key := notifKey(buf[:0], n.AppID, n.ObjectID)
+	if doc, _ := s.recs.get(key); doc != nil {
+		return nil, nil, store.ErrExists
+	}
+	_, found, err := s.getInto(nil, key)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if found {
-		return nil, store.ErrExists
+		return nil, nil, store.ErrExists
 	}
 	return s.newNotificationBatch(n)
 }
 
-// newNotificationBatch builds the batch that writes n and its index rows.
-func (s *Store) newNotificationBatch(n *push.Notification) (*pebble.Batch, error) {
+// newNotificationBatch builds the batch that writes n and its index rows, and returns n's
+// document.
+func (s *Store) newNotificationBatch(n *push.Notification) (*pebble.Batch, []byte, error) {
 	b := s.db.NewBatch()
-	if err := notificationRows(b, nil, n); err != nil {
+	doc, err := notificationRows(b, nil, n)
+	if err != nil {
 		_ = b.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return b, nil
+	return b, doc, nil
 }
 
 // writeNotification writes n and its index rows, removing old's index rows when they differ,
@@ -120,47 +128,62 @@ func (s *Store) newNotificationBatch(n *push.Notification) (*pebble.Batch, error
 func (s *Store) writeNotification(old, n *push.Notification) error {
 	b := s.db.NewBatch()
 	defer b.Close()
-	if err := notificationRows(b, old, n); err != nil {
+	doc, err := notificationRows(b, old, n)
+	if err != nil {
 		return err
 	}
-	return b.Commit(pebble.Sync)
+	return s.commitRecord(b, pebble.Sync, n, doc, false)
+}
+
+// commitRecord commits b, which writes record n as doc, and then tells the record cache
+// (reccache.go): the new document once it is committed, or to forget the record when the
+// commit failed. The caller holds n's stripe until it returns.
+func (s *Store) commitRecord(b *pebble.Batch, wo *pebble.WriteOptions, n *push.Notification, doc []byte, fresh bool) error {
+	err := b.Commit(wo)
+	key := notifKey(nil, n.AppID, n.ObjectID)
+	if err != nil {
+		s.recs.drop(key)
+		return err
+	}
+	s.recs.put(key, doc, fresh)
+	return nil
 }
 
 // notificationRows adds n and its index rows to b, and the removal of old's index rows when
-// they differ (old is nil for a new record).
-func notificationRows(b *pebble.Batch, old, n *push.Notification) error {
+// they differ (old is nil for a new record). It returns n's document.
+func notificationRows(b *pebble.Batch, old, n *push.Notification) ([]byte, error) {
 	v, err := json.Marshal(n)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	timeKey := notifTimeKey(nil, n.AppID, n.CreatedAt.UnixNano(), n.ObjectID)
 	nidKey := appendStr(notifNIDPrefix(nil, n.AppID, n.NotificationID), n.ObjectID)
 	if old != nil {
 		if k := notifTimeKey(nil, old.AppID, old.CreatedAt.UnixNano(), old.ObjectID); string(k) != string(timeKey) {
 			if err := b.Delete(k, nil); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if k := appendStr(notifNIDPrefix(nil, old.AppID, old.NotificationID), old.ObjectID); string(k) != string(nidKey) {
 			if err := b.Delete(k, nil); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
 	if err := b.Set(notifKey(nil, n.AppID, n.ObjectID), v, nil); err != nil {
-		return err
+		return nil, err
 	}
 	if old == nil || !old.CreatedAt.Equal(n.CreatedAt) {
 		if err := b.Set(timeKey, nil, nil); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if old == nil || old.NotificationID != n.NotificationID {
 		if err := b.Set(nidKey, nil, nil); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return pendingRows(b, old, n)
+	return v, pendingRows(b, old, n)
 }
 
 // pendingRows adds to b the pending_jobs row of n when it holds a pending job, and the removal
@@ -187,9 +210,13 @@ func pendingRows(b *pebble.Batch, old, n *push.Notification) error {
 
 func (s *Store) readNotification(appID, objectID string) (push.Notification, error) {
 	var n push.Notification
-	v, err := s.get(notifKey(nil, appID, objectID))
-	if err != nil {
-		return n, err
+	key := notifKey(nil, appID, objectID)
+	v, _ := s.recs.get(key)
+	if v == nil {
+		var err error
+		if v, err = s.get(key); err != nil {
+			return n, err
+		}
 	}
 	if err := json.Unmarshal(v, &n); err != nil {
 		return n, fmt.Errorf("cannot decode push record %s of app %s: %w", objectID, appID, err)
@@ -297,7 +324,9 @@ func (s *Store) deleteNotification(appID, objectID string, wo *pebble.WriteOptio
 	if err := deleteReceipts(b, appID, objectID); err != nil { // vendor receipts' marks and counts
 		return false, err
 	}
-	if err := b.Commit(wo); err != nil {
+	err = b.Commit(wo)
+	s.recs.drop(keys[0]) // committed or not: the next read asks Pebble
+	if err != nil {
 		return false, err
 	}
 	return true, nil
@@ -318,7 +347,7 @@ func (s *Store) CreateScheduledNotification(ctx context.Context, n push.Notifica
 		return fmt.Errorf("cannot encode scheduled push %d of app %s: %w", sc.ID, sc.AppID, err)
 	}
 	unlock := s.locks.lockAll([]int{stripeOf("s", sc.AppID, fmt.Sprint(sc.ID)), stripeOf("n", n.AppID, n.ObjectID)})
-	b, err := s.createNotificationBatch(&n)
+	b, doc, err := s.createNotificationBatch(&n)
 	if err != nil {
 		unlock()
 		return fmt.Errorf("cannot create push record %s of app %s: %w", n.ObjectID, n.AppID, err)
@@ -332,7 +361,9 @@ func (s *Store) CreateScheduledNotification(ctx context.Context, n push.Notifica
 		unlock()
 		return err
 	}
-	if err := s.commitUnlockSync(b, unlock); err != nil {
+	err = s.commitRecord(b, pebble.Sync, &n, doc, false)
+	unlock()
+	if err != nil {
 		return fmt.Errorf("cannot create scheduled push %d of app %s: %w", sc.ID, sc.AppID, err)
 	}
 	return nil

@@ -97,6 +97,7 @@ func (s *Store) countReceipts(app, oid, channel string, devices []string) (int, 
 	if err := b.Set(ckey, nv[:], nil); err != nil {
 		return 0, err
 	}
+	s.recs.counted(notifKey(nil, app, oid)) // before the commit: see recCache
 	return counted, b.Commit(pebble.NoSync)
 }
 

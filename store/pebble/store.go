@@ -169,6 +169,8 @@ type Store struct {
 
 	locks   stripes   // per-record write serialisation (locks.go)
 	devices *devCache // device row → object id of recent lookups, or nil (devcache.go)
+	recs    *recCache // the push records written last (reccache.go)
+	apps    appCache  // the apps read last (apps.go)
 
 	afterDeviceRead func() // test hook: runs in LookupDevice between reading Pebble and filling the cache
 
@@ -250,7 +252,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		_ = lock.Close()
 		return nil, fmt.Errorf("cannot open pebble store in %s: %w", dir, err)
 	}
-	s := &Store{db: db, lock: lock, dir: dir, now: opts.Now, idMax: map[string]int64{}, devices: newDevCache(opts.deviceCacheEntries())}
+	s := &Store{db: db, lock: lock, dir: dir, now: opts.Now, idMax: map[string]int64{}, devices: newDevCache(opts.deviceCacheEntries()), recs: newRecCache(recCacheEntries)}
 	if s.now == nil {
 		s.now = time.Now
 	}

@@ -1,0 +1,122 @@
+package pebble
+
+import (
+	"hash/maphash"
+	"sync"
+)
+
+// recCache keeps the documents of the push records this process wrote last, so that fan-out's
+// reads of a push accepted a moment ago (the planner's update, the task's read, the update that
+// completes the task: three reads per push) skip Pebble's point lookup, which under intake's
+// write load seeks every memtable and level-0 table. It also knows, for a record created under
+// a fresh objectId (CreateNewNotificationNoSync), that no own-channel or receipt counts exist
+// beside it until one is written, which spares each read the two lookups of withDirectCounts.
+//
+// Coherence: only writes fill it, never a read's miss (a read racing a write could otherwise
+// cache the older document). Every write of a record key goes through notificationRows (its
+// batches committed by createNotificationChecked, writeNotification, CreateScheduledNotification)
+// or deleteNotification, under the record's stripe; each calls put or drop after its commit and
+// before it releases the stripe, so whoever holds the stripe reads the last committed document.
+// A reader without the stripe may see the previous document until put runs, as it could have
+// read Pebble a moment earlier. An entry is changed in place, never replaced, so that counted
+// (which runs under another stripe) cannot be lost to a concurrent put.
+//
+// The counts: countDirect and countReceipts call counted before they commit, so a reader that
+// still sees noCounts read before the counts existed.
+//
+// At most about entries records are kept; a full shard drops an arbitrary entry.
+type recCache struct {
+	seed   maphash.Seed
+	per    int
+	shards [recCacheShards]recShard
+}
+
+const (
+	recCacheShards = 32
+	// recCacheEntries bounds the records kept: about 16 MiB of documents (a record with its
+	// pending job is about 1 KiB), enough for fan-out at 5,000 pushes/s to run seconds behind
+	// the API and still find the records it plans.
+	recCacheEntries = 16384
+)
+
+type recShard struct {
+	mu sync.Mutex
+	m  map[string]*recEntry
+	_  [48]byte
+}
+
+type recEntry struct {
+	doc      []byte // the stored JSON; never modified once cached
+	noCounts bool   // no direct or receipt counts exist beside the record
+}
+
+func newRecCache(entries int) *recCache {
+	c := &recCache{seed: maphash.MakeSeed(), per: max(1, entries/recCacheShards)}
+	for i := range c.shards {
+		c.shards[i].m = make(map[string]*recEntry)
+	}
+	return c
+}
+
+func (c *recCache) shard(key []byte) *recShard {
+	return &c.shards[maphash.Bytes(c.seed, key)%recCacheShards]
+}
+
+// get returns the cached document of the record key (nil when not cached) and whether it is
+// known to have no counts beside it. The document must not be modified.
+func (c *recCache) get(key []byte) (doc []byte, noCounts bool) {
+	sh := c.shard(key)
+	sh.mu.Lock()
+	if e := sh.m[string(key)]; e != nil {
+		doc, noCounts = e.doc, e.noCounts
+	}
+	sh.mu.Unlock()
+	return doc, noCounts
+}
+
+// noCounts says whether the record key is known to have no counts beside it.
+func (c *recCache) noCounts(key []byte) bool {
+	sh := c.shard(key)
+	sh.mu.Lock()
+	e := sh.m[string(key)]
+	no := e != nil && e.noCounts
+	sh.mu.Unlock()
+	return no
+}
+
+// put caches doc, just committed at key. fresh says the record was created under an objectId
+// no record had (so nothing was counted for it); an entry already cached keeps what it knew.
+func (c *recCache) put(key, doc []byte, fresh bool) {
+	sh := c.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if e := sh.m[string(key)]; e != nil {
+		e.doc = doc
+		return
+	}
+	if len(sh.m) >= c.per {
+		for k := range sh.m {
+			delete(sh.m, k)
+			break
+		}
+	}
+	sh.m[string(key)] = &recEntry{doc: doc, noCounts: fresh}
+}
+
+// drop forgets the record key (deleted, or a write whose commit failed).
+func (c *recCache) drop(key []byte) {
+	sh := c.shard(key)
+	sh.mu.Lock()
+	delete(sh.m, string(key))
+	sh.mu.Unlock()
+}
+
+// counted says that counts are about to be written beside the record key.
+func (c *recCache) counted(key []byte) {
+	sh := c.shard(key)
+	sh.mu.Lock()
+	if e := sh.m[string(key)]; e != nil {
+		e.noCounts = false
+	}
+	sh.mu.Unlock()
+}
