@@ -22,12 +22,17 @@ type PlannerConfig struct {
 	// whatever it finds, so 32 tasks for a few hundred rows cost far more than the rows. 0
 	// always cuts one task per BucketsPerTask buckets.
 	MinTaskRows int
+	// InlineSingle runs a job planned as one task in the planner itself (Planner.SetRunner),
+	// instead of appending it to push.tasks for a worker: a push to a small source then costs
+	// no task message, no task read and no consumer commit. A task paced by flow_control is
+	// always appended: it may take long, and the planner's partition would wait for it.
+	InlineSingle bool
 }
 
 // DefaultPlannerConfig: 256 buckets / 8 = 32 tasks per push, enough to keep every partition
 // of a 2–8 node cluster busy while each task stays a few seconds of work.
 func DefaultPlannerConfig() PlannerConfig {
-	return PlannerConfig{BucketsPerTask: 8, IDsPerTask: 1000, MinTaskRows: 2000}
+	return PlannerConfig{BucketsPerTask: 8, IDsPerTask: 1000, MinTaskRows: 2000, InlineSingle: true}
 }
 
 // Validate checks the values.
@@ -48,6 +53,7 @@ func (c PlannerConfig) Validate() error {
 func (c *PlannerConfig) RegisterFlags(fs *flag.FlagSet, prefix string) {
 	fs.IntVar(&c.BucketsPerTask, prefix+"buckets-per-task", c.BucketsPerTask, "buckets scanned by one fan-out task")
 	fs.IntVar(&c.IDsPerTask, prefix+"ids-per-task", c.IDsPerTask, "point ids looked up by one fan-out task")
+	fs.BoolVar(&c.InlineSingle, prefix+"inline-single-task", c.InlineSingle, "run a push planned as one task (a small source, a short device list) in the planner instead of handing the task to a worker through push.tasks; a task paced by flow_control is always handed over")
 	fs.IntVar(&c.MinTaskRows, prefix+"min-task-rows", c.MinTaskRows, "fewest installations a fan-out task of a query push scans: a push is cut into as many tasks as its source holds this many (0: one task per buckets-per-task buckets)")
 }
 

@@ -281,7 +281,6 @@ func (e *env) start(wcfg WorkerConfig, snd Sender, workers int) *roles {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	g.Go(func() error { return p.Run(ctx) })
 	r := &roles{cancel: cancel, g: g, ms: ms}
 	for i := 0; i < workers; i++ {
 		wms := metrics.NewSet()
@@ -289,9 +288,13 @@ func (e *env) start(wcfg WorkerConfig, snd Sender, workers int) *roles {
 		if err != nil {
 			e.t.Fatal(err)
 		}
+		if i == 0 {
+			p.SetRunner(w) // as internal/node wires them: a job of one task runs in the planner
+		}
 		r.wms = append(r.wms, wms)
 		g.Go(func() error { return w.Run(ctx) })
 	}
+	g.Go(func() error { return p.Run(ctx) })
 	e.t.Cleanup(r.stop)
 	return r
 }

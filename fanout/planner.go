@@ -41,7 +41,22 @@ type Planner struct {
 	tasks     *metrics.Counter
 	regrouped *metrics.Counter
 	appendErr *metrics.Counter
+	inlined   *metrics.Counter
+
+	// runner runs a job's only task in the planner (PlannerConfig.InlineSingle), or nil.
+	runner TaskRunner
 }
+
+// TaskRunner runs one task to its end in the caller's goroutine, as a worker runs a task it
+// consumed: nil once its final progress and its counts are written, an error when it must be
+// run again (Worker.RunInline).
+type TaskRunner interface {
+	RunInline(ctx context.Context, t *push.Task) error
+}
+
+// SetRunner makes the planner run a job planned as one task with r, when
+// PlannerConfig.InlineSingle is set. Call it before Run.
+func (p *Planner) SetRunner(r TaskRunner) { p.runner = r }
 
 // NewPlanner builds a planner.
 func NewPlanner(cfg PlannerConfig, st PlannerStore, lg Log, logger *zap.Logger, ms *metrics.Set) (*Planner, error) {
@@ -59,6 +74,7 @@ func NewPlanner(cfg PlannerConfig, st PlannerStore, lg Log, logger *zap.Logger, 
 		tasks:     ms.NewCounter(`pushd_fanout_tasks_planned_total`),
 		regrouped: ms.NewCounter(`pushd_fanout_jobs_regrouped_total`),
 		appendErr: ms.NewCounter(`pushd_fanout_task_append_errors_total`),
+		inlined:   ms.NewCounter(`pushd_fanout_tasks_inline_total`),
 	}, nil
 }
 
@@ -175,6 +191,20 @@ func (p *Planner) Plan(ctx context.Context, job *push.Job) error {
 	fpPlannerAfterRecord.Hit()
 	if len(tasks) == 0 {
 		p.jobs.Inc()
+		return nil
+	}
+	if len(tasks) == 1 && tasks[0].Rate == 0 && p.cfg.InlineSingle && p.runner != nil {
+		// The job's only task runs here. A crash or a stop in it leaves the job's offset
+		// uncommitted: the job is planned again, finds its record planned (errPlanned, the
+		// same task id) and the task resumes from its checkpoint, as a worker's would.
+		t := tasks[0]
+		t.Job = *job
+		if err := p.runner.RunInline(ctx, &t); err != nil {
+			return fmt.Errorf("cannot run the task of job %s: %w", job.ID, err)
+		}
+		p.jobs.Inc()
+		p.tasks.Inc()
+		p.inlined.Inc()
 		return nil
 	}
 

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -569,5 +570,89 @@ func TestFanoutRendersOnlyTheChannelsReached(t *testing.T) {
 		if !maps.Equal(cm.got, c.want) {
 			t.Errorf("%s over %d tasks: rendered %v, want %v", c.where, len(tasks), cm.got, c.want)
 		}
+	}
+}
+
+// A job planned as one task runs in the planner (PlannerConfig.InlineSingle, the runner wired
+// as internal/node does): no worker consumes push.tasks here, yet the push is delivered, exact,
+// by the time Plan returns. Stopped in the middle (its context ends during a send), Plan fails
+// with the task checkpointed; planned again (the job's redelivery), the task resumes from its
+// checkpoint: every installation is delivered once.
+func TestFanoutPlannerRunsAJobOfOneTaskItself(t *testing.T) {
+	e := newEnv(t)
+	e.createApp(64, nil)
+	e.seed(64, 300)
+	snd := newRecSender()
+	wcfg := DefaultWorkerConfig()
+	wcfg.BatchSize, wcfg.SendAhead = 20, 1
+	w, err := NewWorker(wcfg, e.st, e.lg, snd, zap.NewNop(), metrics.NewSet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := metrics.NewSet()
+	p, err := NewPlanner(DefaultPlannerConfig(), e.st, e.lg, zap.NewNop(), ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetRunner(w)
+	exp := expected(t, 300, `{}`) // the installations a push to everyone is delivered to
+	want := len(exp)
+
+	whole := e.submitRecordOnly(push.Job{Where: json.RawMessage(`{}`)})
+	if err := p.Plan(context.Background(), &whole); err != nil {
+		t.Fatal(err)
+	}
+	r := e.record(whole.NotificationObjectID)
+	if r.Status != push.StatusDone || r.Tasks != 1 || r.TasksDone != 1 {
+		t.Fatalf("after Plan: status %s, %d of %d tasks done; want done, 1 of 1", r.Status, r.TasksDone, r.Tasks)
+	}
+	checkCounts(t, r.Counts, countsOf(exp))
+	if snd.count() != want || snd.distinct() != want {
+		t.Fatalf("%d deliveries to %d installations, want %d to as many", snd.count(), snd.distinct(), want)
+	}
+	if got := ms.GetOrCreateCounter(`pushd_fanout_tasks_inline_total`).Get(); got != 1 {
+		t.Errorf("pushd_fanout_tasks_inline_total %d, want 1", got)
+	}
+
+	// Stopped after three batches of 20, then planned again.
+	snd = newRecSender()
+	w2, err := NewWorker(wcfg, e.st, e.lg, snd, zap.NewNop(), metrics.NewSet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetRunner(w2)
+	ctx, cancel := context.WithCancel(context.Background())
+	var batches atomic.Int32
+	snd.hook = func(int) {
+		if batches.Add(1) == 4 {
+			cancel()
+		}
+	}
+	stopped := e.submitRecordOnly(push.Job{Where: json.RawMessage(`{}`)})
+	if err := p.Plan(ctx, &stopped); err == nil {
+		t.Fatal("Plan of a task stopped in the middle returned nil")
+	}
+	first := snd.count()
+	if r := e.record(stopped.NotificationObjectID); r.Status != push.StatusInProcess || r.Tasks != 1 || first == 0 || first >= want {
+		t.Fatalf("after the stop: status %s, %d tasks, %d delivered; want in process, 1 task, some delivered", r.Status, r.Tasks, first)
+	}
+	snd.hook = nil
+	if err := p.Plan(context.Background(), &stopped); err != nil {
+		t.Fatal(err)
+	}
+	r = e.record(stopped.NotificationObjectID)
+	if r.Status != push.StatusDone || r.TasksDone != 1 {
+		t.Fatalf("planned again: status %s, %d tasks done", r.Status, r.TasksDone)
+	}
+	checkCounts(t, r.Counts, countsOf(exp))
+	snd.mu.Lock()
+	defer snd.mu.Unlock()
+	for id, n := range snd.got {
+		if n != 1 {
+			t.Errorf("installation %s delivered %d times, want once (%d delivered before the stop)", id, n, first)
+		}
+	}
+	if len(snd.got) != want {
+		t.Errorf("%d installations delivered, want %d", len(snd.got), want)
 	}
 }

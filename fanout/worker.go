@@ -124,13 +124,20 @@ func (w *Worker) handle(ctx context.Context, m queue.Message) error {
 			zap.Int64(telemetry.KeyOffset, m.Offset), zap.Error(err))
 		return nil
 	}
+	return w.RunInline(ctx, &t)
+}
+
+// RunInline runs t as handle runs a task it consumed: in one of the worker's Concurrency
+// places, failures counted and logged. The planner calls it for a job planned as one task
+// (PlannerConfig.InlineSingle).
+func (w *Worker) RunInline(ctx context.Context, t *push.Task) error {
 	select {
 	case w.sem <- struct{}{}:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 	defer func() { <-w.sem }()
-	err := w.RunTask(ctx, &t)
+	err := w.RunTask(ctx, t)
 	if err != nil {
 		w.m.tasksFailed.Inc()
 		if ctx.Err() == nil {
