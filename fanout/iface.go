@@ -25,6 +25,15 @@ type ProgressNoSync interface {
 	PutTaskProgressNoSync(ctx context.Context, p push.TaskProgress) error
 }
 
+// RecordNoSync is a store that can update a push record without an fsync of its own: the
+// update is durable once a later synced write to the same store returns (store/pebble). The
+// planner records the plan of a job it runs itself with it (PlannerConfig.InlineSingle): the
+// task's checkpoints and the update that completes it are synced writes of that store, and a
+// task that ends with none (its push cancelled or gone) leaves nothing to keep.
+type RecordNoSync interface {
+	UpdateNotificationNoSync(ctx context.Context, appID, objectID string, fn func(*push.Notification) error) (push.Notification, error)
+}
+
 // BucketsScanner is a store that scans a range of buckets in one pass: buckets r.Bucket to
 // hi-1, in order, each as Scan would (r.After applies to the first), telling fn each row's
 // bucket. A task scans with it when its store has it (Pebble), else bucket by bucket.

@@ -149,8 +149,13 @@ func (p *Planner) Plan(ctx context.Context, job *push.Job) error {
 	}
 
 	// Record first, append second: once a worker can finish a task, the record already says
-	// how many tasks make the push complete.
-	_, err = p.st.UpdateNotification(ctx, job.AppID, job.NotificationObjectID, func(n *push.Notification) error {
+	// how many tasks make the push complete. A plan whose task runs here is recorded without
+	// an fsync of its own where the store can (RecordNoSync): the task's synced writes follow.
+	update := p.st.UpdateNotification
+	if ns, ok := p.st.(RecordNoSync); ok && p.inline(tasks) {
+		update = ns.UpdateNotificationNoSync
+	}
+	_, err = update(ctx, job.AppID, job.NotificationObjectID, func(n *push.Notification) error {
 		switch n.Status {
 		case push.StatusCancelled, push.StatusDone:
 			return errSkipJob
@@ -193,7 +198,7 @@ func (p *Planner) Plan(ctx context.Context, job *push.Job) error {
 		p.jobs.Inc()
 		return nil
 	}
-	if len(tasks) == 1 && tasks[0].Rate == 0 && p.cfg.InlineSingle && p.runner != nil {
+	if p.inline(tasks) {
 		// The job's only task runs here. A crash or a stop in it leaves the job's offset
 		// uncommitted: the job is planned again, finds its record planned (errPlanned, the
 		// same task id) and the task resumes from its checkpoint, as a worker's would.
@@ -240,6 +245,12 @@ func (p *Planner) Plan(ctx context.Context, job *push.Job) error {
 }
 
 var errPlanned = errors.New("job already planned")
+
+// inline says whether the plan tasks runs in the planner (PlannerConfig.InlineSingle): one
+// task, not paced by flow_control, and a runner.
+func (p *Planner) inline(tasks []push.Task) bool {
+	return len(tasks) == 1 && tasks[0].Rate == 0 && p.cfg.InlineSingle && p.runner != nil
+}
 
 // SourceCounter is a store that can count the rows of a query push's source cheaply: the
 // app's installations (channel "") or those in channel, in buckets lo to hi-1, up to limit.

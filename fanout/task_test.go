@@ -590,7 +590,8 @@ func TestFanoutPlannerRunsAJobOfOneTaskItself(t *testing.T) {
 		t.Fatal(err)
 	}
 	ms := metrics.NewSet()
-	p, err := NewPlanner(DefaultPlannerConfig(), e.st, e.lg, zap.NewNop(), ms)
+	ul := &updateLog{Store: e.st}
+	p, err := NewPlanner(DefaultPlannerConfig(), ul, e.lg, zap.NewNop(), ms)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -612,6 +613,22 @@ func TestFanoutPlannerRunsAJobOfOneTaskItself(t *testing.T) {
 	}
 	if got := ms.GetOrCreateCounter(`pushd_fanout_tasks_inline_total`).Get(); got != 1 {
 		t.Errorf("pushd_fanout_tasks_inline_total %d, want 1", got)
+	}
+	// The plan was recorded without an fsync of its own (the task's synced writes follow);
+	// a planner that appends the task records it synced.
+	if !slices.Equal(ul.take(), []string{"nosync"}) {
+		t.Errorf("plan of a task run inline recorded %q, want one update without fsync", ul.writes)
+	}
+	appender, err := NewPlanner(DefaultPlannerConfig(), ul, e.lg, zap.NewNop(), metrics.NewSet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	appended := e.submitRecordOnly(push.Job{Where: json.RawMessage(`{}`)})
+	if err := appender.Plan(context.Background(), &appended); err != nil {
+		t.Fatal(err)
+	}
+	if got := ul.take(); !slices.Equal(got, []string{"sync"}) {
+		t.Errorf("plan of a task appended recorded %q, want one synced update", got)
 	}
 
 	// Stopped after three batches of 20, then planned again.
@@ -655,4 +672,35 @@ func TestFanoutPlannerRunsAJobOfOneTaskItself(t *testing.T) {
 	if len(snd.got) != want {
 		t.Errorf("%d installations delivered, want %d", len(snd.got), want)
 	}
+}
+
+// updateLog is the real store, noting how each record update was committed.
+type updateLog struct {
+	*pebble.Store
+	mu     sync.Mutex
+	writes []string
+}
+
+func (u *updateLog) note(w string) {
+	u.mu.Lock()
+	u.writes = append(u.writes, w)
+	u.mu.Unlock()
+}
+
+func (u *updateLog) take() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	w := u.writes
+	u.writes = nil
+	return w
+}
+
+func (u *updateLog) UpdateNotification(ctx context.Context, app, oid string, fn func(*push.Notification) error) (push.Notification, error) {
+	u.note("sync")
+	return u.Store.UpdateNotification(ctx, app, oid, fn)
+}
+
+func (u *updateLog) UpdateNotificationNoSync(ctx context.Context, app, oid string, fn func(*push.Notification) error) (push.Notification, error) {
+	u.note("nosync")
+	return u.Store.UpdateNotificationNoSync(ctx, app, oid, fn)
 }

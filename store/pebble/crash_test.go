@@ -34,7 +34,8 @@ func testRecord(oid string) push.Notification {
 // keeps only synced data) after writes that do not wait for their own fsync: PutInstallation
 // and CreateNotification (applied, then an fsync after the stripes are released),
 // CreateNotificationNoSync followed by a synced write of the store or by a queue/embedded
-// Append on the same DB, and ClaimReqIDNoSync followed by such an Append. Everything acknowledged is there after the crash; a
+// Append on the same DB, ClaimReqIDNoSync followed by such an Append, and
+// UpdateNotificationNoSync followed by a synced write of the store. Everything acknowledged is there after the crash; a
 // CreateNotificationNoSync that no synced write followed is not, which shows that the file
 // system really drops what was not synced. The same for a task's final progress written
 // without its fsync right before the synced record update that completes the task.
@@ -101,6 +102,20 @@ func TestStoreCrashWritesWithoutOwnSyncAreCoveredByLaterSync(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	// A record update without its own fsync (a plan the planner runs itself), then the task's
+	// synced checkpoint.
+	if err := s.CreateNotification(ctx, testRecord("planned")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateNotificationNoSync(ctx, "app", "planned", func(n *push.Notification) error {
+		n.Tasks = 1
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutTaskProgress(ctx, push.TaskProgress{JobID: "j", TaskID: "planned"}); err != nil {
+		t.Fatal(err)
+	}
 	afterAck := crashReopen(t, mem)
 
 	// The control: no synced write follows this one.
@@ -111,6 +126,12 @@ func TestStoreCrashWritesWithoutOwnSyncAreCoveredByLaterSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := s.PutTaskProgressNoSync(ctx, push.TaskProgress{JobID: "j", TaskID: "never-synced", Done: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateNotificationNoSync(ctx, "app", "completed", func(n *push.Notification) error {
+		n.TasksDone = 99
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 	afterUnsynced := crashReopen(t, mem)
@@ -134,7 +155,10 @@ func TestStoreCrashWritesWithoutOwnSyncAreCoveredByLaterSync(t *testing.T) {
 			t.Errorf("final progress after the crash = %+v, %v; want done", p, err)
 		}
 		if r, err := c.GetNotification(ctx, "app", "completed"); err != nil || r.TasksDone != 1 {
-			t.Errorf("completed record after the crash: %d tasks done, %v; want 1", r.TasksDone, err)
+			t.Errorf("completed record after the crash: %d tasks done, %v; want 1 (an update no fsync covered is lost)", r.TasksDone, err)
+		}
+		if r, err := c.GetNotification(ctx, "app", "planned"); err != nil || r.Tasks != 1 {
+			t.Errorf("planned record after the crash: %d tasks, %v; want 1", r.Tasks, err)
 		}
 	}
 	for _, c := range []*Store{afterAck, afterUnsynced} {

@@ -124,15 +124,15 @@ func (s *Store) newNotificationBatch(n *push.Notification) (*pebble.Batch, []byt
 }
 
 // writeNotification writes n and its index rows, removing old's index rows when they differ,
-// in one synced batch. The caller holds n's stripe.
-func (s *Store) writeNotification(old, n *push.Notification) error {
+// in one batch committed with wo. The caller holds n's stripe.
+func (s *Store) writeNotification(old, n *push.Notification, wo *pebble.WriteOptions) error {
 	b := s.db.NewBatch()
 	defer b.Close()
 	doc, err := notificationRows(b, old, n)
 	if err != nil {
 		return err
 	}
-	return s.commitRecord(b, pebble.Sync, n, doc, false)
+	return s.commitRecord(b, wo, n, doc, false)
 }
 
 // commitRecord commits b, which writes record n as doc, and then tells the record cache
@@ -244,6 +244,17 @@ func (s *Store) GetNotification(ctx context.Context, appID, objectID string) (pu
 // cannot move the record: AppID, ObjectID and CreatedAt (its keys) are restored after it runs;
 // a changed NotificationID is re-indexed.
 func (s *Store) UpdateNotification(ctx context.Context, appID, objectID string, fn func(*push.Notification) error) (push.Notification, error) {
+	return s.updateNotification(appID, objectID, fn, pebble.Sync)
+}
+
+// UpdateNotificationNoSync is UpdateNotification without waiting for the WAL fsync: the update
+// is visible at once and durable once a later synced write to this DB returns (commit.go).
+// fanout.Planner records the plan of a task it runs itself with it.
+func (s *Store) UpdateNotificationNoSync(ctx context.Context, appID, objectID string, fn func(*push.Notification) error) (push.Notification, error) {
+	return s.updateNotification(appID, objectID, fn, pebble.NoSync)
+}
+
+func (s *Store) updateNotification(appID, objectID string, fn func(*push.Notification) error, wo *pebble.WriteOptions) (push.Notification, error) {
 	if err := s.enter(); err != nil {
 		return push.Notification{}, err
 	}
@@ -269,7 +280,7 @@ func (s *Store) UpdateNotification(ctx context.Context, appID, objectID string, 
 		return push.Notification{}, err
 	}
 	n.AppID, n.ObjectID, n.CreatedAt = appID, objectID, old.CreatedAt
-	if err := s.writeNotification(&old, &n); err != nil {
+	if err := s.writeNotification(&old, &n, wo); err != nil {
 		return push.Notification{}, fmt.Errorf("cannot update push record %s of app %s: %w", objectID, appID, err)
 	}
 	// The result is the record as readers see it; fn saw (and wrote) the stored document only.
