@@ -82,7 +82,8 @@ func (s *Store) ScanBuckets(ctx context.Context, r store.ScanRange, hi int, fn f
 		row   = store.Row{Route: &route}
 		slab  []byte
 		n     int
-		miss  int    // rows of another device type in a row
+		miss  int    // rows of another device type in a row, in bucket cur
+		cur   = -1
 		seek  []byte // scratch for skip seeks
 	)
 	for valid := it.First(); valid; {
@@ -95,6 +96,12 @@ func (s *Store) ScanBuckets(ctx context.Context, r store.ScanRange, hi int, fn f
 		b := int(binary.BigEndian.Uint16(k[plen-2 : plen]))
 		c := k[plen:]
 		if dt != nil && !bytes.HasPrefix(c, dt) {
+			if b != cur {
+				// A run that crosses buckets is cut: the seek skips the rest of one bucket's
+				// run only, and in a small app's buckets (a few rows each) it skipped nothing
+				// and cost as much as the steps it replaced.
+				cur, miss = b, 0
+			}
 			if miss++; miss < skipSeekAfter {
 				valid = it.Next()
 				continue
@@ -139,8 +146,8 @@ func (s *Store) ScanBuckets(ctx context.Context, r store.ScanRange, hi int, fn f
 	return nil
 }
 
-// skipSeekAfter is how many rows of another device type a narrowed scan steps over before it
-// seeks past them: a seek costs about as much as that many steps.
+// skipSeekAfter is how many rows of another device type a narrowed scan steps over in one
+// bucket before it seeks past the rest of them: a seek costs about as much as that many steps.
 const skipSeekAfter = 16
 
 // CountSource counts the by_bucket rows of app (channel "") or its by_channel rows of channel
