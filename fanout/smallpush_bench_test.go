@@ -15,13 +15,15 @@ import (
 // BenchmarkFanoutSmallPush is what fan-out costs per push for an app of 300 installations
 // (256 buckets) and a where that matches none of them, as in the intake load test: plan
 // (count, record update, task append) and run every task (progress, record check, scan,
-// completion). "split" is the plan of 32 tasks, "one" the plan sized by MinTaskRows. cpu-µs/push is
-// the process's CPU (the test's synced writes make ns/op mostly fsync waits).
+// completion). "split" is the plan of 32 tasks, "one" the plan sized by MinTaskRows, its task
+// handed to a worker, "inline" the same task run by the planner itself (the default wiring).
+// cpu-µs/push is the process's CPU (the test's synced writes make ns/op mostly fsync waits).
 func BenchmarkFanoutSmallPush(b *testing.B) {
 	for _, c := range []struct {
 		name    string
 		minRows int
-	}{{"split", 0}, {"one", 2000}} {
+		inline  bool
+	}{{"split", 0, false}, {"one", 2000, false}, {"inline", 2000, true}} {
 		b.Run(c.name, func(b *testing.B) {
 			e := newEnv(b)
 			e.createApp(push.DefaultBuckets, nil)
@@ -33,6 +35,9 @@ func BenchmarkFanoutSmallPush(b *testing.B) {
 				b.Fatal(err)
 			}
 			w := e.worker(DefaultWorkerConfig(), newRecSender())
+			if c.inline {
+				p.SetRunner(w)
+			}
 			ctx := context.Background()
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -42,14 +47,16 @@ func BenchmarkFanoutSmallPush(b *testing.B) {
 				if err := p.Plan(ctx, &job); err != nil {
 					b.Fatal(err)
 				}
-				tasks, err := splitJob(pcfg, &job, push.DefaultBuckets)
-				if err != nil {
-					b.Fatal(err)
-				}
-				tasks = regroup(&job, tasks, e.record(job.NotificationObjectID).Tasks)
-				for i := range tasks {
-					if err := w.RunTask(ctx, &tasks[i]); err != nil {
+				if !c.inline {
+					tasks, err := splitJob(pcfg, &job, push.DefaultBuckets)
+					if err != nil {
 						b.Fatal(err)
+					}
+					tasks = regroup(&job, tasks, e.record(job.NotificationObjectID).Tasks)
+					for i := range tasks {
+						if err := w.RunTask(ctx, &tasks[i]); err != nil {
+							b.Fatal(err)
+						}
 					}
 				}
 				if r := e.record(job.NotificationObjectID); r.Status != push.StatusDone {
