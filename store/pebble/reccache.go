@@ -24,25 +24,30 @@ import (
 // The counts: countDirect and countReceipts call counted before they commit, so a reader that
 // still sees noCounts read before the counts existed.
 //
-// At most about entries records are kept; a full shard drops an arbitrary entry.
+// It holds at most about entries records and bytes bytes of documents; a full shard drops
+// arbitrary entries.
 type recCache struct {
-	seed   maphash.Seed
-	per    int
-	shards [recCacheShards]recShard
+	seed     maphash.Seed
+	per      int // entries per shard
+	perBytes int // document bytes per shard
+	shards   [recCacheShards]recShard
 }
 
 const (
 	recCacheShards = 32
-	// recCacheEntries bounds the records kept: about 16 MiB of documents (a record with its
-	// pending job is about 1 KiB), enough for fan-out at 5,000 pushes/s to run seconds behind
-	// the API and still find the records it plans.
+	// recCacheEntries and recCacheBytes bound the records kept: 16,384 records of about 1 KiB
+	// (one with its pending job), so that fan-out at 5,000 pushes/s may run seconds behind the
+	// API and still find the records it plans; and 16 MiB whatever their size (a record's data
+	// may reach 4 KiB, twice with its pending job).
 	recCacheEntries = 16384
+	recCacheBytes   = 16 << 20
 )
 
 type recShard struct {
-	mu sync.Mutex
-	m  map[string]*recEntry
-	_  [48]byte
+	mu    sync.Mutex
+	m     map[string]*recEntry
+	bytes int // of the documents in m
+	_     [40]byte
 }
 
 type recEntry struct {
@@ -50,8 +55,8 @@ type recEntry struct {
 	noCounts bool   // no direct or receipt counts exist beside the record
 }
 
-func newRecCache(entries int) *recCache {
-	c := &recCache{seed: maphash.MakeSeed(), per: max(1, entries/recCacheShards)}
+func newRecCache(entries, bytes int) *recCache {
+	c := &recCache{seed: maphash.MakeSeed(), per: max(1, entries/recCacheShards), perBytes: max(1, bytes/recCacheShards)}
 	for i := range c.shards {
 		c.shards[i].m = make(map[string]*recEntry)
 	}
@@ -90,24 +95,37 @@ func (c *recCache) put(key, doc []byte, fresh bool) {
 	sh := c.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if e := sh.m[string(key)]; e != nil {
+	e := sh.m[string(key)]
+	if e != nil {
+		sh.bytes -= len(e.doc)
 		e.doc = doc
-		return
+	} else {
+		e = &recEntry{doc: doc, noCounts: fresh}
 	}
-	if len(sh.m) >= c.per {
-		for k := range sh.m {
-			delete(sh.m, k)
+	// Room first (the entry itself is out of the map meanwhile, so it is not the one dropped).
+	delete(sh.m, string(key))
+	for k, o := range sh.m {
+		if len(sh.m) < c.per && sh.bytes+len(doc) <= c.perBytes {
 			break
 		}
+		sh.bytes -= len(o.doc)
+		delete(sh.m, k)
 	}
-	sh.m[string(key)] = &recEntry{doc: doc, noCounts: fresh}
+	if len(doc) > c.perBytes {
+		return // larger than the shard: not kept (e, if it was cached, is dropped with it)
+	}
+	sh.m[string(key)] = e
+	sh.bytes += len(doc)
 }
 
 // drop forgets the record key (deleted, or a write whose commit failed).
 func (c *recCache) drop(key []byte) {
 	sh := c.shard(key)
 	sh.mu.Lock()
-	delete(sh.m, string(key))
+	if e := sh.m[string(key)]; e != nil {
+		sh.bytes -= len(e.doc)
+		delete(sh.m, string(key))
+	}
 	sh.mu.Unlock()
 }
 

@@ -194,3 +194,48 @@ func TestStoreRecordCacheCountsRaceUpdates(t *testing.T) {
 		}
 	}
 }
+
+// The record cache stays within its bounds, in entries and in document bytes, whatever the
+// documents' sizes, and its byte count is the sum of what it holds.
+func TestStoreRecordCacheBounds(t *testing.T) {
+	const entries, bytes = 64, 64 << 10
+	c := newRecCache(entries, bytes)
+	check := func(when string) {
+		t.Helper()
+		n, total := 0, 0
+		for i := range c.shards {
+			sh := &c.shards[i]
+			sum := 0
+			for _, e := range sh.m {
+				sum += len(e.doc)
+			}
+			if sum != sh.bytes {
+				t.Fatalf("%s: shard %d counts %d bytes, holds %d", when, i, sh.bytes, sum)
+			}
+			n += len(sh.m)
+			total += sum
+		}
+		if n > entries || total > bytes {
+			t.Fatalf("%s: %d records of %d bytes, bounds %d and %d", when, n, total, entries, bytes)
+		}
+	}
+	for i := range 1000 {
+		size := 100 + i%7*700 // 100 B to 4.3 KB
+		c.put([]byte(fmt.Sprint("rec", i)), make([]byte, size), true)
+		c.put([]byte(fmt.Sprint("rec", i/2)), make([]byte, size/2), false) // an update, maybe of a dropped one
+		if i%3 == 0 {
+			c.drop([]byte(fmt.Sprint("rec", i/3)))
+		}
+	}
+	check("after puts, updates and drops")
+	big := []byte("too-big")
+	c.put(big, make([]byte, bytes/recCacheShards+1), true)
+	if doc, _ := c.get(big); doc != nil {
+		t.Errorf("a document larger than a shard's share was kept")
+	}
+	check("after a document too large")
+	c.put([]byte("last"), []byte(`{"a":1}`), true)
+	if doc, no := c.get([]byte("last")); string(doc) != `{"a":1}` || !no {
+		t.Errorf("the last record put: %q, no counts %v", doc, no)
+	}
+}

@@ -252,7 +252,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		_ = lock.Close()
 		return nil, fmt.Errorf("cannot open pebble store in %s: %w", dir, err)
 	}
-	s := &Store{db: db, lock: lock, dir: dir, now: opts.Now, idMax: map[string]int64{}, devices: newDevCache(opts.deviceCacheEntries()), recs: newRecCache(recCacheEntries)}
+	s := &Store{db: db, lock: lock, dir: dir, now: opts.Now, idMax: map[string]int64{}, devices: newDevCache(opts.deviceCacheEntries()), recs: newRecCache(recCacheEntries, recCacheBytes)}
 	if s.now == nil {
 		s.now = time.Now
 	}
