@@ -82,7 +82,7 @@ func (s *Store) ScanBuckets(ctx context.Context, r store.ScanRange, hi int, fn f
 		row   = store.Row{Route: &route}
 		slab  []byte
 		n     int
-		miss  int    // rows of another device type in a row, in bucket cur
+		miss  int // rows of another device type in a row, in bucket cur
 		cur   = -1
 		seek  []byte // scratch for skip seeks
 	)
