@@ -211,6 +211,14 @@ func (p *pool) record(rep gateway.Reply, probe bool, now time.Time) {
 	}
 }
 
+// pastHorizon says whether the gateway has been down for RetryHorizon or longer at now.
+func (p *pool) pastHorizon(now time.Time) bool {
+	g := &p.gate
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.down && now.Sub(g.since) >= p.cfg.RetryHorizon
+}
+
 // outageReason is the reason of the last retryable reply the gate saw.
 func (p *pool) outageReason() string {
 	p.gate.mu.Lock()

@@ -313,6 +313,12 @@ func (p *pool) deliverFrom(ctx context.Context, d *push.Delivery, first *gateway
 		}
 		// gateway.KindRetry (and any unknown kind)
 		lastReason = rep.Reason
+		if probe && p.pastHorizon(p.cfg.now()) {
+			// It probed a gateway down for longer than the retry horizon: it ends now, as the
+			// deliveries that were not the probe do, instead of retrying (and maybe probing
+			// again) until its own deadline.
+			return late()
+		}
 		delay := p.backoff(attempt)
 		if rep.RetryAfter > delay {
 			delay = rep.RetryAfter
