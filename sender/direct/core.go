@@ -425,8 +425,6 @@ func (c *Core) CloseAll(code int, reason string) {
 	}
 }
 
-// Online says whether the installation has a live session on this node (fan-out's
-// Presence: own_first asks it).
 // Leaving says whether a connection of the installation was detached here and its disconnect
 // is still being recorded.
 func (c *Core) Leaving(app, iid string) bool {
@@ -435,6 +433,8 @@ func (c *Core) Leaving(app, iid string) bool {
 	return c.leaving[devKey{app, iid}] > 0
 }
 
+// Online says whether the installation has a live session on this node (fan-out's
+// Presence: own_first asks it).
 func (c *Core) Online(app, iid string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
