@@ -83,7 +83,7 @@ func (p *pool) admit(ctx context.Context, deadline time.Time) (probe bool, err e
 			p.m.probes.Inc()
 			return true, nil
 		}
-		if now.Sub(g.since) >= p.cfg.RetryHorizon {
+		if p.pastHorizonLocked(now) {
 			g.mu.Unlock()
 			return false, errDeadline
 		}
@@ -213,10 +213,14 @@ func (p *pool) record(rep gateway.Reply, probe bool, now time.Time) {
 
 // pastHorizon says whether the gateway has been down for RetryHorizon or longer at now.
 func (p *pool) pastHorizon(now time.Time) bool {
-	g := &p.gate
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.down && now.Sub(g.since) >= p.cfg.RetryHorizon
+	p.gate.mu.Lock()
+	defer p.gate.mu.Unlock()
+	return p.pastHorizonLocked(now)
+}
+
+// pastHorizonLocked is pastHorizon for a caller holding the gate's lock.
+func (p *pool) pastHorizonLocked(now time.Time) bool {
+	return p.gate.down && now.Sub(p.gate.since) >= p.cfg.RetryHorizon
 }
 
 // outageReason is the reason of the last retryable reply the gate saw.
