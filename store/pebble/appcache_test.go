@@ -67,14 +67,7 @@ func TestStoreAppCacheCopies(t *testing.T) {
 	if again, err := s.GetApp(ctx, "a1"); err != nil || string(again.Credentials["apns"]) != `{"keyId":"1"}` {
 		t.Errorf("a change to a cached app's credentials reached the cache: %s, %v", again.Credentials["apns"], err)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s2, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := closeReopen(t, s, dir)
 	fromDisk, err := s2.GetApp(ctx, "a1")
 	if err != nil {
 		t.Fatal(err)

@@ -25,6 +25,21 @@ func crashReopen(t *testing.T, mem *vfs.MemFS) *Store {
 	return s
 }
 
+// closeReopen closes s and opens the store in dir again (a clean restart: every cache empty),
+// closed when the test ends.
+func closeReopen(t *testing.T, s *Store, dir string) *Store {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	t.Cleanup(func() { _ = s2.Close() })
+	return s2
+}
+
 func testRecord(oid string) push.Notification {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	return push.Notification{ObjectID: oid, AppID: "app", NotificationID: "nid-" + oid, CreatedAt: now, UpdatedAt: now}

@@ -19,14 +19,7 @@ func TestStoreLeasesFreedAtOpen(t *testing.T) {
 	if _, ok, err := s.AcquireLease(ctx, "scheduler", "before-crash", now, time.Minute); err != nil || !ok {
 		t.Fatalf("AcquireLease = %v, %v", ok, err)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s, err = Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s = closeReopen(t, s, dir)
 	l, ok, err := s.AcquireLease(ctx, "scheduler", "after-restart", now.Add(time.Second), time.Minute)
 	if err != nil || !ok || l.Epoch != 2 {
 		t.Fatalf("AcquireLease after reopening = %+v, %v, %v; want it free, at epoch 2", l, ok, err)

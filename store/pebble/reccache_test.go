@@ -107,14 +107,7 @@ func TestStoreRecordCacheFollowsEveryWrite(t *testing.T) {
 	for _, oid := range []string{"direct", "receipts", "updated", "deleted", "scheduled"} {
 		want[oid] = get(s, oid)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s2, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := closeReopen(t, s, dir)
 	for oid, w := range want {
 		got := get(s2, oid)
 		gj, _ := json.Marshal(got)
