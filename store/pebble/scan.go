@@ -37,8 +37,8 @@ func (s *Store) Scan(ctx context.Context, r store.ScanRange, fn func(*store.Row)
 //
 // The buckets' rows are one contiguous key range, walked once. A device type narrows it by
 // key: rows of other device types are stepped over without reading their values, and a run
-// of skipSeekAfter of them is jumped with a seek to the device type's rows in this bucket or
-// the next. A small app has a row or two per bucket and pays no seek per bucket; a large one
+// of skipSeekAfter of them within one bucket is jumped with a seek to the device type's rows in
+// this bucket or the next. A small app has a few rows per bucket and pays no seek; a large one
 // jumps over the other device types' rows.
 func (s *Store) ScanBuckets(ctx context.Context, r store.ScanRange, hi int, fn func(bucket int, row *store.Row) error) (err error) {
 	if err := s.enter(); err != nil {
