@@ -287,3 +287,50 @@ func TestAPIShutdownDrains(t *testing.T) {
 		t.Fatalf("RunListener: %v", err)
 	}
 }
+
+// TestAPIInFlightCountsRequestsInHand: the count a node's fan-out reads (Deps.InFlight) is
+// busy while a handler runs, and idle once the answer is written.
+func TestAPIInFlightCountsRequestsInHand(t *testing.T) {
+	st, err := pebble.Open(t.TempDir(), pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	in := new(InFlight)
+	srv, err := New(Config{}, Deps{Apps: st, Installations: st, InFlight: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, entered := make(chan struct{}), make(chan struct{})
+	srv.Register(Route{Method: "GET", Path: "/slow", Name: "slow"}, func(ctx *fasthttp.RequestCtx, _ *Call) error {
+		close(entered)
+		<-release
+		WriteJSON(ctx, 200, []byte(`{"done":true}`))
+		return nil
+	})
+	ln := fasthttputil.NewInmemoryListener()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = srv.RunListener(ctx, ln) }()
+	client := &fasthttp.Client{Dial: func(string) (net.Conn, error) { return ln.Dial() }}
+	if in.Busy() {
+		t.Fatal("busy before any request")
+	}
+	got := make(chan int, 1)
+	go func() {
+		code, _, _ := client.Get(nil, "http://x/slow")
+		got <- code
+	}()
+	<-entered
+	if !in.Busy() {
+		t.Fatal("idle while a handler runs")
+	}
+	close(release)
+	if code := <-got; code != 200 {
+		t.Fatalf("status %d", code)
+	}
+	waitfor.True(t, 10*time.Second, "idle once answered", func() bool { return !in.Busy() })
+	if code := apitest.Do(t, client, "GET", "http://x/no-such-route", "").Code(t); code != 404 || in.Busy() {
+		t.Fatalf("status %d, busy %v after a 404, want idle", code, in.Busy())
+	}
+}

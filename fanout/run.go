@@ -54,6 +54,9 @@ type run struct {
 
 	day string // the UTC day whose volume the task counts
 	ev  Events // nil unless the app has a webhook
+	// hold is the task's place at the worker's gate: the scan goroutine gives it back while
+	// it waits for the sender and when it ends (nil: no gate).
+	hold *gateHold
 }
 
 // newRun starts a run of t; rec is the task's push record as read at recAt.
@@ -102,6 +105,7 @@ func (r *run) run(ctx context.Context) error {
 	go func() {
 		defer close(scanned)
 		defer close(full)
+		defer r.hold.leave() // what is left of the task waits on the sender and the store
 		s := scanner{r: r, st: r.w.st, clock: r.w.clock, free: free, full: full}
 		scanErr = s.scan(ctx)
 	}()

@@ -94,10 +94,20 @@ func (s *scanner) walk(ctx context.Context) error {
 	return s.scanRange(ctx)
 }
 
+// take waits for a free batch. A scan that waits for the sender gives its place at the
+// worker's gate back meanwhile; one that runs on without a token looks whether it must wait
+// for one (the API got busy).
 func (s *scanner) take(ctx context.Context) error {
+	h := s.r.hold
 	select {
 	case s.b = <-s.free:
-		return nil
+		return h.yield(ctx)
+	default:
+	}
+	h.leave()
+	select {
+	case s.b = <-s.free:
+		return h.enter(ctx)
 	case <-ctx.Done():
 		return ctx.Err()
 	}

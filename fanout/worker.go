@@ -36,6 +36,7 @@ type Worker struct {
 	mkm         marketingMetrics
 	events      Events   // nil: no webhook events (SetEvents)
 	presence    Presence // nil: no own channel on this node (own_first goes to the vendor)
+	gate        *cpuGate // nil: no intake on this node, or BusyTasks 0 (SetIntake)
 }
 
 // Presence says which installations are connected to the own channel right now, as the
@@ -55,7 +56,7 @@ type workerMetrics struct {
 	rows, matched                                                      *metrics.Counter
 	sent, failed, expired, invalidTokens                               *metrics.Counter
 	batches, checkpoints                                               *metrics.Counter
-	presenceErrors                                                     *metrics.Counter
+	presenceErrors, intakeWaits                                        *metrics.Counter
 	deferred, quotaFallbacks                                           *metrics.Counter
 	inflight                                                           *metrics.Histogram
 }
@@ -102,6 +103,7 @@ func NewWorker(cfg WorkerConfig, st WorkerStore, cons Consumer, snd Sender, logg
 		quotaFallbacks: ms.NewCounter(`pushd_fanout_quota_fallbacks_total`),
 		checkpoints:    ms.NewCounter(`pushd_fanout_checkpoints_total`),
 		presenceErrors: ms.NewCounter(`pushd_fanout_presence_errors_total`),
+		intakeWaits:    ms.NewCounter(`pushd_fanout_intake_waits_total`),
 		inflight:       ms.NewHistogram(`pushd_fanout_batches_in_flight`),
 	}
 	w.mkm = newMarketingMetrics(ms)
@@ -137,7 +139,12 @@ func (w *Worker) RunInline(ctx context.Context, t *push.Task) error {
 		return ctx.Err()
 	}
 	defer func() { <-w.sem }()
-	err := w.RunTask(ctx, t)
+	h := &gateHold{g: w.gate}
+	if err := h.enter(ctx); err != nil {
+		return err
+	}
+	defer h.leave()
+	err := w.runTask(ctx, t, h)
 	if err != nil {
 		w.m.tasksFailed.Inc()
 		if ctx.Err() == nil {
@@ -154,6 +161,12 @@ var errCancelled = errors.New("push cancelled")
 // RunTask runs one task to its end: nil once its final progress and its counts on the record
 // are written (the caller may then commit its offset), an error when it must be run again.
 func (w *Worker) RunTask(ctx context.Context, t *push.Task) error {
+	return w.runTask(ctx, t, nil)
+}
+
+// runTask is RunTask with the task's place at the gate (nil: none), which its scan gives back
+// while it waits for the sender and once it ends.
+func (w *Worker) runTask(ctx context.Context, t *push.Task, h *gateHold) error {
 	job := &t.Job
 	prog, err := w.st.GetTaskProgress(ctx, job.ID, t.ID)
 	switch {
@@ -196,6 +209,7 @@ func (w *Worker) RunTask(ctx context.Context, t *push.Task) error {
 		return err
 	}
 	r := w.newRun(t, js, &prog, &rec, recAt)
+	r.hold = h
 	err = r.run(ctx)
 	if errors.Is(err, errCancelled) {
 		w.m.tasksCancelled.Inc()

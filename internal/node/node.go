@@ -53,6 +53,8 @@ type parts struct {
 	owner string
 	// hooks sends the delivery events of the fanout and gateway roles (webhooks).
 	hooks *webhook.Dispatcher
+	// inflight counts the API's requests in hand; the fanout worker gives way while there are.
+	inflight api.InFlight
 }
 
 // webhooks returns the node's delivery-event dispatcher, adding it to g the first time: before
@@ -338,6 +340,7 @@ func addAPI(p *parts, g *service.Group, hooks *Hooks) error {
 		WriteMetrics:         p.reg.WritePrometheus,
 		CredentialValidators: credentialValidators(),
 		Importer:             importerOf(p),
+		InFlight:             &p.inflight,
 	})
 	if err != nil {
 		return err

@@ -166,6 +166,9 @@ func addFanout(p *parts, g *service.Group, _ *Hooks) error {
 		presence = direct.NewPresence(p.store, func() *direct.Core { return p.core })
 	}
 	w.SetPresence(presence)
+	if p.cfg.Has("api") {
+		w.SetIntake(&p.inflight) // the API's requests first (WorkerConfig.BusyTasks)
+	}
 	pl.SetRunner(w) // a job of one task runs in the planner (PlannerConfig.InlineSingle)
 	g.Add("worker", w)
 	// Deferred targets are sent once per cluster, under a lease (issue 20 item 2).

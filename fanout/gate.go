@@ -1,0 +1,95 @@
+package fanout
+
+import (
+	"context"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+)
+
+// Intake says whether the node's REST API has requests in hand (api.InFlight). On a node that
+// runs both, fan-out's tasks and the API share the cores: while requests are in hand, the
+// worker lets at most WorkerConfig.BusyTasks tasks work at once, so that accepting a push is
+// not queued behind every task's scan (docs/decisions.md, "Fan-out gives way to intake").
+type Intake interface{ Busy() bool }
+
+// SetIntake gives the worker the node's intake; call it before Run. Without one (a fan-out
+// node, a test) every task runs at once, up to Concurrency.
+func (w *Worker) SetIntake(in Intake) {
+	if in != nil && w.cfg.BusyTasks > 0 {
+		w.gate = &cpuGate{intake: in, tokens: make(chan struct{}, w.cfg.BusyTasks), waits: w.m.intakeWaits}
+	}
+}
+
+// busyRecheck is how often a task waiting for a token looks whether the API went idle.
+const busyRecheck = time.Millisecond
+
+// cpuGate hands out BusyTasks tokens. A task takes one whenever one is free, and works without
+// one only while the API is idle: so while the API is busy, only token holders work. A task
+// gives its token back whenever it waits on something other than the CPU (its scan waiting for
+// the sender to free a batch, the scan's end), so a task waiting on a gateway holds no one up.
+type cpuGate struct {
+	intake Intake
+	tokens chan struct{}
+	waits  *metrics.Counter // tasks that waited for a token while the API was busy
+}
+
+// gateHold is one task's place at the gate, used by one goroutine at a time (the task's, then
+// its scanner's). Its methods do nothing on a nil hold or a hold without a gate.
+type gateHold struct {
+	g     *cpuGate
+	token bool
+}
+
+// enter returns once h may work: at once with a free token, or without one while the API is
+// idle; else it waits for a token.
+func (h *gateHold) enter(ctx context.Context) error {
+	if h == nil || h.g == nil || h.token {
+		return nil
+	}
+	g := h.g
+	select {
+	case g.tokens <- struct{}{}:
+		h.token = true
+		return nil
+	default:
+	}
+	if !g.intake.Busy() {
+		return nil
+	}
+	g.waits.Inc()
+	t := time.NewTimer(busyRecheck)
+	defer t.Stop()
+	for {
+		select {
+		case g.tokens <- struct{}{}:
+			h.token = true
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			if !g.intake.Busy() {
+				return nil
+			}
+			t.Reset(busyRecheck)
+		}
+	}
+}
+
+// yield is enter for a task already working: one that works without a token waits for one
+// once the API is busy.
+func (h *gateHold) yield(ctx context.Context) error {
+	if h == nil || h.g == nil || h.token || !h.g.intake.Busy() {
+		return nil
+	}
+	return h.enter(ctx)
+}
+
+// leave gives h's token back, if it holds one.
+func (h *gateHold) leave() {
+	if h == nil || !h.token {
+		return
+	}
+	h.token = false
+	<-h.g.tokens
+}
