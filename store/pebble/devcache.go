@@ -82,6 +82,23 @@ func (c *devCache) fill(key []byte, oid string, gen uint64) {
 	sh.m[string(key)] = oid
 }
 
+// set caches oid for key, written by a batch just committed under the row's stripe: fills of
+// values read before it are refused (the generation moves on), and the next writer of the row,
+// which takes the stripe after this call, finds the value it left.
+func (c *devCache) set(key []byte, oid string) {
+	sh := c.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.gen++
+	if _, ok := sh.m[string(key)]; !ok && len(sh.m) >= c.per {
+		for k := range sh.m {
+			delete(sh.m, k)
+			break
+		}
+	}
+	sh.m[string(key)] = oid
+}
+
 func (c *devCache) forget(key []byte) {
 	sh := c.shard(key)
 	sh.mu.Lock()
@@ -111,6 +128,34 @@ func (c *devCache) len() int {
 		sh.mu.Unlock()
 	}
 	return n
+}
+
+// learnDevices updates the device cache with every device row that b, just committed, sets
+// (their values) or deletes (forgotten). Call it before releasing the stripes of b's device
+// rows; a batch that failed to commit goes through forgetDevices instead.
+func (s *Store) learnDevices(b *pebble.Batch) {
+	if s.devices == nil {
+		return
+	}
+	r := b.Reader()
+	for {
+		kind, key, value, ok, err := r.Next()
+		if err != nil {
+			s.devices.clear()
+			return
+		}
+		if !ok {
+			return
+		}
+		if len(key) == 0 || key[0] != tByDevice {
+			continue
+		}
+		if kind == pebble.InternalKeyKindSet {
+			s.devices.set(key, string(value))
+		} else {
+			s.devices.forget(key)
+		}
+	}
 }
 
 // forgetDevices drops from the device cache every device row that b sets or deletes. Call it

@@ -57,8 +57,9 @@ func TestDevCacheBounded(t *testing.T) {
 	}
 }
 
-// TestStoreDeviceCacheFollowsEveryWriter: lookups are served from the cache once filled, and
-// each writer of device rows (put, delete, sweep, seed) makes the store forget what it changed.
+// TestStoreDeviceCacheFollowsEveryWriter: lookups are served from the cache once filled; a put
+// leaves the device rows it wrote in the cache (under their stripes), and each other writer of
+// device rows (delete, sweep, seed) makes the store forget what it changed.
 func TestStoreDeviceCacheFollowsEveryWriter(t *testing.T) {
 	s := openTest(t)
 	ctx := context.Background()
@@ -89,6 +90,9 @@ func TestStoreDeviceCacheFollowsEveryWriter(t *testing.T) {
 	if err := s.PutInstallation(ctx, "app", 4, instAt("o1", "iid1", now)); err != nil {
 		t.Fatal(err)
 	}
+	if oid, ok := cached("iid1"); !ok || oid != "o1" {
+		t.Fatalf("after the put that wrote it, the cache holds %q, %v; want o1", oid, ok)
+	}
 	lookup("iid1", "o1")
 	// A refresh with the same id writes no device row and keeps the entry.
 	if err := s.PutInstallation(ctx, "app", 4, instAt("o1", "iid1", now.Add(time.Second))); err != nil {
@@ -100,6 +104,12 @@ func TestStoreDeviceCacheFollowsEveryWriter(t *testing.T) {
 	// Put: the id moves away from o1.
 	if err := s.PutInstallation(ctx, "app", 4, instAt("o1", "iid2", now)); err != nil {
 		t.Fatal(err)
+	}
+	if oid, ok := cached("iid1"); ok {
+		t.Fatalf("the id o1 gave up is still cached as %q", oid)
+	}
+	if oid, ok := cached("iid2"); !ok || oid != "o1" {
+		t.Fatalf("the id o1 took is cached as %q, %v; want o1", oid, ok)
 	}
 	lookup("iid1", "")
 	lookup("iid2", "o1")
@@ -128,6 +138,7 @@ func TestStoreDeviceCacheLookupRacingADelete(t *testing.T) {
 	if err := s.PutInstallation(ctx, "app", 4, instAt("o1", "iid1", time.Now())); err != nil {
 		t.Fatal(err)
 	}
+	s.devices.clear() // the put left the row cached: the lookup below must read it
 	s.afterDeviceRead = func() {
 		s.afterDeviceRead = nil
 		if err := s.DeleteInstallation(ctx, "app", 4, "o1"); err != nil {

@@ -190,8 +190,15 @@ func (s *Store) putInstallation(appID string, buckets int, inst push.Installatio
 		return fmt.Errorf("cannot put installation %s of app %s: %w", inst.ObjectID, appID, err)
 	}
 	defer b.Close()
-	err = s.commitUnlockSync(b, unlock)
-	s.forgetDevices(b)
+	// The device cache learns the rows under their stripes: the next upsert of this device
+	// (the app opened again) finds its installation without a read.
+	err = b.Commit(pebble.Sync)
+	if err == nil {
+		s.learnDevices(b)
+	} else {
+		s.forgetDevices(b)
+	}
+	unlock()
 	if err != nil {
 		return fmt.Errorf("cannot put installation %s of app %s: %w", inst.ObjectID, appID, err)
 	}
