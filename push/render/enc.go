@@ -75,10 +75,40 @@ func (w *objWriter) key(k string) {
 // raw writes a member whose value is raw JSON, compacted.
 func (w *objWriter) raw(k string, v json.RawMessage) error {
 	w.key(k)
+	if isPlainString(v) || isPlainLiteral(v) { // the usual member: compact as it is
+		w.b.Write(v)
+		return nil
+	}
+	return w.compact(v)
+}
+
+func (w *objWriter) compact(v json.RawMessage) error {
 	if err := json.Compact(w.b, v); err != nil {
 		return ErrBadData
 	}
 	return nil
+}
+
+// isPlainLiteral says whether v is true, false, null, or an integer of at most 15 digits:
+// valid JSON as it is, and compact.
+func isPlainLiteral(v []byte) bool {
+	switch string(v) {
+	case "true", "false", "null":
+		return true
+	}
+	d := v
+	if len(d) > 0 && d[0] == '-' {
+		d = d[1:]
+	}
+	if len(d) == 0 || len(d) > 15 || (d[0] == '0' && len(d) > 1) {
+		return false
+	}
+	for _, c := range d {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func (w *objWriter) str(k, v string) {

@@ -64,8 +64,8 @@ func renderIOS(m attrs, opts Options) (*push.Message, error) {
 	if alert, ok := m["alert"]; ok {
 		switch {
 		case isString(alert) && hasTitle:
-			var body string
-			if err := json.Unmarshal(alert, &body); err != nil {
+			body, ok := plainString(alert)
+			if !ok && json.Unmarshal(alert, &body) != nil {
 				return nil, ErrBadData
 			}
 			aps["alert"] = alertObject(attrs{"body": mustString(body)}, title)
@@ -226,8 +226,8 @@ func writeIOSBody(aps, m attrs, badgeSlot bool) (body []byte, at int, err error)
 // boolean critical into the 0/1 number APNs expects.
 func normalizeAPS(aps attrs) (increment bool, err error) {
 	if v, ok := aps["badge"]; ok && isString(v) {
-		var s string
-		if err := json.Unmarshal(v, &s); err != nil || s != badgeIncrement {
+		s, ok := plainString(v)
+		if !ok && json.Unmarshal(v, &s) != nil || s != badgeIncrement {
 			return false, ErrBadData
 		}
 		delete(aps, "badge")

@@ -17,6 +17,7 @@ import (
 	"math"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pushd/pushd/push"
 )
@@ -220,10 +221,37 @@ func (m attrs) str(k string) (s string, ok bool, err error) {
 	if !ok {
 		return "", false, nil
 	}
+	if s, ok := plainString(raw); ok {
+		return s, true, nil
+	}
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return "", false, ErrBadData
 	}
 	return s, true, nil
+}
+
+// plainString decodes a JSON string token with no escape and no control character, the
+// common case, without encoding/json: its bytes between the quotes are the string when they
+// are valid UTF-8. ok is false for any other token, which the caller decodes in full.
+func plainString(raw json.RawMessage) (string, bool) {
+	if !isPlainString(raw) || !utf8.Valid(raw[1:len(raw)-1]) {
+		return "", false
+	}
+	return string(raw[1 : len(raw)-1]), true
+}
+
+// isPlainString says whether raw is a JSON string token with no escape, no inner quote and no
+// control character (its UTF-8 unchecked): valid JSON as it is, and already compact.
+func isPlainString(raw []byte) bool {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return false
+	}
+	for _, c := range raw[1 : len(raw)-1] {
+		if c == '"' || c == '\\' || c < 0x20 {
+			return false
+		}
+	}
+	return true
 }
 
 // num reads a number attribute.
