@@ -78,9 +78,9 @@ type WorkerConfig struct {
 	SendAhead int
 	// Concurrency is how many tasks a worker runs at once, whatever partitions it owns.
 	Concurrency int
-	// BusyTasks is how many of them may work at once while the node's API has requests in
-	// hand (Worker.SetIntake; 0: no limit). The others wait, and a task waiting on the sender
-	// holds no place.
+	// BusyTasks is how many of fan-out's goroutines (planners, tasks, scans) may work at once
+	// while the node's API has requests in hand (Worker.SetIntake, gate.go; 0: no limit). The
+	// others wait; one waiting on the sender holds no token.
 	BusyTasks int
 	// RecordCheck is how long a worker trusts its last read of a push record before it reads
 	// it again to notice a cancel (the spec's "stops within a second").
@@ -138,7 +138,7 @@ func (c *WorkerConfig) RegisterFlags(fs *flag.FlagSet, prefix string) {
 	fs.IntVar(&c.QueueBatches, prefix+"queue-batches", c.QueueBatches, "batches the scan may run ahead of sending")
 	fs.IntVar(&c.SendAhead, prefix+"send-ahead", c.SendAhead, "most batches a task keeps at the sender at once (gateway latency); a crash may repeat that many batches per task in flight")
 	fs.IntVar(&c.Concurrency, prefix+"concurrency", c.Concurrency, "tasks a worker runs at once")
-	fs.IntVar(&c.BusyTasks, prefix+"busy-tasks", c.BusyTasks, "tasks that may scan at once while this node's API has requests in hand, so that intake keeps a core (0: no limit); a task waiting on a gateway counts for none")
+	fs.IntVar(&c.BusyTasks, prefix+"busy-tasks", c.BusyTasks, "how many of fan-out's planners, tasks and scans may work at once while this node's API has requests in hand, so that intake keeps a core (0: no limit); one waiting on a gateway counts for none")
 	fs.DurationVar(&c.RecordCheck, prefix+"record-check", c.RecordCheck, "how often a task re-reads its push record to notice a cancel")
 	fs.IntVar(&c.MaxErrors, prefix+"max-errors", c.MaxErrors, "distinct failure reasons kept on a push record")
 }

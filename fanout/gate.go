@@ -8,9 +8,9 @@ import (
 )
 
 // Intake says whether the node's REST API has requests in hand (api.InFlight). On a node that
-// runs both, fan-out's tasks and the API share the cores: while requests are in hand, the
-// worker lets at most WorkerConfig.BusyTasks tasks work at once, so that accepting a push is
-// not queued behind every task's scan (docs/decisions.md, "Fan-out gives way to intake").
+// runs both, fan-out and the API share the cores: while requests are in hand, at most
+// WorkerConfig.BusyTasks of fan-out's goroutines work at once, so that accepting a push is not
+// queued behind every planner and task (docs/decisions.md, "Fan-out gives way to intake").
 type Intake interface{ Busy() bool }
 
 // SetIntake gives the worker the node's intake; call it before Run. Without one (a fan-out
@@ -21,21 +21,26 @@ func (w *Worker) SetIntake(in Intake) {
 	}
 }
 
+// cpuGate returns the worker's gate (nil: none), for the planner that runs its tasks.
+func (w *Worker) cpuGate() *cpuGate { return w.gate }
+
 // busyRecheck is how often a task waiting for a token looks whether the API went idle.
 const busyRecheck = time.Millisecond
 
-// cpuGate hands out BusyTasks tokens. A task takes one whenever one is free, and works without
-// one only while the API is idle: so while the API is busy, only token holders work. A task
-// gives its token back whenever it waits on something other than the CPU (its scan waiting for
-// the sender to free a batch, the scan's end), so a task waiting on a gateway holds no one up.
+// cpuGate hands out BusyTasks tokens to fan-out's goroutines: a planner planning a job, a
+// task's goroutine (its reads, its sends' preparation, its completion), a task's scan. Each takes
+// one whenever one is free, and works without one only while the API is idle: so while the API
+// is busy, only token holders work. Each gives its token back whenever it waits on a channel (the
+// scan for a free batch or for the send side, the send side for the scan or the gateway), so a
+// task waiting on a gateway holds no one up.
 type cpuGate struct {
 	intake Intake
 	tokens chan struct{}
 	waits  *metrics.Counter // tasks that waited for a token while the API was busy
 }
 
-// gateHold is one task's place at the gate, used by one goroutine at a time (the task's, then
-// its scanner's). Its methods do nothing on a nil hold or a hold without a gate.
+// gateHold is one goroutine's place at the gate. Its methods do nothing on a nil hold or a hold
+// without a gate.
 type gateHold struct {
 	g     *cpuGate
 	token bool
@@ -83,6 +88,14 @@ func (h *gateHold) yield(ctx context.Context) error {
 		return nil
 	}
 	return h.enter(ctx)
+}
+
+// sibling returns a hold at the same gate, for another goroutine of the same task.
+func (h *gateHold) sibling() *gateHold {
+	if h == nil {
+		return nil
+	}
+	return &gateHold{g: h.g}
 }
 
 // leave gives h's token back, if it holds one.

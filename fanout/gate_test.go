@@ -137,9 +137,10 @@ func TestFanoutGivesWayToBusyIntake(t *testing.T) {
 	jobB, taskB := oneTask(e)
 	doneA := runAsync(t, w, taskA, st.hold)
 	<-st.entered // A scans, holding the only token
-	doneB := runAsync(t, w, taskB, make(chan struct{}))
 	waits := ms.GetOrCreateCounter(`pushd_fanout_intake_waits_total`)
-	waitfor.True(t, 10*time.Second, "task B waiting for the busy API", func() bool { return waits.Get() == 1 })
+	before := waits.Get() // A's scan may have waited for A's own goroutine
+	doneB := runAsync(t, w, taskB, make(chan struct{}))
+	waitfor.True(t, 10*time.Second, "task B waiting for the busy API", func() bool { return waits.Get() == before+1 })
 	if n := st.calls.Load(); n != 1 {
 		t.Fatalf("%d scans started while the API was busy and A held the token, want A's only", n)
 	}
@@ -215,5 +216,42 @@ func TestFanoutTaskWaitingOnGatewayHoldsNoToken(t *testing.T) {
 		if rec.count() != rec.distinct() || int64(rec.count()) != a.Sent {
 			t.Errorf("push %s: %d deliveries to %d targets, want %d once each", job.ID, rec.count(), rec.distinct(), a.Sent)
 		}
+	}
+}
+
+// TestFanoutPlannerGivesWayToBusyIntake: planning a job is fan-out's work too: while the API is
+// busy and another holds the only token, the job stays unplanned; once the token is free the
+// planner plans it and runs its task.
+func TestFanoutPlannerGivesWayToBusyIntake(t *testing.T) {
+	e := newEnv(t)
+	e.createApp(64, nil)
+	e.seed(64, 300)
+	in := &busyIntake{}
+	in.busy.Store(true)
+	snd := newRecSender()
+	w, ms := gateWorker(t, e, e.st, snd, in)
+	p, err := NewPlanner(DefaultPlannerConfig(), e.st, e.lg, zap.NewNop(), metrics.NewSet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetRunner(w)
+	other := &gateHold{g: w.gate} // another task of fan-out works
+	if err := other.enter(context.Background()); err != nil || !other.token {
+		t.Fatalf("the first hold got no token: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	t.Cleanup(func() { cancel(); other.leave(); <-done })
+	waits := ms.GetOrCreateCounter(`pushd_fanout_intake_waits_total`)
+	job := e.submit(push.Job{})
+	waitfor.True(t, 10*time.Second, "the planner waiting for the busy API", func() bool { return waits.Get() == 1 })
+	if n := e.record(job.NotificationObjectID); n.Status != push.StatusInQueue {
+		t.Fatalf("push is %s while the planner waits for a token, want %s", n.Status, push.StatusInQueue)
+	}
+	other.leave()
+	n := e.waitDone(job.NotificationObjectID)
+	if sent := n.Counts.Total().Sent; sent == 0 || int64(snd.count()) != sent || snd.count() != snd.distinct() {
+		t.Fatalf("%d sent, %d deliveries to %d targets; want each target once", sent, snd.count(), snd.distinct())
 	}
 }

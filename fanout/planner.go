@@ -84,6 +84,12 @@ func (p *Planner) Run(ctx context.Context) error {
 }
 
 func (p *Planner) handle(ctx context.Context, m queue.Message) error {
+	// Planning is fan-out's work too: it waits for a token while the API is busy (gate.go).
+	h := p.hold()
+	if err := h.enter(ctx); err != nil {
+		return err
+	}
+	defer h.leave()
 	var job push.Job
 	if err := json.Unmarshal(m.Value, &job); err != nil || job.ID == "" || job.AppID == "" {
 		// A message that is not a job can never be planned: drop it rather than block the
@@ -93,7 +99,16 @@ func (p *Planner) handle(ctx context.Context, m queue.Message) error {
 			zap.Int64(telemetry.KeyOffset, m.Offset), zap.Error(err))
 		return nil
 	}
-	return p.Plan(ctx, &job)
+	return p.plan(ctx, &job, h)
+}
+
+// hold returns the planner's place at the gate of the worker that runs its tasks (a hold
+// without a gate when there is none).
+func (p *Planner) hold() *gateHold {
+	if r, ok := p.runner.(interface{ cpuGate() *cpuGate }); ok {
+		return &gateHold{g: r.cpuGate()}
+	}
+	return nil
 }
 
 // errSkipJob aborts a record update when the job must not be (re)planned.
@@ -105,6 +120,12 @@ var errSkipJob = errors.New("job needs no planning")
 // req_id retry or scheduler.Redriver) yields the same task ids, the record keeps its first
 // plan, workers skip finished tasks, and a task finished twice is counted once.
 func (p *Planner) Plan(ctx context.Context, job *push.Job) error {
+	return p.plan(ctx, job, nil)
+}
+
+// plan is Plan holding h, the planner's place at the worker's gate, which it gives back
+// before running the job's task (that takes its own).
+func (p *Planner) plan(ctx context.Context, job *push.Job, h *gateHold) error {
 	log := p.logger.With(zap.String(telemetry.KeyAppID, job.AppID), zap.String(telemetry.KeyJobID, job.ID))
 	app, err := p.st.GetApp(ctx, job.AppID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -204,6 +225,7 @@ func (p *Planner) Plan(ctx context.Context, job *push.Job) error {
 		// same task id) and the task resumes from its checkpoint, as a worker's would.
 		t := tasks[0]
 		t.Job = *job
+		h.leave()
 		if err := p.runner.RunInline(ctx, &t); err != nil {
 			return fmt.Errorf("cannot run the task of job %s: %w", job.ID, err)
 		}

@@ -54,8 +54,8 @@ type run struct {
 
 	day string // the UTC day whose volume the task counts
 	ev  Events // nil unless the app has a webhook
-	// hold is the task's place at the worker's gate: the scan goroutine gives it back while
-	// it waits for the sender and when it ends (nil: no gate).
+	// hold is the task goroutine's place at the worker's gate (nil: no gate); the scan
+	// goroutine has its own.
 	hold *gateHold
 }
 
@@ -105,8 +105,7 @@ func (r *run) run(ctx context.Context) error {
 	go func() {
 		defer close(scanned)
 		defer close(full)
-		defer r.hold.leave() // what is left of the task waits on the sender and the store
-		s := scanner{r: r, st: r.w.st, clock: r.w.clock, free: free, full: full}
+		s := scanner{r: r, st: r.w.st, clock: r.w.clock, free: free, full: full, hold: r.hold.sibling()}
 		scanErr = s.scan(ctx)
 	}()
 	err := r.send(ctx, full, free)
@@ -163,6 +162,7 @@ func (r *run) send(ctx context.Context, full <-chan *batch, free chan<- *batch) 
 	final := true    // every batch answered so far was made final
 	closed := false  // the scan ended (failed): no more batches
 	for {
+		_ = r.hold.enter(fctx) // an error (the drain's end) only means working without a token
 		if len(q) == 0 && (err != nil || closed) {
 			return err // every batch handed to the sender has answered; a failed scan is run's to report
 		}
@@ -174,6 +174,7 @@ func (r *run) send(ctx context.Context, full <-chan *batch, free chan<- *batch) 
 		if len(q) > 0 {
 			oldest = q[0].done
 		}
+		r.hold.leave() // waiting on the scan or the gateway
 		select {
 		case b, ok := <-next:
 			if !ok {

@@ -61,12 +61,18 @@ type scanner struct {
 	// counts, when set, receives every target (Targets; InvalidTokens for listed ids known
 	// dead) and no batch is ever filled or handed on.
 	counts *tally
+	// hold is the scan goroutine's place at the worker's gate (nil: none).
+	hold *gateHold
 	// iids and online are resolveOwnFirst's scratch.
 	iids   []string
 	online []bool
 }
 
 func (s *scanner) scan(ctx context.Context) error {
+	if err := s.hold.enter(ctx); err != nil {
+		return err
+	}
+	defer s.hold.leave()
 	if err := s.take(ctx); err != nil {
 		return err
 	}
@@ -94,11 +100,11 @@ func (s *scanner) walk(ctx context.Context) error {
 	return s.scanRange(ctx)
 }
 
-// take waits for a free batch. A scan that waits for the sender gives its place at the
+// take waits for a free batch. A scan that waits for the sender gives its token at the
 // worker's gate back meanwhile; one that runs on without a token looks whether it must wait
 // for one (the API got busy).
 func (s *scanner) take(ctx context.Context) error {
-	h := s.r.hold
+	h := s.hold
 	select {
 	case s.b = <-s.free:
 		return h.yield(ctx)
@@ -118,6 +124,13 @@ func (s *scanner) emit(ctx context.Context) error {
 	case s.full <- s.b:
 		s.b = nil
 		return nil
+	default:
+	}
+	s.hold.leave() // the send side is behind: no CPU meanwhile
+	select {
+	case s.full <- s.b:
+		s.b = nil
+		return s.hold.enter(ctx)
 	case <-ctx.Done():
 		return ctx.Err()
 	}

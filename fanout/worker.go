@@ -164,8 +164,7 @@ func (w *Worker) RunTask(ctx context.Context, t *push.Task) error {
 	return w.runTask(ctx, t, nil)
 }
 
-// runTask is RunTask with the task's place at the gate (nil: none), which its scan gives back
-// while it waits for the sender and once it ends.
+// runTask is RunTask with the task goroutine's place at the gate (nil: none).
 func (w *Worker) runTask(ctx context.Context, t *push.Task, h *gateHold) error {
 	job := &t.Job
 	prog, err := w.st.GetTaskProgress(ctx, job.ID, t.ID)
@@ -211,6 +210,7 @@ func (w *Worker) runTask(ctx context.Context, t *push.Task, h *gateHold) error {
 	r := w.newRun(t, js, &prog, &rec, recAt)
 	r.hold = h
 	err = r.run(ctx)
+	_ = h.enter(ctx) // the completion's work; an error (ctx ended) only means without a token
 	if errors.Is(err, errCancelled) {
 		w.m.tasksCancelled.Inc()
 		return nil
