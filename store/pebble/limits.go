@@ -31,7 +31,7 @@ func decodeClaim(v []byte) (store.ReqClaim, time.Time, bool) {
 
 // ClaimReqID implements store.Store. Expiry is judged against claim.CreatedAt (the caller's
 // now; Options.Now when zero): a claim is live while claim.CreatedAt is before the previous
-// claim's CreatedAt + ttl. Expired claims are overwritten, never swept.
+// claim's CreatedAt + ttl. Expired claims are overwritten, and swept (SweepReqIDs).
 func (s *Store) ClaimReqID(ctx context.Context, appID, reqID string, claim store.ReqClaim, ttl time.Duration) (store.ReqClaim, bool, error) {
 	return s.claimReqID(appID, reqID, claim, ttl, pebble.Sync)
 }
@@ -56,18 +56,25 @@ func (s *Store) claimReqID(appID, reqID string, claim store.ReqClaim, ttl time.D
 	}
 	defer s.locks.lock(stripeOf("r", appID, reqID))()
 	key := reqIDKey(nil, appID, reqID)
-	v, found, err := s.getInto(nil, key)
-	if err != nil {
-		return store.ReqClaim{}, false, fmt.Errorf("cannot read req_id claim of app %s: %w", appID, err)
-	}
-	if found {
-		if prev, expires, ok := decodeClaim(v); ok && claim.CreatedAt.Before(expires) {
-			return prev, false, nil
+	if s.claims.mayHold(key, claim.CreatedAt) { // else no claim is live: nothing to read (claims.go)
+		if s.afterClaimRead != nil {
+			s.afterClaimRead()
+		}
+		v, found, err := s.getInto(nil, key)
+		if err != nil {
+			return store.ReqClaim{}, false, fmt.Errorf("cannot read req_id claim of app %s: %w", appID, err)
+		}
+		if found {
+			if prev, expires, ok := decodeClaim(v); ok && claim.CreatedAt.Before(expires) {
+				return prev, false, nil
+			}
 		}
 	}
-	if err := s.db.Set(key, appendClaim(nil, claim, claim.CreatedAt.Add(ttl)), wo); err != nil {
+	expires := claim.CreatedAt.Add(ttl)
+	if err := s.db.Set(key, appendClaim(nil, claim, expires), wo); err != nil {
 		return store.ReqClaim{}, false, fmt.Errorf("cannot claim req_id of app %s: %w", appID, err)
 	}
+	s.claims.add(key, expires, s.now())
 	return claim, true, nil
 }
 

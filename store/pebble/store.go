@@ -171,8 +171,10 @@ type Store struct {
 	devices *devCache // device row → object id of recent lookups, or nil (devcache.go)
 	recs    *recCache // the push records written last (reccache.go)
 	apps    appCache  // the apps read last (apps.go)
+	claims  *claimMemo // the live req_id claims (claims.go)
 
 	afterDeviceRead func() // test hook: runs in LookupDevice between reading Pebble and filling the cache
+	afterClaimRead  func() // test hook: runs when a req_id claim reads Pebble for an earlier claim
 
 	gate struct {
 		sync.Mutex
@@ -257,6 +259,10 @@ func Open(dir string, opts Options) (*Store, error) {
 		s.now = time.Now
 	}
 	s.gate.cond.L = &s.gate.Mutex
+	if s.claims, err = loadClaimMemo(db, s.now()); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("cannot read the req_id claims in %s: %w", dir, err)
+	}
 	if err := s.releaseLeases(); err != nil {
 		_ = s.Close()
 		return nil, err

@@ -1,0 +1,148 @@
+package pebble
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/pushd/pushd/store"
+)
+
+const claimTTL = 5 * time.Minute
+
+// claimer claims req_ids of app "a" on a store and counts the claims that read Pebble.
+type claimer struct {
+	t     *testing.T
+	s     *Store
+	reads int
+}
+
+func newClaimer(t *testing.T, s *Store) *claimer {
+	c := &claimer{t: t}
+	c.use(s)
+	return c
+}
+
+func (c *claimer) use(s *Store) {
+	c.s = s
+	s.afterClaimRead = func() { c.reads++ }
+}
+
+// claim claims reqID for push oid at at, and says whether it was claimed and the push that
+// holds it.
+func (c *claimer) claim(reqID, oid string, at time.Time) (bool, string) {
+	c.t.Helper()
+	prev, ok, err := c.s.ClaimReqIDNoSync(context.Background(), "a", reqID, store.ReqClaim{ObjectID: oid, CreatedAt: at}, claimTTL)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return ok, prev.ObjectID
+}
+
+// TestStoreClaimMemoSkipsTheReadOfANewReqID: a req_id nobody claimed is claimed without a read;
+// one claimed within the window is still refused (read, then found); after the window it is
+// claimed again. Claims made before a reopen are loaded and refuse duplicates the same way.
+func TestStoreClaimMemoSkipsTheReadOfANewReqID(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClaimer(t, s)
+	now := time.Now()
+	if ok, _ := c.claim("r1", "p1", now); !ok || c.reads != 0 {
+		t.Fatalf("a new req_id: claimed %v after %d reads, want claimed without one", ok, c.reads)
+	}
+	if ok, prev := c.claim("r1", "p2", now.Add(time.Minute)); ok || prev != "p1" || c.reads != 1 {
+		t.Fatalf("a duplicate within the window: claimed %v (held by %q) after %d reads; want refused, p1, one read", ok, prev, c.reads)
+	}
+	if ok, _ := c.claim("r1", "p3", now.Add(claimTTL+time.Second)); !ok {
+		t.Fatal("a req_id past its window was not claimed again")
+	}
+	for i := range 100 {
+		c.claim(fmt.Sprintf("n%d", i), "p", now)
+	}
+	if c.reads != 1 {
+		t.Fatalf("%d reads for 100 new req_ids, want none", c.reads-1)
+	}
+	// Reopened (a crash keeps what the job's synced write made durable; Close keeps all).
+	c.use(closeReopen(t, s, dir))
+	c.reads = 0
+	if ok, prev := c.claim("n7", "q", now.Add(time.Minute)); ok || prev != "p" {
+		t.Fatalf("after a reopen, a duplicate claimed %v (held by %q); want refused, p", ok, prev)
+	}
+	if ok, _ := c.claim("fresh", "q", now.Add(time.Minute)); !ok || c.reads != 1 {
+		t.Fatalf("after a reopen, a new req_id: claimed %v after %d reads in all, want claimed, only the duplicate read", ok, c.reads)
+	}
+}
+
+// TestStoreClaimMemoTooManyToLoad: a store holding more claims than the memo loads opens with
+// an empty memo that vouches for nothing: every claim reads Pebble, and duplicates are still
+// refused.
+func TestStoreClaimMemoTooManyToLoad(t *testing.T) {
+	defer func(n int) { claimMemoLoad = n }(claimMemoLoad)
+	claimMemoLoad = 10
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClaimer(t, s)
+	now := time.Now()
+	for i := range 20 {
+		c.claim(fmt.Sprintf("r%d", i), "p", now)
+	}
+	c.use(closeReopen(t, s, dir))
+	c.reads = 0
+	if ok, prev := c.claim("r15", "q", now.Add(time.Minute)); ok || prev != "p" {
+		t.Fatalf("a duplicate claimed %v (held by %q); want refused, p", ok, prev)
+	}
+	if ok, _ := c.claim("new", "q", now.Add(time.Minute)); !ok || c.reads != 2 {
+		t.Fatalf("a new req_id claimed %v after %d reads in all; want claimed, each claim read", ok, c.reads)
+	}
+	if n := c.s.claims.len(); n != 1 {
+		t.Fatalf("memo holds %d keys, want only the claim made since the open", n)
+	}
+}
+
+// TestStoreClaimMemoSweepsAndOverflows: expired claims leave the memo as it grows, and a memo
+// too full to hold its live claims forgets them and reads Pebble until they have all expired;
+// duplicates are refused throughout.
+func TestStoreClaimMemoSweepsAndOverflows(t *testing.T) {
+	c := newClaimer(t, openTest(t))
+	now := time.Now()
+	// Claims made long ago (the caller's time): expired by the store's clock.
+	old := now.Add(-time.Hour)
+	for i := range 1500 {
+		c.claim(fmt.Sprintf("old%d", i), "p", old)
+	}
+	if n := c.s.claims.len(); n >= 1024 {
+		t.Fatalf("memo holds %d keys, want the expired ones swept at its first sweep", n)
+	}
+	defer func(n int) { claimMemoMax = n }(claimMemoMax)
+	claimMemoMax = 1100
+	c.reads = 0
+	for i := range 1500 {
+		if ok, _ := c.claim(fmt.Sprintf("live%d", i), "p", now); !ok {
+			t.Fatalf("live%d not claimed", i)
+		}
+	}
+	reads := c.reads
+	if reads == 0 {
+		t.Fatal("a memo that overflowed still vouched for the claims it forgot")
+	}
+	for _, r := range []string{"live0", "live1099", "live1499"} {
+		if ok, prev := c.claim(r, "q", now.Add(time.Minute)); ok || prev != "p" {
+			t.Fatalf("%s: a duplicate claimed %v (held by %q); want refused, p", r, ok, prev)
+		}
+	}
+	if c.reads != reads+3 {
+		t.Fatalf("%d reads for 3 duplicates, want 3", c.reads-reads)
+	}
+	// Once every forgotten claim has expired, the memo vouches again.
+	c.reads = 0
+	if ok, _ := c.claim("later", "q", now.Add(claimTTL+time.Second)); !ok || c.reads != 0 {
+		t.Fatalf("after the window: claimed %v after %d reads, want claimed without one", ok, c.reads)
+	}
+}
