@@ -115,16 +115,17 @@ type Deps struct {
 	CredentialValidators map[string]CredentialValidator
 	// Importer serves POST /admin/apps/<id>/installations/import; nil answers it 503.
 	Importer InstallationImporter
-	// InFlight counts the requests being handled; nil ⇒ the server keeps its own. A node
-	// shares it with its fan-out worker, which gives way while requests are in hand.
+	// InFlight counts the intake requests being handled; nil ⇒ the server keeps its own. A
+	// node shares it with its fan-out worker, which gives way while requests are in hand.
 	InFlight *InFlight
 }
 
-// InFlight counts the requests the server is handling, from routing to the last byte of the
-// answer written to the connection's buffer.
+// InFlight counts the intake requests the server is handling (every method but GET and
+// HEAD: pushes, installation upserts, deletes), from routing to the answer written to the
+// connection's buffer. Reads (a push's status polled, the console) do not make fan-out wait.
 type InFlight struct{ n atomic.Int64 }
 
-// Busy says whether a request is being handled right now.
+// Busy says whether an intake request is being handled right now.
 func (f *InFlight) Busy() bool { return f.n.Load() > 0 }
 
 // CredentialValidator checks one uploaded credential of its kind and returns what to store
@@ -360,8 +361,10 @@ func (s *Server) match(method, path []byte) (*route, []string, bool) {
 }
 
 func (s *Server) serve(ctx *fasthttp.RequestCtx) {
-	s.deps.InFlight.n.Add(1)
-	defer s.deps.InFlight.n.Add(-1)
+	if !ctx.IsGet() && !ctx.IsHead() {
+		s.deps.InFlight.n.Add(1)
+		defer s.deps.InFlight.n.Add(-1)
+	}
 	start := time.Now()
 	path, pathOK := routePath(ctx)
 	var rt *route

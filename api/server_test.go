@@ -289,7 +289,8 @@ func TestAPIShutdownDrains(t *testing.T) {
 }
 
 // TestAPIInFlightCountsRequestsInHand: the count a node's fan-out reads (Deps.InFlight) is
-// busy while a handler runs, and idle once the answer is written.
+// busy while an intake handler runs (a POST), idle once the answer is written, and a read (GET)
+// does not count.
 func TestAPIInFlightCountsRequestsInHand(t *testing.T) {
 	st, err := pebble.Open(t.TempDir(), pebble.Options{})
 	if err != nil {
@@ -302,9 +303,16 @@ func TestAPIInFlightCountsRequestsInHand(t *testing.T) {
 		t.Fatal(err)
 	}
 	release, entered := make(chan struct{}), make(chan struct{})
-	srv.Register(Route{Method: "GET", Path: "/slow", Name: "slow"}, func(ctx *fasthttp.RequestCtx, _ *Call) error {
+	srv.Register(Route{Method: "POST", Path: "/slow", Name: "slow"}, func(ctx *fasthttp.RequestCtx, _ *Call) error {
 		close(entered)
 		<-release
+		WriteJSON(ctx, 200, []byte(`{"done":true}`))
+		return nil
+	})
+	readRelease, readEntered := make(chan struct{}), make(chan struct{})
+	srv.Register(Route{Method: "GET", Path: "/slow-read", Name: "slow_read"}, func(ctx *fasthttp.RequestCtx, _ *Call) error {
+		close(readEntered)
+		<-readRelease
 		WriteJSON(ctx, 200, []byte(`{"done":true}`))
 		return nil
 	})
@@ -316,9 +324,22 @@ func TestAPIInFlightCountsRequestsInHand(t *testing.T) {
 	if in.Busy() {
 		t.Fatal("busy before any request")
 	}
+	readGot := make(chan int, 1)
+	go func() {
+		code, _, _ := client.Get(nil, "http://x/slow-read")
+		readGot <- code
+	}()
+	<-readEntered
+	if in.Busy() {
+		t.Fatal("busy while only a GET is in hand")
+	}
+	close(readRelease)
+	if code := <-readGot; code != 200 {
+		t.Fatalf("GET status %d", code)
+	}
 	got := make(chan int, 1)
 	go func() {
-		code, _, _ := client.Get(nil, "http://x/slow")
+		code, _, _ := client.Post(nil, "http://x/slow", nil)
 		got <- code
 	}()
 	<-entered
@@ -330,7 +351,7 @@ func TestAPIInFlightCountsRequestsInHand(t *testing.T) {
 		t.Fatalf("status %d", code)
 	}
 	waitfor.True(t, 10*time.Second, "idle once answered", func() bool { return !in.Busy() })
-	if code := apitest.Do(t, client, "GET", "http://x/no-such-route", "").Code(t); code != 404 || in.Busy() {
+	if code := apitest.Do(t, client, "POST", "http://x/no-such-route", "{}").Code(t); code != 404 || in.Busy() {
 		t.Fatalf("status %d, busy %v after a 404, want idle", code, in.Busy())
 	}
 }
