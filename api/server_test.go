@@ -249,18 +249,11 @@ func TestAPIShutdownDrains(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	release := make(chan struct{})
-	entered := make(chan struct{})
 	srv, err := New(Config{}, Deps{Apps: st, Installations: st})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.Register(Route{Method: "GET", Path: "/slow", Name: "slow"}, func(ctx *fasthttp.RequestCtx, _ *Call) error {
-		close(entered)
-		<-release
-		WriteJSON(ctx, 200, []byte(`{"done":true}`))
-		return nil
-	})
+	entered, release := slowRoute(srv, "GET", "/slow")
 	ln := fasthttputil.NewInmemoryListener()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -288,6 +281,19 @@ func TestAPIShutdownDrains(t *testing.T) {
 	}
 }
 
+// slowRoute registers method path with a handler that closes entered, then answers 200 once
+// release is closed.
+func slowRoute(srv *Server, method, path string) (entered, release chan struct{}) {
+	entered, release = make(chan struct{}), make(chan struct{})
+	srv.Register(Route{Method: method, Path: path, Name: "slow"}, func(ctx *fasthttp.RequestCtx, _ *Call) error {
+		close(entered)
+		<-release
+		WriteJSON(ctx, 200, []byte(`{"done":true}`))
+		return nil
+	})
+	return entered, release
+}
+
 // TestAPIInFlightCountsRequestsInHand: the count a node's fan-out reads (Deps.InFlight) is
 // busy while an intake handler runs (a POST), idle once the answer is written, and a read (GET)
 // does not count.
@@ -302,20 +308,8 @@ func TestAPIInFlightCountsRequestsInHand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	release, entered := make(chan struct{}), make(chan struct{})
-	srv.Register(Route{Method: "POST", Path: "/slow", Name: "slow"}, func(ctx *fasthttp.RequestCtx, _ *Call) error {
-		close(entered)
-		<-release
-		WriteJSON(ctx, 200, []byte(`{"done":true}`))
-		return nil
-	})
-	readRelease, readEntered := make(chan struct{}), make(chan struct{})
-	srv.Register(Route{Method: "GET", Path: "/slow-read", Name: "slow_read"}, func(ctx *fasthttp.RequestCtx, _ *Call) error {
-		close(readEntered)
-		<-readRelease
-		WriteJSON(ctx, 200, []byte(`{"done":true}`))
-		return nil
-	})
+	entered, release := slowRoute(srv, "POST", "/slow")
+	readEntered, readRelease := slowRoute(srv, "GET", "/slow-read")
 	ln := fasthttputil.NewInmemoryListener()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -24,6 +24,17 @@ func newClaimer(t *testing.T, s *Store) *claimer {
 	return c
 }
 
+// openClaimer opens a store on a new directory (for closeReopen) and a claimer on it.
+func openClaimer(t *testing.T) (*claimer, string) {
+	t.Helper()
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newClaimer(t, s), dir
+}
+
 func (c *claimer) use(s *Store) {
 	c.s = s
 	s.afterClaimRead = func() { c.reads++ }
@@ -44,12 +55,7 @@ func (c *claimer) claim(reqID, oid string, at time.Time) (bool, string) {
 // one claimed within the window is still refused (read, then found); after the window it is
 // claimed again. Claims made before a reopen are loaded and refuse duplicates the same way.
 func TestStoreClaimMemoSkipsTheReadOfANewReqID(t *testing.T) {
-	dir := t.TempDir()
-	s, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := newClaimer(t, s)
+	c, dir := openClaimer(t)
 	now := time.Now()
 	if ok, _ := c.claim("r1", "p1", now); !ok || c.reads != 0 {
 		t.Fatalf("a new req_id: claimed %v after %d reads, want claimed without one", ok, c.reads)
@@ -67,7 +73,7 @@ func TestStoreClaimMemoSkipsTheReadOfANewReqID(t *testing.T) {
 		t.Fatalf("%d reads for 100 new req_ids, want none", c.reads-1)
 	}
 	// Reopened (a crash keeps what the job's synced write made durable; Close keeps all).
-	c.use(closeReopen(t, s, dir))
+	c.use(closeReopen(t, c.s, dir))
 	c.reads = 0
 	if ok, prev := c.claim("n7", "q", now.Add(time.Minute)); ok || prev != "p" {
 		t.Fatalf("after a reopen, a duplicate claimed %v (held by %q); want refused, p", ok, prev)
@@ -83,17 +89,12 @@ func TestStoreClaimMemoSkipsTheReadOfANewReqID(t *testing.T) {
 func TestStoreClaimMemoTooManyToLoad(t *testing.T) {
 	defer func(n int) { claimMemoLoad = n }(claimMemoLoad)
 	claimMemoLoad = 10
-	dir := t.TempDir()
-	s, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := newClaimer(t, s)
+	c, dir := openClaimer(t)
 	now := time.Now()
 	for i := range 20 {
 		c.claim(fmt.Sprintf("r%d", i), "p", now)
 	}
-	c.use(closeReopen(t, s, dir))
+	c.use(closeReopen(t, c.s, dir))
 	c.reads = 0
 	if ok, prev := c.claim("r15", "q", now.Add(time.Minute)); ok || prev != "p" {
 		t.Fatalf("a duplicate claimed %v (held by %q); want refused, p", ok, prev)

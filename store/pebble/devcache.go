@@ -134,6 +134,25 @@ func (c *devCache) len() int {
 // (their values) or deletes (forgotten). Call it before releasing the stripes of b's device
 // rows; a batch that failed to commit goes through forgetDevices instead.
 func (s *Store) learnDevices(b *pebble.Batch) {
+	s.eachDeviceRow(b, func(kind pebble.InternalKeyKind, key, value []byte) {
+		if kind == pebble.InternalKeyKindSet {
+			s.devices.set(key, string(value))
+		} else {
+			s.devices.forget(key)
+		}
+	})
+}
+
+// forgetDevices drops from the device cache every device row that b sets or deletes. Call it
+// after committing b, whether or not the commit succeeded, for every batch that may touch
+// device rows.
+func (s *Store) forgetDevices(b *pebble.Batch) {
+	s.eachDeviceRow(b, func(_ pebble.InternalKeyKind, key, _ []byte) { s.devices.forget(key) })
+}
+
+// eachDeviceRow calls fn for every device row b sets or deletes, when the store has a device
+// cache. A batch it cannot read (not one this store built) clears the cache instead.
+func (s *Store) eachDeviceRow(b *pebble.Batch, fn func(kind pebble.InternalKeyKind, key, value []byte)) {
 	if s.devices == nil {
 		return
 	}
@@ -147,36 +166,8 @@ func (s *Store) learnDevices(b *pebble.Batch) {
 		if !ok {
 			return
 		}
-		if len(key) == 0 || key[0] != tByDevice {
-			continue
-		}
-		if kind == pebble.InternalKeyKindSet {
-			s.devices.set(key, string(value))
-		} else {
-			s.devices.forget(key)
-		}
-	}
-}
-
-// forgetDevices drops from the device cache every device row that b sets or deletes. Call it
-// after committing b, whether or not the commit succeeded, for every batch that may touch
-// device rows.
-func (s *Store) forgetDevices(b *pebble.Batch) {
-	if s.devices == nil {
-		return
-	}
-	r := b.Reader()
-	for {
-		_, key, _, ok, err := r.Next()
-		if err != nil { // not a batch this store built; forget everything to be safe
-			s.devices.clear()
-			return
-		}
-		if !ok {
-			return
-		}
 		if len(key) > 0 && key[0] == tByDevice {
-			s.devices.forget(key)
+			fn(kind, key, value)
 		}
 	}
 }

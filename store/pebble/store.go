@@ -167,10 +167,10 @@ type Store struct {
 	dir  string
 	now  func() time.Time
 
-	locks   stripes   // per-record write serialisation (locks.go)
-	devices *devCache // device row → object id of recent lookups, or nil (devcache.go)
-	recs    *recCache // the push records written last (reccache.go)
-	apps    appCache  // the apps read last (apps.go)
+	locks   stripes    // per-record write serialisation (locks.go)
+	devices *devCache  // device row → object id of recent lookups, or nil (devcache.go)
+	recs    *recCache  // the push records written last (reccache.go)
+	apps    appCache   // the apps read last (apps.go)
 	claims  *claimMemo // the live req_id claims (claims.go)
 
 	afterDeviceRead func() // test hook: runs in LookupDevice between reading Pebble and filling the cache
