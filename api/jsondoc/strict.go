@@ -3,6 +3,7 @@ package jsondoc
 import (
 	"fmt"
 	"strconv"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -34,8 +35,9 @@ var forbiddenKeys = [...]string{"__proto__", "constructor"}
 // The error is a *StrictError. CheckStrict allocates only for objects of more than 16 keys and
 // for long keys.
 func CheckStrict(b []byte, maxDepth int) error {
-	var key, arena [256]byte
-	c := strictChecker{data: b, maxDepth: maxDepth, key: key[:0], arena: arena[:0]}
+	bufs := strictPool.Get().(*strictBufs)
+	defer strictPool.Put(bufs)
+	c := strictChecker{data: b, maxDepth: maxDepth, key: bufs.key[:0], arena: bufs.arena[:0]}
 	c.skipSpace()
 	if err := c.value(-1); err != nil {
 		return err
@@ -46,6 +48,12 @@ func CheckStrict(b []byte, maxDepth int) error {
 	}
 	return nil
 }
+
+// strictBufs are a check's scratch buffers, pooled: on the stack they escaped (the checker's
+// methods keep slices of them), 512 bytes of garbage per checked request body.
+type strictBufs struct{ key, arena [256]byte }
+
+var strictPool = sync.Pool{New: func() any { return new(strictBufs) }}
 
 // StrictError is a CheckStrict refusal; its text names the rule and the byte offset.
 type StrictError struct {

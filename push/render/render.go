@@ -172,6 +172,9 @@ type attrs map[string]json.RawMessage
 // view returns the attributes one platform sees: the top-level ones (platform objects left
 // out) with the platform's own object merged over them, and that object itself.
 func view(top attrs, key string) (attrs, attrs, error) {
+	if plainTop(top) {
+		return top, nil, nil // nothing to leave out, no platform object: top as it is (renderers only read it)
+	}
 	m := make(attrs, len(top))
 	for k, v := range top {
 		if !IsPlatformKey(k) && !isNull(v) {
@@ -196,6 +199,17 @@ func view(top attrs, key string) (attrs, attrs, error) {
 		}
 	}
 	return m, own, nil
+}
+
+// plainTop says whether top holds no platform object and no null member, so that every
+// platform's view of it is top itself.
+func plainTop(top attrs) bool {
+	for k, v := range top {
+		if IsPlatformKey(k) || isNull(v) {
+			return false
+		}
+	}
+	return true
 }
 
 func decodeObject(raw json.RawMessage) (attrs, error) {
