@@ -112,6 +112,12 @@ func appendEnvelope(dst, key, value []byte) []byte {
 	return append(dst, value...)
 }
 
+// envelopeLen is the length of appendEnvelope's bytes for key and value.
+func envelopeLen(key, value []byte) int {
+	var n [binary.MaxVarintLen64]byte
+	return 1 + len(binary.AppendUvarint(n[:0], uint64(len(key)))) + len(key) + len(value)
+}
+
 // decodeEnvelope returns key and value aliasing b.
 func decodeEnvelope(b []byte) (key, value []byte, err error) {
 	if len(b) < 1 || b[0] != envelopeVersion {

@@ -259,13 +259,16 @@ func (l *Log) Append(ctx context.Context, topicName string, recs ...queue.Record
 	}
 
 	b := l.db.NewBatchWithSize(size)
-	var key, val []byte
+	var kb [64]byte
 	for _, r := range recs {
 		s := &spans[find(r.Partition)]
-		key = messageKey(key[:0], topicName, r.Partition, s.next)
-		val = appendEnvelope(val[:0], r.Key, r.Value)
+		key := messageKey(kb[:0], topicName, r.Partition, s.next)
 		s.next++
-		_ = b.Set(key, val, nil) // Set on an in-memory batch cannot fail
+		// The envelope is written into the batch itself: no copy of the value per record.
+		op := b.SetDeferred(len(key), envelopeLen(r.Key, r.Value))
+		copy(op.Key, key)
+		appendEnvelope(op.Value[:0], r.Key, r.Value)
+		_ = op.Finish() // an in-memory batch cannot fail
 	}
 	err := l.db.Apply(b, pebble.Sync)
 	_ = b.Close()
