@@ -7,8 +7,9 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 )
 
-// Intake says whether the node's REST API has requests in hand (api.InFlight). On a node that
-// runs both, fan-out and the API share the cores: while requests are in hand, at most
+// Intake says whether the node's REST API has intake requests in hand (api.InFlight: every
+// method but GET and HEAD). On a node that runs both, fan-out and the API share the cores: while
+// such requests are in hand, at most
 // WorkerConfig.BusyTasks of fan-out's goroutines work at once, so that accepting a push is not
 // queued behind every planner and task (docs/decisions.md, "Fan-out gives way to intake").
 type Intake interface{ Busy() bool }
@@ -24,7 +25,7 @@ func (w *Worker) SetIntake(in Intake) {
 // cpuGate returns the worker's gate (nil: none), for the planner that runs its tasks.
 func (w *Worker) cpuGate() *cpuGate { return w.gate }
 
-// busyRecheck is how often a task waiting for a token looks whether the API went idle.
+// busyRecheck is how often a goroutine waiting for a token looks whether the API went idle.
 const busyRecheck = time.Millisecond
 
 // cpuGate hands out BusyTasks tokens to fan-out's goroutines: a planner planning a job, a
@@ -36,7 +37,7 @@ const busyRecheck = time.Millisecond
 type cpuGate struct {
 	intake Intake
 	tokens chan struct{}
-	waits  *metrics.Counter // tasks that waited for a token while the API was busy
+	waits  *metrics.Counter // waits for a token while the API was busy (pushd_fanout_intake_waits_total)
 }
 
 // gateHold is one goroutine's place at the gate. Its methods do nothing on a nil hold or a hold
