@@ -74,7 +74,14 @@ func TestE2ELCMixedProtocols(t *testing.T) {
 		dial(i)
 	}
 	var rec ownRecord
-	waitfor.True(t, pushTimeout, "every arrival counted", func() bool {
+	// A device's ledger marks its ack once the ack's write returns, which may be after pushd
+	// counted the arrival: wait for both.
+	waitfor.True(t, pushTimeout, "every arrival counted, and acked in the devices' ledgers", func() bool {
+		for _, l := range ledgers {
+			if !l.Acked(oid) {
+				return false
+			}
+		}
 		rec = c.ownRecord(t, oid)
 		return rec.Arrivals == n
 	})
