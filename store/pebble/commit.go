@@ -4,9 +4,12 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// commitUnlockSync commits b synced, then calls unlock (the caller's stripes), exactly once
-// whatever happens. The stripes are held across the fsync: only writers of the same records
-// wait for it, and Pebble group-commits the syncs of concurrent batches.
+// commitUnlockSync commits b synced, tells the device cache what b did to device rows (the
+// values it wrote once committed, all of them forgotten if the commit failed), then calls
+// unlock (the caller's stripes), exactly once whatever happens. The cache is told under the
+// stripes, so the next writer of a device row finds the value b left (devcache.go). The
+// stripes are held across the fsync: only writers of the same records wait for it, and Pebble
+// group-commits the syncs of concurrent batches.
 //
 // An earlier version applied b unsynced, released the stripes, and then waited on an empty
 // synced LogData record. It is correct (the reasoning below) but slow: measured here with
@@ -24,6 +27,11 @@ import (
 //   - The store never sets Options.DisableWAL or WAL failover.
 func (s *Store) commitUnlockSync(b *pebble.Batch, unlock func()) error {
 	err := b.Commit(pebble.Sync)
+	if err == nil {
+		s.learnDevices(b)
+	} else {
+		s.forgetDevices(b)
+	}
 	unlock()
 	return err
 }

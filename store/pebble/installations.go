@@ -192,14 +192,7 @@ func (s *Store) putInstallation(appID string, buckets int, inst push.Installatio
 	defer b.Close()
 	// The device cache learns the rows under their stripes: the next upsert of this device
 	// (the app opened again) finds its installation without a read.
-	err = b.Commit(pebble.Sync)
-	if err == nil {
-		s.learnDevices(b)
-	} else {
-		s.forgetDevices(b)
-	}
-	unlock()
-	if err != nil {
+	if err := s.commitUnlockSync(b, unlock); err != nil {
 		return fmt.Errorf("cannot put installation %s of app %s: %w", inst.ObjectID, appID, err)
 	}
 	return nil
