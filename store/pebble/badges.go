@@ -55,6 +55,8 @@ func (s *Store) IncrementBadges(ctx context.Context, appID string, buckets int, 
 		idx[i] = stripeOf("i", appID, oid)
 	}
 	defer s.locks.lockAll(idx)()
+	w := s.absence.begin(appID)
+	defer w.end() // after the commit
 	b := s.db.NewBatch()
 	defer b.Close()
 	var mark, key []byte
@@ -89,7 +91,7 @@ func (s *Store) IncrementBadges(ctx context.Context, appID string, buckets int, 
 		for range ids {
 			owned = append(owned, true) // the same ids: their rows stay
 		}
-		if err := putInstRows(b, appID, st.bucket, &inst, ids, owned, st, true); err != nil {
+		if err := putInstRows(w, b, appID, st.bucket, &inst, ids, owned, st, true); err != nil {
 			return fmt.Errorf("cannot increment the badge of installation %s of app %s: %w", oid, appID, err)
 		}
 		if err := b.Set(key, appendBadgeMark(nil, pushID, n), nil); err != nil {

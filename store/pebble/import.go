@@ -154,6 +154,8 @@ func (s *Store) importPass(b *pebble.Batch, appID string, buckets int, insts []p
 		}
 	}
 	unlock := s.locks.lockAll(stripeIdx)
+	w := s.absence.begin(appID)
+	defer w.end() // after the commit
 	locked := true
 	defer func() {
 		if locked {
@@ -238,7 +240,7 @@ func (s *Store) importPass(b *pebble.Batch, appID string, buckets int, insts []p
 				return nil, false, err
 			}
 		}
-		if err := putInstRows(b, appID, push.Bucket(inst.ObjectID, buckets), inst, ids, owned, old, found); err != nil {
+		if err := putInstRows(w, b, appID, push.Bucket(inst.ObjectID, buckets), inst, ids, owned, old, found); err != nil {
 			return nil, false, err
 		}
 		for k, d := range ids {

@@ -184,7 +184,9 @@ func (s *Store) putInstallation(appID string, buckets int, inst push.Installatio
 		stripeIdx = append(stripeIdx, stripeOf("d", appID, string(d.Kind), d.ID))
 	}
 	unlock := s.locks.lockAll(stripeIdx)
-	b, err := s.putInstBatch(appID, buckets, &inst, ids, isNew)
+	w := s.absence.begin(appID)
+	defer w.end() // after the commit
+	b, err := s.putInstBatch(w, appID, buckets, &inst, ids, isNew)
 	if err != nil {
 		unlock()
 		return fmt.Errorf("cannot put installation %s of app %s: %w", inst.ObjectID, appID, err)
@@ -206,7 +208,7 @@ func (s *Store) putInstallation(appID string, buckets int, inst push.Installatio
 // under these stripes. Only a new id's row is read, to refuse one that belongs to another
 // installation. A refresh with the same ids (the usual upsert) reads just the stored route;
 // isNew (an objectId just generated) skips that read too.
-func (s *Store) putInstBatch(appID string, buckets int, inst *push.Installation, ids []push.DeviceRef, isNew bool) (*pebble.Batch, error) {
+func (s *Store) putInstBatch(w *rowsWrite, appID string, buckets int, inst *push.Installation, ids []push.DeviceRef, isNew bool) (*pebble.Batch, error) {
 	var old stored
 	err := store.ErrNotFound
 	if !isNew {
@@ -241,7 +243,7 @@ func (s *Store) putInstBatch(appID string, buckets int, inst *push.Installation,
 		owned[i] = ok
 	}
 	b := s.db.NewBatch()
-	if err := putInstRows(b, appID, push.Bucket(inst.ObjectID, buckets), inst, ids, owned, old, found); err != nil {
+	if err := putInstRows(w, b, appID, push.Bucket(inst.ObjectID, buckets), inst, ids, owned, old, found); err != nil {
 		_ = b.Close()
 		return nil, err
 	}
@@ -264,7 +266,13 @@ func (s *Store) putInstBatch(appID string, buckets int, inst *push.Installation,
 // rows already pointing at inst (owned[i] for ids[i]) and the inactivity-index row when
 // updatedAt stayed within its hour (updatedSlot). by_bucket and by_channel rows carry the
 // document, so they are always rewritten.
-func putInstRows(b *pebble.Batch, appID string, bucket int, inst *push.Installation, ids []push.DeviceRef, owned []bool, old stored, found bool) error {
+//
+// w is the caller's count-in as a writer of appID's index rows (absence): it must end after b
+// is committed or dropped.
+func putInstRows(w *rowsWrite, b *pebble.Batch, appID string, bucket int, inst *push.Installation, ids []push.DeviceRef, owned []bool, old stored, found bool) error {
+	if w == nil || w.app != appID {
+		return fmt.Errorf("internal error: index rows of app %s written without counting in as their writer", appID)
+	}
 	oid, dt := inst.ObjectID, inst.DeviceType
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
@@ -344,9 +352,9 @@ type scratch struct{ key, val []byte }
 var scratchPool = sync.Pool{New: func() any { return &scratch{key: make([]byte, 0, 128), val: make([]byte, 0, 1024)} }}
 
 // setInstRows adds the primary row and every index row of inst to b.
-func setInstRows(b *pebble.Batch, appID string, bucket int, inst *push.Installation) error {
+func setInstRows(w *rowsWrite, b *pebble.Batch, appID string, bucket int, inst *push.Installation) error {
 	ids := inst.Route.DeviceIDs()
-	return putInstRows(b, appID, bucket, inst, ids, make([]bool, len(ids)), stored{}, false)
+	return putInstRows(w, b, appID, bucket, inst, ids, make([]bool, len(ids)), stored{}, false)
 }
 
 // deleteInstRows adds deletions of the primary row and every index row of st to b.

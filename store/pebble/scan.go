@@ -39,7 +39,8 @@ func (s *Store) Scan(ctx context.Context, r store.ScanRange, fn func(*store.Row)
 // key: rows of other device types are stepped over without reading their values, and a run
 // of skipSeekAfter of them within one bucket is jumped with a seek to the device type's rows in
 // this bucket or the next. A small app has a few rows per bucket and pays no seek; a large one
-// jumps over the other device types' rows.
+// jumps over the other device types' rows. A narrowed scan that found no row is remembered
+// until the app's index rows are written again (absence), and comes back empty at once.
 func (s *Store) ScanBuckets(ctx context.Context, r store.ScanRange, hi int, fn func(bucket int, row *store.Row) error) (err error) {
 	if err := s.enter(); err != nil {
 		return err
@@ -68,6 +69,21 @@ func (s *Store) ScanBuckets(ctx context.Context, r store.ScanRange, hi int, fn f
 	if bytes.Compare(lower, upper) >= 0 {
 		return nil
 	}
+	var (
+		absent absentScan // what remembering an empty narrowed scan needs (absence)
+		akey   = absenceKey{channel: r.Channel, deviceType: r.DeviceType, lo: r.Bucket, hi: hi}
+		found  bool
+	)
+	if dt != nil {
+		// Looked up before the iterator takes its snapshot.
+		var known bool
+		if known, absent = s.absence.look(r.AppID, akey); known {
+			return nil
+		}
+		if len(r.After) > 0 {
+			absent = absentScan{} // a resumed scan covers part of the range only
+		}
+	}
 	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return fmt.Errorf("cannot scan bucket %d of app %s: %w", r.Bucket, r.AppID, err)
@@ -77,6 +93,9 @@ func (s *Store) ScanBuckets(ctx context.Context, r store.ScanRange, hi int, fn f
 			err = fmt.Errorf("cannot scan bucket %d of app %s: %w", r.Bucket, r.AppID, cerr)
 		}
 	}()
+	if s.afterScanOpen != nil {
+		s.afterScanOpen()
+	}
 	var (
 		route push.Route
 		row   = store.Row{Route: &route}
@@ -135,6 +154,7 @@ func (s *Store) ScanBuckets(ctx context.Context, r store.ScanRange, hi int, fn f
 		start := len(slab)
 		slab = append(slab, c...)
 		row.Cursor = slab[start:len(slab):len(slab)]
+		found = true
 		if err := fn(b, &row); err != nil {
 			return err
 		}
@@ -142,6 +162,9 @@ func (s *Store) ScanBuckets(ctx context.Context, r store.ScanRange, hi int, fn f
 	}
 	if err := it.Error(); err != nil {
 		return fmt.Errorf("cannot scan buckets %d to %d of app %s: %w", r.Bucket, hi-1, r.AppID, err)
+	}
+	if !found {
+		s.absence.remember(akey, absent)
 	}
 	return nil
 }

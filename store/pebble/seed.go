@@ -22,12 +22,14 @@ func (s *Store) SeedInstallations(appID string, buckets int, insts []push.Instal
 	if err := checkBuckets(buckets); err != nil {
 		return err
 	}
+	w := s.absence.begin(appID)
+	defer w.end()
 	for len(insts) > 0 {
 		n := min(len(insts), seedChunk)
 		b := s.db.NewBatch()
 		for i := range insts[:n] {
 			inst := &insts[i]
-			if err := setInstRows(b, appID, push.Bucket(inst.ObjectID, buckets), inst); err != nil {
+			if err := setInstRows(w, b, appID, push.Bucket(inst.ObjectID, buckets), inst); err != nil {
 				_ = b.Close()
 				return fmt.Errorf("cannot seed installations of app %s: %w", appID, err)
 			}

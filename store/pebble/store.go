@@ -172,9 +172,11 @@ type Store struct {
 	recs    *recCache  // the push records written last (reccache.go)
 	apps    appCache   // the apps read last (apps.go)
 	claims  *claimMemo // the live req_id claims (claims.go)
+	absence absence    // narrowed scans that found no row (absence.go)
 
 	afterDeviceRead func() // test hook: runs in LookupDevice between reading Pebble and filling the cache
 	afterClaimRead  func() // test hook: runs when a req_id claim reads Pebble for an earlier claim
+	afterScanOpen   func() // test hook: runs in ScanBuckets once its iterator holds its snapshot
 
 	gate struct {
 		sync.Mutex
