@@ -14,6 +14,7 @@ import (
 
 	"github.com/pushd/pushd/internal/telemetry"
 	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/push/pushjson"
 	"github.com/pushd/pushd/query"
 	"github.com/pushd/pushd/queue"
 	"github.com/pushd/pushd/store"
@@ -91,7 +92,7 @@ func (p *Planner) handle(ctx context.Context, m queue.Message) error {
 	}
 	defer h.leave()
 	var job push.Job
-	if err := json.Unmarshal(m.Value, &job); err != nil || job.ID == "" || job.AppID == "" {
+	if err := pushjson.DecodeJob(m.Value, &job); err != nil || job.ID == "" || job.AppID == "" {
 		// A message that is not a job can never be planned: drop it rather than block the
 		// partition forever.
 		p.invalid.Inc()
@@ -237,7 +238,7 @@ func (p *Planner) plan(ctx context.Context, job *push.Job, h *gateHold) error {
 
 	parts := p.log.Partitions(queue.TopicTasks)
 	recs := make([]queue.Record, len(tasks))
-	jobJSON, err := json.Marshal(job)
+	jobJSON, err := pushjson.AppendJob(nil, job)
 	if err != nil {
 		return fmt.Errorf("cannot encode job %s: %w", job.ID, err)
 	}

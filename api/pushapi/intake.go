@@ -15,6 +15,7 @@ import (
 	"github.com/pushd/pushd/api/wire"
 	"github.com/pushd/pushd/internal/faultpoint"
 	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/push/pushjson"
 	"github.com/pushd/pushd/query"
 	"github.com/pushd/pushd/queue"
 	"github.com/pushd/pushd/store"
@@ -414,7 +415,7 @@ func (s *Service) persist(ctx context.Context, n *push.Notification, job *push.J
 }
 
 func (s *Service) appendJob(ctx context.Context, job *push.Job) error {
-	body, err := json.Marshal(job)
+	body, err := pushjson.AppendJob(nil, job)
 	if err != nil {
 		return fmt.Errorf("BUG: cannot encode job: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/push/pushjson"
 	"github.com/pushd/pushd/store"
 )
 
@@ -152,7 +153,7 @@ func (s *Store) commitRecord(b *pebble.Batch, wo *pebble.WriteOptions, n *push.N
 // notificationRows adds n and its index rows to b, and the removal of old's index rows when
 // they differ (old is nil for a new record). It returns n's document.
 func notificationRows(b *pebble.Batch, old, n *push.Notification) ([]byte, error) {
-	v, err := json.Marshal(n)
+	v, err := pushjson.AppendNotification(nil, n)
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +219,7 @@ func (s *Store) readNotification(appID, objectID string) (push.Notification, err
 			return n, err
 		}
 	}
-	if err := json.Unmarshal(v, &n); err != nil {
+	if err := pushjson.DecodeNotification(v, &n); err != nil {
 		return n, fmt.Errorf("cannot decode push record %s of app %s: %w", objectID, appID, err)
 	}
 	return n, nil
