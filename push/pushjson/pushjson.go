@@ -235,8 +235,8 @@ func appendRaw(b []byte, raw json.RawMessage) ([]byte, bool) {
 	if raw == nil {
 		return append(b, "null"...), true
 	}
-	if !asWritten(raw) || !json.Valid(raw) {
-		return b, false
+	if d := (decoder{b: raw}); !asWritten(raw) || !d.skip(0) || !d.end() {
+		return b, false // d.skip checks raw as JSON without whitespace, as json.Valid would
 	}
 	return append(b, raw...), true
 }

@@ -223,6 +223,8 @@ func FuzzNotificationJSON(f *testing.F) {
 	})
 }
 
+// FuzzDecodeNotification holds the decoders to json.Unmarshal, and the raw members' encoding to
+// json.Marshal, on any bytes.
 func FuzzDecodeNotification(f *testing.F) {
 	for seed := range uint64(20) {
 		g := gen{rand.New(rand.NewPCG(seed, 7))}
@@ -236,6 +238,8 @@ func FuzzDecodeNotification(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkDecode(t, data, push.Notification{Status: "dirty", PendingJob: &push.Job{ID: "x"}}, DecodeNotification)
 		checkDecode(t, data, push.Job{ID: "dirty", DeviceIDs: []string{"x"}}, DecodeJob)
+		// Any bytes as a raw member: written as encoding/json writes them, or refused as it refuses.
+		checkEncode(t, &push.Job{Data: data, Where: data}, AppendJob)
 	})
 }
 
