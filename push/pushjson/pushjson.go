@@ -23,6 +23,7 @@ package pushjson
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -36,7 +37,11 @@ func AppendNotification(dst []byte, n *push.Notification) ([]byte, error) {
 	if !timesOK(n.CreatedAt, n.UpdatedAt, n.PushTime, n.ExpiresAt) || (n.PendingJob != nil && !jobTimesOK(n.PendingJob)) {
 		return marshalFallback(dst, n)
 	}
-	b := dst
+	size := 512 + len(n.Data) + len(n.Where) + len(n.ReqID) + 64*len(n.Counts) + 32*(len(n.Channels)+len(n.TasksFinished))
+	if n.PendingJob != nil {
+		size += 384 + len(n.PendingJob.Data) + len(n.PendingJob.Where)
+	}
+	b := slices.Grow(dst, size) // one allocation for the usual record
 	b = append(b, `{"objectId":`...)
 	b = jsondoc.AppendString(b, n.ObjectID)
 	b = append(b, `,"appId":`...)
@@ -112,7 +117,7 @@ func AppendJob(dst []byte, j *push.Job) ([]byte, error) {
 	if !jobTimesOK(j) {
 		return marshalFallback(dst, j)
 	}
-	b, ok := appendJob(dst, j)
+	b, ok := appendJob(slices.Grow(dst, 384+len(j.Data)+len(j.Where)+40*len(j.DeviceIDs)), j)
 	if !ok {
 		return marshalFallback(dst, j)
 	}
@@ -235,8 +240,11 @@ func appendRaw(b []byte, raw json.RawMessage) ([]byte, bool) {
 	if raw == nil {
 		return append(b, "null"...), true
 	}
-	if d := (decoder{b: raw}); !asWritten(raw) || !d.skip(0) || !d.end() {
-		return b, false // d.skip checks raw as JSON without whitespace, as json.Valid would
+	if !asWritten(raw) {
+		return b, false
+	}
+	if end, ok := jsondoc.CompactValueEnd(raw, 0); !ok || end != len(raw) {
+		return b, false // not valid JSON (as json.Valid would say), or too deep to walk here
 	}
 	return append(b, raw...), true
 }
@@ -506,147 +514,12 @@ func (d *decoder) time(dst *time.Time) bool {
 
 // raw reads a value whole, as json.RawMessage keeps it (a copy).
 func (d *decoder) raw(dst *json.RawMessage) bool {
-	start := d.i
-	if !d.skip(0) {
+	end, ok := jsondoc.CompactValueEnd(d.b, d.i)
+	if !ok {
 		return false
 	}
-	*dst = append(json.RawMessage(nil), d.b[start:d.i]...)
-	return true
-}
-
-// skip steps over one value without whitespace, checking it as JSON; strings may hold escapes.
-func (d *decoder) skip(depth int) bool {
-	if depth > 100 {
-		return false
-	}
-	switch c := d.peek(); {
-	case c == '{':
-		d.i++
-		if d.lit("}") {
-			return true
-		}
-		for {
-			if !d.skipString() || !d.lit(":") || !d.skip(depth+1) {
-				return false
-			}
-			if d.lit("}") {
-				return true
-			}
-			if !d.lit(",") {
-				return false
-			}
-		}
-	case c == '[':
-		d.i++
-		if d.lit("]") {
-			return true
-		}
-		for {
-			if !d.skip(depth + 1) {
-				return false
-			}
-			if d.lit("]") {
-				return true
-			}
-			if !d.lit(",") {
-				return false
-			}
-		}
-	case c == '"':
-		return d.skipString()
-	case c == 't':
-		return d.lit("true")
-	case c == 'f':
-		return d.lit("false")
-	case c == 'n':
-		return d.lit("null")
-	default:
-		return d.skipNumber()
-	}
-}
-
-// skipString steps over a string, checking its escapes; its bytes need not be valid UTF-8
-// (encoding/json accepts invalid UTF-8 in a raw value and keeps it).
-func (d *decoder) skipString() bool {
-	if d.peek() != '"' {
-		return false
-	}
-	for j := d.i + 1; j < len(d.b); j++ {
-		switch c := d.b[j]; {
-		case c == '"':
-			d.i = j + 1
-			return true
-		case c < 0x20:
-			return false
-		case c == '\\':
-			j++
-			if j >= len(d.b) {
-				return false
-			}
-			switch d.b[j] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				if j+4 >= len(d.b) {
-					return false
-				}
-				for _, h := range d.b[j+1 : j+5] {
-					if !isHex(h) {
-						return false
-					}
-				}
-				j += 4
-			default:
-				return false
-			}
-		}
-	}
-	return false
-}
-
-func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-}
-
-// skipNumber steps over a number of the JSON grammar.
-func (d *decoder) skipNumber() bool {
-	j := d.i
-	if j < len(d.b) && d.b[j] == '-' {
-		j++
-	}
-	switch {
-	case j < len(d.b) && d.b[j] == '0':
-		j++
-	case j < len(d.b) && d.b[j] >= '1' && d.b[j] <= '9':
-		for j < len(d.b) && d.b[j] >= '0' && d.b[j] <= '9' {
-			j++
-		}
-	default:
-		return false
-	}
-	if j < len(d.b) && d.b[j] == '.' {
-		j++
-		k := j
-		for j < len(d.b) && d.b[j] >= '0' && d.b[j] <= '9' {
-			j++
-		}
-		if j == k {
-			return false
-		}
-	}
-	if j < len(d.b) && (d.b[j] == 'e' || d.b[j] == 'E') {
-		j++
-		if j < len(d.b) && (d.b[j] == '+' || d.b[j] == '-') {
-			j++
-		}
-		k := j
-		for j < len(d.b) && d.b[j] >= '0' && d.b[j] <= '9' {
-			j++
-		}
-		if j == k {
-			return false
-		}
-	}
-	d.i = j
+	*dst = append(json.RawMessage(nil), d.b[d.i:end]...)
+	d.i = end
 	return true
 }
 

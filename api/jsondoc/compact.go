@@ -1,0 +1,233 @@
+package jsondoc
+
+import (
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// compactDepth bounds how deep CompactValueEnd walks; deeper values are left to encoding/json.
+const compactDepth = 100
+
+// CompactValueEnd walks one JSON value starting at b[i] that has no whitespace between its
+// tokens, and returns the index just past it. ok is false when the value is not valid JSON,
+// holds whitespace, or nests deeper than 100: the caller then leaves it to encoding/json.
+// A value it accepts is one json.Valid accepts. Strings are checked for their escapes and
+// control bytes, not for UTF-8, as encoding/json's scanner does.
+func CompactValueEnd(b []byte, i int) (end int, ok bool) {
+	w := walker{b: b, i: i}
+	if !w.value(0) {
+		return i, false
+	}
+	return w.i, true
+}
+
+// Members decodes b, a JSON object without whitespace between its tokens, as json.Unmarshal
+// into a map[string]json.RawMessage does: the last of a repeated key wins, and each value is
+// its bytes, copied (the values share one copy of b). ok is false when b is not in that shape
+// or a key needs unquoting (an escape, invalid UTF-8): the caller then uses json.Unmarshal.
+func Members(b []byte) (m map[string]json.RawMessage, ok bool) {
+	w := walker{b: b}
+	if !w.lit('{') {
+		return nil, false
+	}
+	var own []byte // b's copy, made at the first value
+	m = make(map[string]json.RawMessage, 8)
+	if w.lit('}') {
+		return m, w.i == len(b)
+	}
+	for {
+		ks, ke, plain := w.key()
+		if !plain || !w.lit(':') {
+			return nil, false
+		}
+		start := w.i
+		if !w.value(0) {
+			return nil, false
+		}
+		if own == nil {
+			own = append([]byte(nil), b...)
+		}
+		m[string(b[ks:ke])] = own[start:w.i:w.i]
+		if w.lit('}') {
+			return m, w.i == len(b)
+		}
+		if !w.lit(',') {
+			return nil, false
+		}
+	}
+}
+
+type walker struct {
+	b []byte
+	i int
+}
+
+func (w *walker) lit(c byte) bool {
+	if w.i < len(w.b) && w.b[w.i] == c {
+		w.i++
+		return true
+	}
+	return false
+}
+
+func (w *walker) word(s string) bool {
+	if len(w.b)-w.i >= len(s) && string(w.b[w.i:w.i+len(s)]) == s {
+		w.i += len(s)
+		return true
+	}
+	return false
+}
+
+// key walks a string that json.Unmarshal takes as it is (no escape or control byte, valid
+// UTF-8) and returns its content's bounds.
+func (w *walker) key() (start, end int, ok bool) {
+	if !w.lit('"') {
+		return 0, 0, false
+	}
+	start = w.i
+	ascii := true
+	for j := start; j < len(w.b); j++ {
+		switch c := w.b[j]; {
+		case c == '"':
+			if !ascii && !utf8.Valid(w.b[start:j]) {
+				return 0, 0, false
+			}
+			w.i = j + 1
+			return start, j, true
+		case c == '\\' || c < 0x20:
+			return 0, 0, false
+		case c >= utf8.RuneSelf:
+			ascii = false
+		}
+	}
+	return 0, 0, false
+}
+
+func (w *walker) value(depth int) bool {
+	if depth >= compactDepth || w.i >= len(w.b) {
+		return false
+	}
+	switch c := w.b[w.i]; {
+	case c == '{':
+		w.i++
+		if w.lit('}') {
+			return true
+		}
+		for {
+			if !w.str() || !w.lit(':') || !w.value(depth+1) {
+				return false
+			}
+			if w.lit('}') {
+				return true
+			}
+			if !w.lit(',') {
+				return false
+			}
+		}
+	case c == '[':
+		w.i++
+		if w.lit(']') {
+			return true
+		}
+		for {
+			if !w.value(depth + 1) {
+				return false
+			}
+			if w.lit(']') {
+				return true
+			}
+			if !w.lit(',') {
+				return false
+			}
+		}
+	case c == '"':
+		return w.str()
+	case c == 't':
+		return w.word("true")
+	case c == 'f':
+		return w.word("false")
+	case c == 'n':
+		return w.word("null")
+	}
+	return w.number()
+}
+
+// str walks a string, checking its escapes and control bytes.
+func (w *walker) str() bool {
+	if !w.lit('"') {
+		return false
+	}
+	for j := w.i; j < len(w.b); j++ {
+		switch c := w.b[j]; {
+		case c == '"':
+			w.i = j + 1
+			return true
+		case c < 0x20:
+			return false
+		case c == '\\':
+			j++
+			if j >= len(w.b) {
+				return false
+			}
+			switch w.b[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if j+4 >= len(w.b) {
+					return false
+				}
+				for _, h := range w.b[j+1 : j+5] {
+					if hexValue(h) < 0 {
+						return false
+					}
+				}
+				j += 4
+			default:
+				return false
+			}
+		}
+	}
+	return false
+}
+
+// number walks a number of the JSON grammar.
+func (w *walker) number() bool {
+	b, j := w.b, w.i
+	if j < len(b) && b[j] == '-' {
+		j++
+	}
+	switch {
+	case j < len(b) && b[j] == '0':
+		j++
+	case j < len(b) && b[j] >= '1' && b[j] <= '9':
+		for j < len(b) && isDigit(b[j]) {
+			j++
+		}
+	default:
+		return false
+	}
+	if j < len(b) && b[j] == '.' {
+		j++
+		k := j
+		for j < len(b) && isDigit(b[j]) {
+			j++
+		}
+		if j == k {
+			return false
+		}
+	}
+	if j < len(b) && (b[j] == 'e' || b[j] == 'E') {
+		j++
+		if j < len(b) && (b[j] == '+' || b[j] == '-') {
+			j++
+		}
+		k := j
+		for j < len(b) && isDigit(b[j]) {
+			j++
+		}
+		if j == k {
+			return false
+		}
+	}
+	w.i = j
+	return true
+}
