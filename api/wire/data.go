@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pushd/pushd/api/jsondoc"
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/push/render"
 )
@@ -463,6 +464,9 @@ func vAPS(path string, raw json.RawMessage, c *dataCtx) *push.Error {
 }
 
 func object(raw json.RawMessage) (map[string]json.RawMessage, error) {
+	if m, ok := jsondoc.Members(raw); ok {
+		return m, nil
+	}
 	var m map[string]json.RawMessage
 	err := json.Unmarshal(raw, &m)
 	return m, err

@@ -31,9 +31,11 @@ func decodeBody(body []byte, listKey string) (fields, *push.Error) {
 	if !isKind(body, '{') {
 		return nil, push.Errorf(push.CodeInvalidJSON, "a JSON dictionary is expected")
 	}
-	var f fields
-	if err := json.Unmarshal(body, &f); err != nil {
-		return nil, push.Errorf(push.CodeInvalidJSON, "malformed JSON, a JSON dictionary is expected")
+	f, ok := jsondoc.Members(body) // the usual compact body, without encoding/json's two passes
+	if !ok {
+		if err := json.Unmarshal(body, &f); err != nil {
+			return nil, push.Errorf(push.CodeInvalidJSON, "malformed JSON, a JSON dictionary is expected")
+		}
 	}
 	// JSON that encoding/json reads but readers disagree on (duplicate keys, broken strings),
 	// nests too deep or names a prototype key: the installation endpoints share this rule.
