@@ -107,7 +107,7 @@ func runAsync(tb testing.TB, w *Worker, t *push.Task, unblock chan struct{}) <-c
 	done, res := make(chan struct{}), make(chan error, 1)
 	go func() {
 		defer close(done)
-		res <- w.RunInline(ctx, t)
+		res <- w.RunInline(ctx, t, nil)
 	}()
 	tb.Cleanup(func() {
 		cancel()

@@ -52,7 +52,16 @@ type Planner struct {
 // consumed: nil once its final progress and its counts are written, an error when it must be
 // run again (Worker.RunInline).
 type TaskRunner interface {
-	RunInline(ctx context.Context, t *push.Task) error
+	RunInline(ctx context.Context, t *push.Task, fresh *FreshPlan) error
+}
+
+// FreshPlan is what the planner knows of the task it runs inline when it has just taken the
+// push from the queue (in-queue, nothing planned) into its first plan: no task of the job has
+// run, so the task has no progress to read, and the record is the one the plan wrote. nil
+// when the job was planned before (a redelivery), when the task must read both.
+type FreshPlan struct {
+	Record push.Notification // as the planner's update wrote it
+	ReadAt time.Time         // taken before that update read the record
 }
 
 // SetRunner makes the planner run a job planned as one task with r, when
@@ -177,7 +186,11 @@ func (p *Planner) plan(ctx context.Context, job *push.Job, h *gateHold) error {
 	if ns, ok := p.st.(RecordNoSync); ok && p.inline(tasks) {
 		update = ns.UpdateNotificationNoSync
 	}
+	var fresh *FreshPlan // set when this update takes the push into its first plan
+	readAt := time.Now()
 	_, err = update(ctx, job.AppID, job.NotificationObjectID, func(n *push.Notification) error {
+		fresh = nil // the store may call fn again (a retried compare-and-set)
+		first := n.Status == push.StatusInQueue && n.Tasks == 0 && n.TasksDone == 0 && len(n.TasksFinished) == 0
 		switch n.Status {
 		case push.StatusCancelled, push.StatusDone:
 			return errSkipJob
@@ -203,6 +216,9 @@ func (p *Planner) plan(ctx context.Context, job *push.Job, h *gateHold) error {
 			n.Status = push.StatusDone
 		}
 		n.UpdatedAt = time.Now()
+		if first {
+			fresh = &FreshPlan{Record: *n, ReadAt: readAt}
+		}
 		return nil
 	})
 	switch {
@@ -227,7 +243,7 @@ func (p *Planner) plan(ctx context.Context, job *push.Job, h *gateHold) error {
 		t := tasks[0]
 		t.Job = *job
 		h.leave()
-		if err := p.runner.RunInline(ctx, &t); err != nil {
+		if err := p.runner.RunInline(ctx, &t, fresh); err != nil {
 			return fmt.Errorf("cannot run the task of job %s: %w", job.ID, err)
 		}
 		p.jobs.Inc()

@@ -585,7 +585,8 @@ func TestFanoutPlannerRunsAJobOfOneTaskItself(t *testing.T) {
 	snd := newRecSender()
 	wcfg := DefaultWorkerConfig()
 	wcfg.BatchSize, wcfg.SendAhead = 20, 1
-	w, err := NewWorker(wcfg, e.st, e.lg, snd, zap.NewNop(), metrics.NewSet())
+	reads := &readLog{Store: e.st}
+	w, err := NewWorker(wcfg, reads, e.lg, snd, zap.NewNop(), metrics.NewSet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -614,6 +615,11 @@ func TestFanoutPlannerRunsAJobOfOneTaskItself(t *testing.T) {
 	if got := ms.GetOrCreateCounter(`pushd_fanout_tasks_inline_total`).Get(); got != 1 {
 		t.Errorf("pushd_fanout_tasks_inline_total %d, want 1", got)
 	}
+	// Taken from the queue into its first plan (FreshPlan), the task read neither its
+	// progress (there is none) nor its record (the plan's is passed along).
+	if p, r := reads.counts(); p != 0 || r != 0 {
+		t.Errorf("the task of a fresh plan read its progress %d times and its record %d times, want 0", p, r)
+	}
 	// The plan was recorded without an fsync of its own (the task's synced writes follow);
 	// a planner that appends the task records it synced.
 	if !slices.Equal(ul.take(), []string{"nosync"}) {
@@ -633,7 +639,8 @@ func TestFanoutPlannerRunsAJobOfOneTaskItself(t *testing.T) {
 
 	// Stopped after three batches of 20, then planned again.
 	snd = newRecSender()
-	w2, err := NewWorker(wcfg, e.st, e.lg, snd, zap.NewNop(), metrics.NewSet())
+	reads = &readLog{Store: e.st}
+	w2, err := NewWorker(wcfg, reads, e.lg, snd, zap.NewNop(), metrics.NewSet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -654,8 +661,12 @@ func TestFanoutPlannerRunsAJobOfOneTaskItself(t *testing.T) {
 		t.Fatalf("after the stop: status %s, %d tasks, %d delivered; want in process, 1 task, some delivered", r.Status, r.Tasks, first)
 	}
 	snd.hook = nil
+	reads.counts() // from zero: the planning again
 	if err := p.Plan(context.Background(), &stopped); err != nil {
 		t.Fatal(err)
+	}
+	if p, r := reads.counts(); p != 1 || r != 1 {
+		t.Errorf("the task planned again read its progress %d times and its record %d times, want once each", p, r)
 	}
 	r = e.record(stopped.NotificationObjectID)
 	if r.Status != push.StatusDone || r.TasksDone != 1 {
@@ -672,6 +683,27 @@ func TestFanoutPlannerRunsAJobOfOneTaskItself(t *testing.T) {
 	if len(snd.got) != want {
 		t.Errorf("%d installations delivered, want %d", len(snd.got), want)
 	}
+}
+
+// readLog is the real store, counting the task's reads of its progress and its record.
+type readLog struct {
+	*pebble.Store
+	progress, records atomic.Int32
+}
+
+// counts returns the reads since the last call.
+func (r *readLog) counts() (progress, records int32) {
+	return r.progress.Swap(0), r.records.Swap(0)
+}
+
+func (r *readLog) GetTaskProgress(ctx context.Context, jobID, taskID string) (push.TaskProgress, error) {
+	r.progress.Add(1)
+	return r.Store.GetTaskProgress(ctx, jobID, taskID)
+}
+
+func (r *readLog) GetNotification(ctx context.Context, app, oid string) (push.Notification, error) {
+	r.records.Add(1)
+	return r.Store.GetNotification(ctx, app, oid)
 }
 
 // updateLog is the real store, noting how each record update was committed.

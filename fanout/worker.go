@@ -126,13 +126,13 @@ func (w *Worker) handle(ctx context.Context, m queue.Message) error {
 			zap.Int64(telemetry.KeyOffset, m.Offset), zap.Error(err))
 		return nil
 	}
-	return w.RunInline(ctx, &t)
+	return w.RunInline(ctx, &t, nil)
 }
 
 // RunInline runs t as handle runs a task it consumed: in one of the worker's Concurrency
 // places, failures counted and logged. The planner calls it for a job planned as one task
 // (PlannerConfig.InlineSingle).
-func (w *Worker) RunInline(ctx context.Context, t *push.Task) error {
+func (w *Worker) RunInline(ctx context.Context, t *push.Task, fresh *FreshPlan) error {
 	select {
 	case w.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -144,7 +144,7 @@ func (w *Worker) RunInline(ctx context.Context, t *push.Task) error {
 		return err
 	}
 	defer h.leave()
-	err := w.runTask(ctx, t, h)
+	err := w.runTask(ctx, t, h, fresh)
 	if err != nil {
 		w.m.tasksFailed.Inc()
 		if ctx.Err() == nil {
@@ -161,12 +161,15 @@ var errCancelled = errors.New("push cancelled")
 // RunTask runs one task to its end: nil once its final progress and its counts on the record
 // are written (the caller may then commit its offset), an error when it must be run again.
 func (w *Worker) RunTask(ctx context.Context, t *push.Task) error {
-	return w.runTask(ctx, t, nil)
+	return w.runTask(ctx, t, nil, nil)
 }
 
 // runTask is RunTask with the task goroutine's place at the gate (nil: none).
-func (w *Worker) runTask(ctx context.Context, t *push.Task, h *gateHold) error {
+func (w *Worker) runTask(ctx context.Context, t *push.Task, h *gateHold, fresh *FreshPlan) error {
 	job := &t.Job
+	if fresh != nil {
+		return w.runFresh(ctx, t, h, fresh)
+	}
 	prog, err := w.st.GetTaskProgress(ctx, job.ID, t.ID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -190,6 +193,19 @@ func (w *Worker) runTask(ctx context.Context, t *push.Task, h *gateHold) error {
 	case err != nil:
 		return fmt.Errorf("cannot read record %s of task %s: %w", job.NotificationObjectID, t.ID, err)
 	}
+	return w.runRead(ctx, t, h, prog, &rec, recAt)
+}
+
+// runFresh runs the task of a push the planner has just taken into its first plan
+// (FreshPlan): with no progress, and the record the plan wrote, instead of reading both.
+func (w *Worker) runFresh(ctx context.Context, t *push.Task, h *gateHold, fresh *FreshPlan) error {
+	prog := push.TaskProgress{JobID: t.Job.ID, TaskID: t.ID}
+	return w.runRead(ctx, t, h, prog, &fresh.Record, fresh.ReadAt)
+}
+
+// runRead runs t from prog, given its record rec as read at recAt.
+func (w *Worker) runRead(ctx context.Context, t *push.Task, h *gateHold, prog push.TaskProgress, rec *push.Notification, recAt time.Time) error {
+	job := &t.Job
 	js, err := w.jobs.get(ctx, job.ID, func() (*jobState, error) { return w.buildJob(ctx, job) })
 	var perr *push.Error
 	if errors.As(err, &perr) {
@@ -207,7 +223,7 @@ func (w *Worker) runTask(ctx context.Context, t *push.Task, h *gateHold) error {
 	if err != nil {
 		return err
 	}
-	r := w.newRun(t, js, &prog, &rec, recAt)
+	r := w.newRun(t, js, &prog, rec, recAt)
 	r.hold = h
 	err = r.run(ctx)
 	_ = h.enter(ctx) // the completion's work; an error (ctx ended) only means without a token
