@@ -151,7 +151,7 @@ func (p *Planner) plan(ctx context.Context, job *push.Job, h *gateHold) error {
 		buckets = push.DefaultBuckets
 	}
 
-	tasks, perr := p.split(job, buckets)
+	tp, perr := p.split(job, buckets)
 	if perr != nil {
 		p.invalid.Inc()
 		log.Warn("job has an invalid where", zap.Error(perr))
@@ -172,12 +172,11 @@ func (p *Planner) plan(ctx context.Context, job *push.Job, h *gateHold) error {
 	}
 
 	// As many tasks as the source holds MinTaskRows rows (PlannerConfig.MinTaskRows).
-	full := tasks
-	if k, err := p.taskCount(ctx, job, full, buckets); err != nil {
+	k, err := p.taskCount(ctx, job, &tp, buckets)
+	if err != nil {
 		return err
-	} else if k < len(full) {
-		tasks = regroup(job, full, k)
 	}
+	tasks := tp.tasks(job, k)
 
 	// Record first, append second: once a worker can finish a task, the record already says
 	// how many tasks make the push complete. A plan whose task runs here is recorded without
@@ -198,11 +197,7 @@ func (p *Planner) plan(ctx context.Context, job *push.Job, h *gateHold) error {
 			if n.Tasks > 0 {
 				// Planned before a crash: keep the record, append again the tasks it counts
 				// (the source may have grown or shrunk since it was counted).
-				if n.Tasks < len(full) && full[0].Source != push.SourcePoint {
-					tasks = regroup(job, full, n.Tasks)
-				} else {
-					tasks = full
-				}
+				tasks = tp.tasks(job, min(n.Tasks, tp.len()))
 				return errPlanned
 			}
 		}
@@ -297,45 +292,30 @@ type SourceCounter interface {
 	CountSource(ctx context.Context, appID, channel string, lo, hi, limit int) (int, error)
 }
 
-// taskCount is how many tasks a query push split into the range tasks full should run as: as
-// many as its source holds MinTaskRows rows, between 1 and len(full). The rows are counted in
-// the first task's buckets only (at most MinTaskRows keys) and scaled to all of them: buckets
-// are a hash of the objectId, so every range holds about the same share. len(full) when the
-// store cannot count, the plan is of point tasks, or MinTaskRows is 0.
-func (p *Planner) taskCount(ctx context.Context, job *push.Job, full []push.Task, buckets int) (int, error) {
+// taskCount is how many tasks a query push split into the ranges of tp should run as: as many
+// as its source holds MinTaskRows rows, between 1 and tp.len(). The rows are counted in the
+// first range only (at most MinTaskRows keys) and scaled to all of them: buckets are a hash of
+// the objectId, so every range holds about the same share. tp.len() when the store cannot
+// count, the plan is of point tasks, or MinTaskRows is 0.
+func (p *Planner) taskCount(ctx context.Context, job *push.Job, tp *taskPlan, buckets int) (int, error) {
 	c, ok := p.st.(SourceCounter)
-	if !ok || p.cfg.MinTaskRows <= 0 || len(full) < 2 || full[0].Source == push.SourcePoint {
-		return len(full), nil
+	if !ok || p.cfg.MinTaskRows <= 0 || tp.len() < 2 || tp.src == push.SourcePoint {
+		return tp.len(), nil
 	}
-	first := full[0]
-	n, err := c.CountSource(ctx, job.AppID, first.Channel, first.BucketLo, first.BucketHi, p.cfg.MinTaskRows)
+	lo, hi := tp.spans[0][0], tp.spans[0][1]
+	n, err := c.CountSource(ctx, job.AppID, tp.channel, lo, hi, p.cfg.MinTaskRows)
 	if err != nil {
 		return 0, fmt.Errorf("cannot count the source of job %s: %w", job.ID, err)
 	}
 	if n >= p.cfg.MinTaskRows {
-		return len(full), nil // every range holds a task's worth
+		return tp.len(), nil // every range holds a task's worth
 	}
-	est := n * buckets / (first.BucketHi - first.BucketLo)
-	k := min(max(est/p.cfg.MinTaskRows, 1), len(full))
-	if k < len(full) {
+	est := n * buckets / (hi - lo)
+	k := min(max(est/p.cfg.MinTaskRows, 1), tp.len())
+	if k < tp.len() {
 		p.regrouped.Inc()
 	}
 	return k, nil
-}
-
-// regroup joins the range tasks full, in order, into k tasks of as equal a number of them as
-// can be: the same buckets scanned in the same order. The same (full, k) gives the same ids.
-func regroup(job *push.Job, full []push.Task, k int) []push.Task {
-	k = min(max(k, 1), len(full))
-	out := make([]push.Task, k)
-	for i := range out {
-		from, to := i*len(full)/k, (i+1)*len(full)/k
-		t := full[from]
-		t.BucketHi = full[to-1].BucketHi
-		t.ID = rangeTaskID(job.ID, t.BucketLo, t.BucketHi)
-		out[i] = t
-	}
-	return withRate(out, job.FlowControl)
 }
 
 // taskWire is push.Task as the tasks topic carries it, minus the job: every task of a job
@@ -387,18 +367,63 @@ func sourceOf(ts []push.Task) push.Source {
 
 // split picks the narrowest source for the job and cuts it into tasks. The error is the
 // client-facing parse error of the where.
-func (p *Planner) split(job *push.Job, buckets int) ([]push.Task, error) {
-	return splitJob(p.cfg, job, buckets)
+func (p *Planner) split(job *push.Job, buckets int) (taskPlan, error) {
+	return splitPlan(p.cfg, job, buckets)
 }
 
-// splitJob is the planner's split (also the dry run's, see Audience).
+// splitJob is the planner's split, every range task built (the dry run's, see Audience).
 func splitJob(cfg PlannerConfig, job *push.Job, buckets int) ([]push.Task, error) {
+	tp, err := splitPlan(cfg, job, buckets)
+	if err != nil {
+		return nil, err
+	}
+	return tp.tasks(job, tp.len()), nil
+}
+
+// taskPlan is a job's split before its range tasks are built: their bucket spans in order, so
+// that the planner builds only the tasks it runs (taskCount joins small ones; building each of
+// the 32 ranges of a small push, the job copied into each, was a fifth of the process's
+// allocations under intake load). Point tasks are built at once: they carry their ids.
+type taskPlan struct {
+	src     push.Source
+	channel string
+	spans   [][2]int    // range tasks: [lo, hi) of each
+	points  []push.Task // point tasks
+}
+
+// len is how many tasks the plan has before any are joined.
+func (tp *taskPlan) len() int {
+	if tp.src == push.SourcePoint {
+		return len(tp.points)
+	}
+	return len(tp.spans)
+}
+
+// tasks builds the plan's tasks, its ranges joined, in order, into k tasks of as equal a
+// number of them as can be (k at least 1, at most len): the same buckets scanned in the same
+// order, and the same (plan, k) gives the same ids. Point tasks are never joined.
+func (tp *taskPlan) tasks(job *push.Job, k int) []push.Task {
+	if tp.src == push.SourcePoint {
+		return tp.points
+	}
+	n := len(tp.spans)
+	k = min(max(k, 1), n)
+	out := make([]push.Task, k)
+	for i := range out {
+		lo, hi := tp.spans[i*n/k][0], tp.spans[(i+1)*n/k-1][1]
+		out[i] = push.Task{ID: rangeTaskID(job.ID, lo, hi), Job: *job, Source: tp.src, Channel: tp.channel, BucketLo: lo, BucketHi: hi}
+	}
+	return withRate(out, job.FlowControl)
+}
+
+// splitPlan is splitJob's plan.
+func splitPlan(cfg PlannerConfig, job *push.Job, buckets int) (taskPlan, error) {
 	if job.Kind == push.JobDevices {
-		return pointTasks(cfg, job, deviceKind(job.DeviceType, job.Vendor), job.DeviceIDs), nil
+		return taskPlan{src: push.SourcePoint, points: pointTasks(cfg, job, deviceKind(job.DeviceType, job.Vendor), job.DeviceIDs)}, nil
 	}
 	q, err := query.ParseAt(job.Where, job.QueryTime())
 	if err != nil {
-		return nil, err
+		return taskPlan{}, err
 	}
 	h := q.Hints()
 	var (
@@ -418,23 +443,18 @@ func splitJob(cfg PlannerConfig, job *push.Job, buckets int) ([]push.Task, error
 		}
 	}
 	if have {
-		return pointTasks(cfg, job, kind, ids), nil
+		return taskPlan{src: push.SourcePoint, points: pointTasks(cfg, job, kind, ids)}, nil
 	}
-	src, channel := push.SourceBucket, ""
+	tp := taskPlan{src: push.SourceBucket}
 	if len(h.Channels) > 0 {
-		src, channel = push.SourceChannel, h.Channels[0]
+		tp.src, tp.channel = push.SourceChannel, h.Channels[0]
 	}
 	span := min(cfg.BucketsPerTask, buckets)
-	n := (buckets + span - 1) / span
-	tasks := make([]push.Task, 0, n)
+	tp.spans = make([][2]int, 0, (buckets+span-1)/span)
 	for lo := 0; lo < buckets; lo += span {
-		hi := min(lo+span, buckets)
-		tasks = append(tasks, push.Task{
-			ID: rangeTaskID(job.ID, lo, hi), Job: *job, Source: src, Channel: channel,
-			BucketLo: lo, BucketHi: hi,
-		})
+		tp.spans = append(tp.spans, [2]int{lo, min(lo+span, buckets)})
 	}
-	return withRate(tasks, job.FlowControl), nil
+	return tp, nil
 }
 
 func pointTasks(cfg PlannerConfig, job *push.Job, kind push.IDKind, ids []string) []push.Task {

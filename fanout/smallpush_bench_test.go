@@ -48,11 +48,11 @@ func BenchmarkFanoutSmallPush(b *testing.B) {
 					b.Fatal(err)
 				}
 				if !c.inline {
-					tasks, err := splitJob(pcfg, &job, push.DefaultBuckets)
+					tp, err := splitPlan(pcfg, &job, push.DefaultBuckets)
 					if err != nil {
 						b.Fatal(err)
 					}
-					tasks = regroup(&job, tasks, e.record(job.NotificationObjectID).Tasks)
+					tasks := tp.tasks(&job, e.record(job.NotificationObjectID).Tasks)
 					for i := range tasks {
 						if err := w.RunTask(ctx, &tasks[i]); err != nil {
 							b.Fatal(err)

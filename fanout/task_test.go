@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -29,7 +30,7 @@ func (e *env) planDirect(job push.Job, pcfg PlannerConfig) (push.Job, []push.Tas
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	tasks, err := p.split(&job, 64)
+	tasks, err := splitJob(p.cfg, &job, 64)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -287,7 +288,7 @@ func TestFanoutPlannerSources(t *testing.T) {
 		if c.kind == "" {
 			job.Kind = push.JobQuery
 		}
-		ts, err := p.split(&job, 64)
+		ts, err := splitJob(p.cfg, &job, 64)
 		if err != nil {
 			t.Fatalf("%s: %v", c.where, err)
 		}
@@ -303,7 +304,7 @@ func TestFanoutPlannerSources(t *testing.T) {
 			c.check(t, ts)
 		}
 	}
-	if _, err := p.split(&push.Job{ID: "J", Kind: push.JobQuery, Where: json.RawMessage(`{"$bad":1}`)}, 64); err == nil {
+	if _, err := splitJob(p.cfg, &push.Job{ID: "J", Kind: push.JobQuery, Where: json.RawMessage(`{"$bad":1}`)}, 64); err == nil {
 		t.Error("an invalid where planned")
 	}
 }
@@ -735,4 +736,49 @@ func (u *updateLog) UpdateNotification(ctx context.Context, app, oid string, fn 
 func (u *updateLog) UpdateNotificationNoSync(ctx context.Context, app, oid string, fn func(*push.Notification) error) (push.Notification, error) {
 	u.note("nosync")
 	return u.Store.UpdateNotificationNoSync(ctx, app, oid, fn)
+}
+
+// A plan's ranges joined into k tasks cover the buckets once, in order, in runs that differ by
+// at most one range, with the ids the ranges give (the same (plan, k) gives the same tasks);
+// every task carries the job and knows how many there are.
+func TestFanoutTaskPlanJoinsRanges(t *testing.T) {
+	cfg := DefaultPlannerConfig()
+	cfg.BucketsPerTask = 8
+	job := push.Job{ID: "J", AppID: "a", Kind: push.JobQuery, Where: json.RawMessage(`{"channels":"news"}`), FlowControl: 90}
+	tp, err := splitPlan(cfg, &job, 100) // 13 ranges, the last of 4 buckets
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tp.len() != 13 || tp.src != push.SourceChannel || tp.channel != "news" {
+		t.Fatalf("plan of %d ranges from %s %q, want 13 from channel news", tp.len(), tp.src, tp.channel)
+	}
+	for k := 0; k <= 15; k++ {
+		ts := tp.tasks(&job, k)
+		want := min(max(k, 1), 13)
+		if len(ts) != want {
+			t.Fatalf("k=%d: %d tasks, want %d", k, len(ts), want)
+		}
+		next, sizes := 0, map[int]bool{}
+		for i, task := range ts {
+			if task.BucketLo != next || task.BucketHi <= task.BucketLo {
+				t.Fatalf("k=%d: task %d spans %d-%d after %d", k, i, task.BucketLo, task.BucketHi, next)
+			}
+			next = task.BucketHi
+			sizes[(task.BucketHi-task.BucketLo+7)/8] = true
+			if task.ID != rangeTaskID("J", task.BucketLo, task.BucketHi) || task.Job.ID != "J" ||
+				task.Source != push.SourceChannel || task.Channel != "news" || task.Of != want || task.Rate != 90/float64(want) {
+				t.Fatalf("k=%d: task %d is %+v", k, i, task)
+			}
+		}
+		if next != 100 || len(sizes) > 2 {
+			t.Fatalf("k=%d: tasks end at bucket %d with run lengths %v", k, next, sizes)
+		}
+		if again := tp.tasks(&job, k); !reflect.DeepEqual(again, ts) {
+			t.Fatalf("k=%d: the same plan built other tasks", k)
+		}
+	}
+	full, err := splitJob(cfg, &job, 100)
+	if err != nil || !reflect.DeepEqual(full, tp.tasks(&job, 13)) {
+		t.Fatalf("splitJob differs from the plan's every range: %v", err)
+	}
 }
