@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pushd/pushd/api/jsondoc"
 	"github.com/pushd/pushd/push"
 )
 
@@ -82,8 +83,13 @@ func ParseAt(where json.RawMessage, now time.Time) (*Query, error) {
 	if jsonDepth(where) > MaxJSONDepth {
 		return nil, errQuery("query nests JSON deeper than %d levels", MaxJSONDepth)
 	}
-	var x any
-	if err := json.Unmarshal(where, &x); err != nil {
+	// jsondoc decodes as encoding/json does, without reflection; it fails where encoding/json
+	// fails, whose message the error keeps.
+	x, err := jsondoc.Decode(where)
+	if err != nil {
+		if err := json.Unmarshal(where, &x); err != nil {
+			return nil, push.Errorf(push.CodeInvalidJSON, "invalid JSON in where: %s", clip(err.Error()))
+		}
 		return nil, push.Errorf(push.CodeInvalidJSON, "invalid JSON in where: %s", clip(err.Error()))
 	}
 	p := &parser{now: now.Truncate(time.Millisecond).UTC()}
