@@ -3,7 +3,7 @@
 //
 // It owns one thing: the JSON of the push record and of the job, which every push writes once
 // at intake and fan-out reads and rewrites several times (the planner's update, the task's read,
-// the completion). encoding/json's reflection was about a third of fan-out's CPU per push that
+// the completion). encoding/json's reflection was about a quarter of fan-out's CPU per push that
 // matched nothing (docs/decisions.md, "Push records without reflection").
 //
 // The contract, held by the differential fuzz targets in this package:
