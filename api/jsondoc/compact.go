@@ -32,29 +32,25 @@ func Members(b []byte) (m map[string]json.RawMessage, ok bool) {
 	}
 	var own []byte // b's copy, made at the first value
 	m = make(map[string]json.RawMessage, 8)
-	if w.lit('}') {
-		return m, w.i == len(b)
-	}
-	for {
+	ok = w.seq('}', func() bool {
 		ks, ke, plain := w.key()
 		if !plain || !w.lit(':') {
-			return nil, false
+			return false
 		}
 		start := w.i
 		if !w.value(0) {
-			return nil, false
+			return false
 		}
 		if own == nil {
 			own = append([]byte(nil), b...)
 		}
 		m[string(b[ks:ke])] = own[start:w.i:w.i]
-		if w.lit('}') {
-			return m, w.i == len(b)
-		}
-		if !w.lit(',') {
-			return nil, false
-		}
+		return true
+	})
+	if !ok || w.i != len(b) {
+		return nil, false
 	}
+	return m, true
 }
 
 type walker struct {
@@ -76,6 +72,25 @@ func (w *walker) word(s string) bool {
 		return true
 	}
 	return false
+}
+
+// seq walks the comma-separated elements of an object or array, its opening byte read, up to
+// and including end; elem walks one element.
+func (w *walker) seq(end byte, elem func() bool) bool {
+	if w.lit(end) {
+		return true
+	}
+	for {
+		if !elem() {
+			return false
+		}
+		if w.lit(end) {
+			return true
+		}
+		if !w.lit(',') {
+			return false
+		}
+	}
 }
 
 // key walks a string that json.Unmarshal takes as it is (no escape or control byte, valid
@@ -110,36 +125,10 @@ func (w *walker) value(depth int) bool {
 	switch c := w.b[w.i]; {
 	case c == '{':
 		w.i++
-		if w.lit('}') {
-			return true
-		}
-		for {
-			if !w.str() || !w.lit(':') || !w.value(depth+1) {
-				return false
-			}
-			if w.lit('}') {
-				return true
-			}
-			if !w.lit(',') {
-				return false
-			}
-		}
+		return w.seq('}', func() bool { return w.str() && w.lit(':') && w.value(depth+1) })
 	case c == '[':
 		w.i++
-		if w.lit(']') {
-			return true
-		}
-		for {
-			if !w.value(depth + 1) {
-				return false
-			}
-			if w.lit(']') {
-				return true
-			}
-			if !w.lit(',') {
-				return false
-			}
-		}
+		return w.seq(']', func() bool { return w.value(depth + 1) })
 	case c == '"':
 		return w.str()
 	case c == 't':
