@@ -188,34 +188,27 @@ func (w *walker) number() bool {
 	case j < len(b) && b[j] == '0':
 		j++
 	case j < len(b) && b[j] >= '1' && b[j] <= '9':
-		for j < len(b) && isDigit(b[j]) {
-			j++
-		}
+		j = digitsEnd(b, j)
 	default:
 		return false
 	}
 	if j < len(b) && b[j] == '.' {
-		j++
-		k := j
-		for j < len(b) && isDigit(b[j]) {
-			j++
+		k := digitsEnd(b, j+1)
+		if k == j+1 {
+			return false // a fraction needs a digit
 		}
-		if j == k {
-			return false
-		}
+		j = k
 	}
 	if j < len(b) && (b[j] == 'e' || b[j] == 'E') {
 		j++
 		if j < len(b) && (b[j] == '+' || b[j] == '-') {
 			j++
 		}
-		k := j
-		for j < len(b) && isDigit(b[j]) {
-			j++
+		k := digitsEnd(b, j)
+		if k == j {
+			return false // an exponent needs a digit
 		}
-		if j == k {
-			return false
-		}
+		j = k
 	}
 	w.i = j
 	return true

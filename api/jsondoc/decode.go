@@ -341,8 +341,11 @@ func (d *decoder) number() (float64, error) {
 	return f, nil
 }
 
-func (d *decoder) digits(i int) int {
-	for i < len(d.data) && isDigit(d.data[i]) {
+func (d *decoder) digits(i int) int { return digitsEnd(d.data, i) }
+
+// digitsEnd is the index past the run of digits of b that starts at i.
+func digitsEnd(b []byte, i int) int {
+	for i < len(b) && isDigit(b[i]) {
 		i++
 	}
 	return i
