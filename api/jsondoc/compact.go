@@ -33,8 +33,12 @@ func Members(b []byte) (m map[string]json.RawMessage, ok bool) {
 	var own []byte // b's copy, made at the first value
 	m = make(map[string]json.RawMessage, 8)
 	ok = w.seq('}', func() bool {
-		ks, ke, plain := w.key()
-		if !plain || !w.lit(':') {
+		ks, ke, plain := PlainString(b, w.i)
+		if !plain {
+			return false
+		}
+		w.i = ke + 1
+		if !w.lit(':') {
 			return false
 		}
 		start := w.i
@@ -93,21 +97,21 @@ func (w *walker) seq(end byte, elem func() bool) bool {
 	}
 }
 
-// key walks a string that json.Unmarshal takes as it is (no escape or control byte, valid
-// UTF-8) and returns its content's bounds.
-func (w *walker) key() (start, end int, ok bool) {
-	if !w.lit('"') {
+// PlainString finds the string token at b[i] when json.Unmarshal takes its content as it is:
+// no escape, no control byte, valid UTF-8. start and end bound the content (b[end] is the
+// closing quote); ok is false for any other token, which the caller decodes in full.
+func PlainString(b []byte, i int) (start, end int, ok bool) {
+	if i >= len(b) || b[i] != '"' {
 		return 0, 0, false
 	}
-	start = w.i
+	start = i + 1
 	ascii := true
-	for j := start; j < len(w.b); j++ {
-		switch c := w.b[j]; {
+	for j := start; j < len(b); j++ {
+		switch c := b[j]; {
 		case c == '"':
-			if !ascii && !utf8.Valid(w.b[start:j]) {
+			if !ascii && !utf8.Valid(b[start:j]) {
 				return 0, 0, false
 			}
-			w.i = j + 1
 			return start, j, true
 		case c == '\\' || c < 0x20:
 			return 0, 0, false

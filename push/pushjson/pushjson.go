@@ -26,7 +26,6 @@ import (
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/pushd/pushd/api/jsondoc"
 	"github.com/pushd/pushd/push"
@@ -415,28 +414,12 @@ func (d *decoder) object(member func(key []byte) bool) bool {
 // plain reads a string without escapes, control bytes or invalid UTF-8 (which json.Unmarshal
 // takes as it is) and returns its bytes, aliasing the input.
 func (d *decoder) plain() ([]byte, bool) {
-	if d.peek() != '"' {
+	start, end, ok := jsondoc.PlainString(d.b, d.i)
+	if !ok {
 		return nil, false
 	}
-	start := d.i + 1
-	ascii := true
-	for j := start; j < len(d.b); j++ {
-		c := d.b[j]
-		switch {
-		case c == '"':
-			s := d.b[start:j]
-			if !ascii && !utf8.Valid(s) {
-				return nil, false
-			}
-			d.i = j + 1
-			return s, true
-		case c == '\\' || c < 0x20:
-			return nil, false
-		case c >= utf8.RuneSelf:
-			ascii = false
-		}
-	}
-	return nil, false
+	d.i = end + 1
+	return d.b[start:end], true
 }
 
 func (d *decoder) str(dst *string) bool {

@@ -17,8 +17,8 @@ import (
 	"math"
 	"slices"
 	"time"
-	"unicode/utf8"
 
+	"github.com/pushd/pushd/api/jsondoc"
 	"github.com/pushd/pushd/push"
 )
 
@@ -248,10 +248,11 @@ func (m attrs) str(k string) (s string, ok bool, err error) {
 // common case, without encoding/json: its bytes between the quotes are the string when they
 // are valid UTF-8. ok is false for any other token, which the caller decodes in full.
 func plainString(raw json.RawMessage) (string, bool) {
-	if !isPlainString(raw) || !utf8.Valid(raw[1:len(raw)-1]) {
+	start, end, ok := jsondoc.PlainString(raw, 0)
+	if !ok || end != len(raw)-1 {
 		return "", false
 	}
-	return string(raw[1 : len(raw)-1]), true
+	return string(raw[start:end]), true
 }
 
 // isPlainString says whether raw is a JSON string token with no escape, no inner quote and no
