@@ -73,13 +73,7 @@ func (c *devCache) fill(key []byte, oid string, gen uint64) {
 	if sh.gen != gen {
 		return
 	}
-	if _, ok := sh.m[string(key)]; !ok && len(sh.m) >= c.per {
-		for k := range sh.m {
-			delete(sh.m, k)
-			break
-		}
-	}
-	sh.m[string(key)] = oid
+	c.put(sh, key, oid)
 }
 
 // set caches oid for key, written by a batch just committed under the row's stripe: fills of
@@ -90,6 +84,12 @@ func (c *devCache) set(key []byte, oid string) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	sh.gen++
+	c.put(sh, key, oid)
+}
+
+// put stores oid for key in sh, whose lock the caller holds; a full shard drops an arbitrary
+// entry for a new key.
+func (c *devCache) put(sh *devShard, key []byte, oid string) {
 	if _, ok := sh.m[string(key)]; !ok && len(sh.m) >= c.per {
 		for k := range sh.m {
 			delete(sh.m, k)
