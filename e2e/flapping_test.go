@@ -51,11 +51,11 @@ type deviceLedger interface {
 	NID(id string) string
 }
 
-// flapDevice is one simulated device: its own-channel ledger (a *sim.Ledger in the scenario)
-// survives its reconnects.
 // flapRatioDeliveries is the fewest deliveries over which wire duplicates must stay within 1%.
 const flapRatioDeliveries = 10000
 
+// flapDevice is one simulated device: its own-channel ledger (a *sim.Ledger in the scenario)
+// survives its reconnects.
 type flapDevice struct {
 	iid, token, channel string // token, channel: its vendor's ("" for an own-channel-only device)
 	ledger              deviceLedger
