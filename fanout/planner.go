@@ -43,6 +43,7 @@ type Planner struct {
 	regrouped *metrics.Counter
 	appendErr *metrics.Counter
 	inlined   *metrics.Counter
+	empty     *metrics.Counter
 
 	// runner runs a job's only task in the planner (PlannerConfig.InlineSingle), or nil.
 	runner TaskRunner
@@ -85,6 +86,7 @@ func NewPlanner(cfg PlannerConfig, st PlannerStore, lg Log, logger *zap.Logger, 
 		regrouped: ms.NewCounter(`pushd_fanout_jobs_regrouped_total`),
 		appendErr: ms.NewCounter(`pushd_fanout_task_append_errors_total`),
 		inlined:   ms.NewCounter(`pushd_fanout_tasks_inline_total`),
+		empty:     ms.NewCounter(`pushd_fanout_jobs_empty_total`),
 	}, nil
 }
 
@@ -176,7 +178,10 @@ func (p *Planner) plan(ctx context.Context, job *push.Job, h *gateHold) error {
 	if err != nil {
 		return err
 	}
-	tasks := tp.tasks(job, k)
+	var tasks []push.Task // none: the push has no target
+	if k > 0 {
+		tasks = tp.tasks(job, k)
+	}
 
 	// Record first, append second: once a worker can finish a task, the record already says
 	// how many tasks make the push complete. A plan whose task runs here is recorded without
@@ -292,26 +297,59 @@ type SourceCounter interface {
 	CountSource(ctx context.Context, appID, channel string, lo, hi, limit int) (int, error)
 }
 
+// AbsenceKnower is a store that remembers scans narrowed to a device type that found no row
+// (store/pebble): KnownEmpty says that a task's scan of the source's buckets lo to hi-1
+// narrowed to deviceType would find none. false says nothing.
+type AbsenceKnower interface {
+	KnownEmpty(appID, channel, deviceType string, lo, hi int) bool
+}
+
 // taskCount is how many tasks a query push split into the ranges of tp should run as: as many
 // as its source holds MinTaskRows rows, between 1 and tp.len(). The rows are counted in the
 // first range only (at most MinTaskRows keys) and scaled to all of them: buckets are a hash of
 // the objectId, so every range holds about the same share. tp.len() when the store cannot
 // count, the plan is of point tasks, or MinTaskRows is 0.
+//
+// It is 0 when the store can tell that the source holds no row the job's scan would read: no
+// row in any of its buckets (the first range's count found none, or no count was made), or
+// none of the device type the where pins, by a scan remembered (AbsenceKnower). Such a push
+// has no target: it is done at once, with no task to read, write and complete.
 func (p *Planner) taskCount(ctx context.Context, job *push.Job, tp *taskPlan, buckets int) (int, error) {
-	c, ok := p.st.(SourceCounter)
-	if !ok || p.cfg.MinTaskRows <= 0 || tp.len() < 2 || tp.src == push.SourcePoint {
+	if tp.src == push.SourcePoint || tp.len() == 0 {
 		return tp.len(), nil
 	}
-	lo, hi := tp.spans[0][0], tp.spans[0][1]
-	n, err := c.CountSource(ctx, job.AppID, tp.channel, lo, hi, p.cfg.MinTaskRows)
-	if err != nil {
-		return 0, fmt.Errorf("cannot count the source of job %s: %w", job.ID, err)
+	k, first := tp.len(), -1 // first: the rows counted in the first range; -1 none counted
+	c, counts := p.st.(SourceCounter)
+	if counts && p.cfg.MinTaskRows > 0 && tp.len() >= 2 {
+		lo, hi := tp.spans[0][0], tp.spans[0][1]
+		n, err := c.CountSource(ctx, job.AppID, tp.channel, lo, hi, p.cfg.MinTaskRows)
+		if err != nil {
+			return 0, fmt.Errorf("cannot count the source of job %s: %w", job.ID, err)
+		}
+		if n >= p.cfg.MinTaskRows {
+			return tp.len(), nil // every range holds a task's worth
+		}
+		est := n * buckets / (hi - lo)
+		k, first = min(max(est/p.cfg.MinTaskRows, 1), tp.len()), n
 	}
-	if n >= p.cfg.MinTaskRows {
-		return tp.len(), nil // every range holds a task's worth
+	if k == 1 {
+		// A source of one task's rows at most: it may hold none the task would read.
+		lo, hi := tp.spans[0][0], tp.spans[len(tp.spans)-1][1]
+		if a, ok := p.st.(AbsenceKnower); ok && tp.deviceType != "" && a.KnownEmpty(job.AppID, tp.channel, tp.deviceType, lo, hi) {
+			p.empty.Inc()
+			return 0, nil
+		}
+		if counts && first <= 0 {
+			n, err := c.CountSource(ctx, job.AppID, tp.channel, lo, hi, 1)
+			if err != nil {
+				return 0, fmt.Errorf("cannot count the source of job %s: %w", job.ID, err)
+			}
+			if n == 0 {
+				p.empty.Inc()
+				return 0, nil
+			}
+		}
 	}
-	est := n * buckets / (hi - lo)
-	k := min(max(est/p.cfg.MinTaskRows, 1), tp.len())
 	if k < tp.len() {
 		p.regrouped.Inc()
 	}
@@ -385,10 +423,11 @@ func splitJob(cfg PlannerConfig, job *push.Job, buckets int) ([]push.Task, error
 // the 32 ranges of a small push, the job copied into each, was a fifth of the process's
 // allocations under intake load). Point tasks are built at once: they carry their ids.
 type taskPlan struct {
-	src     push.Source
-	channel string
-	spans   [][2]int    // range tasks: [lo, hi) of each
-	points  []push.Task // point tasks
+	src        push.Source
+	channel    string
+	deviceType string      // the device type the where pins ("" none), which the scans narrow to
+	spans      [][2]int    // range tasks: [lo, hi) of each
+	points     []push.Task // point tasks
 }
 
 // len is how many tasks the plan has before any are joined.
@@ -445,7 +484,7 @@ func splitPlan(cfg PlannerConfig, job *push.Job, buckets int) (taskPlan, error) 
 	if have {
 		return taskPlan{src: push.SourcePoint, points: pointTasks(cfg, job, kind, ids)}, nil
 	}
-	tp := taskPlan{src: push.SourceBucket}
+	tp := taskPlan{src: push.SourceBucket, deviceType: h.DeviceType}
 	if len(h.Channels) > 0 {
 		tp.src, tp.channel = push.SourceChannel, h.Channels[0]
 	}

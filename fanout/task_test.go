@@ -782,3 +782,77 @@ func TestFanoutTaskPlanJoinsRanges(t *testing.T) {
 		t.Fatalf("splitJob differs from the plan's every range: %v", err)
 	}
 }
+
+// A query push whose source holds no row its task would read is planned no task: its record
+// goes straight to done, and nothing is scanned, written or completed for it. A source empty in
+// the first range only (the planner counts that one) is not empty, and a device type is known
+// absent only from a scan remembered since the app's last write of index rows.
+func TestFanoutPlannerPlansNoTaskForAnEmptySource(t *testing.T) {
+	e := newEnv(t)
+	e.createApp(64, nil)
+	// Android installations only, none in buckets 0 to 7 (the first range the planner counts).
+	now := time.Now()
+	var seeded []push.Installation
+	for i := 1; len(seeded) < 40; i += 2 {
+		inst := testInst(i, now)
+		if i%97 == 0 || i%89 == 0 || push.Bucket(inst.ObjectID, 64) < 8 {
+			continue // every seeded row is a target of a push to everyone
+		}
+		seeded = append(seeded, inst)
+	}
+	if err := e.st.SeedInstallations(testApp, 64, seeded); err != nil {
+		t.Fatal(err)
+	}
+	snd := newRecSender()
+	w, err := NewWorker(DefaultWorkerConfig(), e.st, e.lg, snd, zap.NewNop(), metrics.NewSet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := metrics.NewSet()
+	p, err := NewPlanner(DefaultPlannerConfig(), e.st, e.lg, zap.NewNop(), ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetRunner(w)
+	plan := func(where string, tasks, delivered int) {
+		t.Helper()
+		before := snd.count()
+		job := e.submitRecordOnly(push.Job{Where: json.RawMessage(where)})
+		if err := p.Plan(context.Background(), &job); err != nil {
+			t.Fatal(err)
+		}
+		r := e.record(job.NotificationObjectID)
+		if r.Status != push.StatusDone || r.Tasks != tasks || r.TasksDone != tasks {
+			t.Errorf("push %s: status %s, %d of %d tasks done; want done, %d of %d", where, r.Status, r.TasksDone, r.Tasks, tasks, tasks)
+		}
+		if got := snd.count() - before; got != delivered {
+			t.Errorf("push %s: %d deliveries, want %d", where, got, delivered)
+		}
+	}
+	empty := func(want uint64) {
+		t.Helper()
+		if got := ms.GetOrCreateCounter(`pushd_fanout_jobs_empty_total`).Get(); got != want {
+			t.Errorf("pushd_fanout_jobs_empty_total %d, want %d", got, want)
+		}
+	}
+
+	plan(`{"channels":"nobody"}`, 0, 0)
+	empty(1)
+	plan(`{}`, 1, len(seeded)) // the first range is empty, the others are not
+	plan(`{"channels":"news"}`, 1, len(slices.DeleteFunc(slices.Clone(seeded), func(in push.Installation) bool {
+		return !slices.Contains(in.Route.Channels, "news")
+	})))
+	empty(1)
+	// No iOS installation: the first push scans for them (and the store remembers that it
+	// found none), the second is planned no task.
+	plan(`{"deviceType":"ios"}`, 1, 0)
+	plan(`{"deviceType":"ios"}`, 0, 0)
+	empty(2)
+	// An iOS installation arrives: the next push to iOS reaches it.
+	ios := testInst(2, now)
+	if err := e.st.PutInstallation(context.Background(), testApp, 64, ios); err != nil {
+		t.Fatal(err)
+	}
+	plan(`{"deviceType":"ios"}`, 1, 1)
+	empty(2)
+}

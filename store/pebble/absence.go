@@ -93,6 +93,18 @@ func (a *absence) look(app string, k absenceKey) (known bool, s absentScan) {
 	return false, absentScan{e: e, gen: e.gen}
 }
 
+// known says whether a scan of k is remembered to find no row, without making an entry.
+func (a *absence) known(app string, k absenceKey) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	e, ok := a.apps[app]
+	if !ok {
+		return false
+	}
+	_, ok = e.empty[k]
+	return ok
+}
+
 // remember records that the scan of k, started with s, found no row.
 func (a *absence) remember(k absenceKey, s absentScan) {
 	if s.e == nil {

@@ -173,6 +173,14 @@ func (s *Store) ScanBuckets(ctx context.Context, r store.ScanRange, hi int, fn f
 // bucket before it seeks past the rest of them: a seek costs about as much as that many steps.
 const skipSeekAfter = 16
 
+// KnownEmpty says whether ScanBuckets of app's source (by_bucket rows, channel "", or
+// channel's by_channel rows), buckets lo to hi-1 narrowed to deviceType, is remembered to find
+// no row (absence.go), so that the planner plans such a push no task (fanout.AbsenceKnower).
+// It reads memory only: false may mean not known.
+func (s *Store) KnownEmpty(appID, channel, deviceType string, lo, hi int) bool {
+	return deviceType != "" && s.absence.known(appID, absenceKey{channel: channel, deviceType: deviceType, lo: lo, hi: hi})
+}
+
 // CountSource counts the by_bucket rows of app (channel "") or its by_channel rows of channel
 // in buckets lo to hi-1, stopping at limit: fan-out's planner sizes a push's tasks by it
 // (fanout.SourceCounter). One iterator, keys only.
