@@ -186,6 +186,9 @@ func checkVendorParams(key string, obj map[string]json.RawMessage) *push.Error {
 }
 
 func vString(path string, raw json.RawMessage, _ *dataCtx) *push.Error {
+	if isPlainStringToken(raw) {
+		return nil // the usual string, without encoding/json
+	}
 	var s string
 	if !isKind(raw, '"') || json.Unmarshal(raw, &s) != nil {
 		return typeError(path, "a string")
@@ -207,6 +210,41 @@ func vStringList(path string, raw json.RawMessage, _ *dataCtx) *push.Error {
 		return typeError(path, "an array of strings")
 	}
 	return nil
+}
+
+// isPlainStringToken says whether raw is exactly one string token json.Unmarshal takes as it
+// is (jsondoc.PlainString).
+func isPlainStringToken(raw []byte) bool {
+	_, end, ok := jsondoc.PlainString(raw, 0)
+	return ok && end == len(raw)-1
+}
+
+// plainStrings decodes raw, an array of plain string tokens with nothing between them but
+// commas (what SDKs send), as json.Unmarshal into a []string would; ok is false for anything
+// else, which the caller decodes in full.
+func plainStrings(raw []byte) (list []string, ok bool) {
+	if len(raw) < 2 || raw[0] != '[' {
+		return nil, false
+	}
+	list = []string{}
+	if len(raw) == 2 && raw[1] == ']' {
+		return list, true
+	}
+	for i := 1; ; {
+		start, end, ok := jsondoc.PlainString(raw, i)
+		if !ok || end+1 >= len(raw) {
+			return nil, false
+		}
+		list = append(list, string(raw[start:end]))
+		switch raw[end+1] {
+		case ',':
+			i = end + 2
+		case ']':
+			return list, end+2 == len(raw)
+		default:
+			return nil, false
+		}
+	}
 }
 
 // number reads a JSON number; ok is false for any other type.

@@ -201,11 +201,17 @@ func (f fields) channels(name string) ([]string, *push.Error) {
 	switch {
 	case isKind(raw, '"'):
 		var s string
-		if json.Unmarshal(raw, &s) != nil {
+		if start, end, ok := jsondoc.PlainString(raw, 0); ok && end == len(raw)-1 {
+			s = string(raw[start:end])
+		} else if json.Unmarshal(raw, &s) != nil {
 			return nil, typeError(name, "a string or an array of strings")
 		}
 		list = []string{s}
 	case isKind(raw, '['):
+		var ok bool
+		if list, ok = plainStrings(raw); ok {
+			break
+		}
 		if json.Unmarshal(raw, &list) != nil {
 			return nil, typeError(name, "a string or an array of strings")
 		}
@@ -295,6 +301,9 @@ func isNull(raw json.RawMessage) bool {
 
 // compact returns a compact copy of a valid JSON value.
 func compact(raw json.RawMessage) json.RawMessage {
+	if end, ok := jsondoc.CompactValueEnd(raw, 0); ok && end == len(raw) {
+		return bytes.Clone(raw) // compact already: the copy json.Compact would make
+	}
 	var b bytes.Buffer
 	if err := json.Compact(&b, raw); err != nil {
 		panic("BUG: compact of a decoded JSON value failed: " + err.Error())

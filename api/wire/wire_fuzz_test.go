@@ -1,9 +1,11 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -238,6 +240,38 @@ func FuzzWireContentQueryMatchesRenderAll(f *testing.F) {
 						t.Fatalf("checkContentQueryTop(%s, %s, %q) = %v, %v; rendering all = %v, %v", data, ed, pinned, gotIOS, gotErr, wantIOS, wantErr)
 					}
 				}
+			}
+		}
+	})
+}
+
+// FuzzWirePlainStrings holds the decoders that skip encoding/json for the usual tokens to it:
+// a string list plainStrings takes is the one json.Unmarshal gives, a string vString takes
+// without it is one json.Unmarshal takes, and compact's copy is json.Compact's.
+func FuzzWirePlainStrings(f *testing.F) {
+	for _, s := range []string{`[]`, `["a","b"]`, `["a" ,"b"]`, `["a",]`, `["\u00e9"]`, `["é","x\n"]`, `"deals"`, `[["a"]]`,
+		`["a"]x`, `{"a":[1,2]}`, `{ "a":1}`, "[\"\xff\"]", `["a","b"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var want []string
+		wantErr := json.Unmarshal(raw, &want)
+		if got, ok := plainStrings(raw); ok {
+			if wantErr != nil || !slices.Equal(got, want) || got == nil || want == nil {
+				t.Fatalf("plainStrings(%q) = %q; json.Unmarshal gives %q, %v", raw, got, want, wantErr)
+			}
+		}
+		var s string
+		if isPlainStringToken(raw) && json.Unmarshal(raw, &s) != nil {
+			t.Fatalf("isPlainStringToken(%q), which json.Unmarshal refuses", raw)
+		}
+		if json.Valid(raw) {
+			var b bytes.Buffer
+			if err := json.Compact(&b, raw); err != nil {
+				t.Fatal(err)
+			}
+			if got := compact(raw); !bytes.Equal(got, b.Bytes()) || (len(raw) > 0 && &got[0] == &raw[0]) {
+				t.Fatalf("compact(%q) = %q, want the copy %q", raw, got, b.Bytes())
 			}
 		}
 	})

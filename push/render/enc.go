@@ -6,6 +6,7 @@ import (
 	"slices"
 	"unicode/utf8"
 
+	"github.com/pushd/pushd/api/jsondoc"
 	"github.com/pushd/pushd/push"
 )
 
@@ -83,6 +84,10 @@ func (w *objWriter) raw(k string, v json.RawMessage) error {
 }
 
 func (w *objWriter) compact(v json.RawMessage) error {
+	if end, ok := jsondoc.CompactValueEnd(v, 0); ok && end == len(v) {
+		w.b.Write(v) // compact already (an object or array as SDKs send it)
+		return nil
+	}
 	if err := json.Compact(w.b, v); err != nil {
 		return ErrBadData
 	}
