@@ -34,6 +34,13 @@ type RecordNoSync interface {
 	UpdateNotificationNoSync(ctx context.Context, appID, objectID string, fn func(*push.Notification) error) (push.Notification, error)
 }
 
+// RecordChanger is a store that can update a push record without reading it back as readers
+// see it (store/pebble): the planner, which does not read its update's result, spares the
+// reads of the counts kept beside the record. sync false is RecordNoSync's update.
+type RecordChanger interface {
+	ChangeNotification(ctx context.Context, appID, objectID string, fn func(*push.Notification) error, sync bool) error
+}
+
 // BucketsScanner is a store that scans a range of buckets in one pass: buckets r.Bucket to
 // hi-1, in order, each as Scan would (r.After applies to the first), telling fn each row's
 // bucket. A task scans with it when its store has it (Pebble), else bucket by bucket.

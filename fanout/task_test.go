@@ -623,7 +623,7 @@ func TestFanoutPlannerRunsAJobOfOneTaskItself(t *testing.T) {
 	}
 	// The plan was recorded without an fsync of its own (the task's synced writes follow);
 	// a planner that appends the task records it synced.
-	if !slices.Equal(ul.take(), []string{"nosync"}) {
+	if !slices.Equal(ul.take(), []string{"change nosync"}) {
 		t.Errorf("plan of a task run inline recorded %q, want one update without fsync", ul.writes)
 	}
 	appender, err := NewPlanner(DefaultPlannerConfig(), ul, e.lg, zap.NewNop(), metrics.NewSet())
@@ -634,7 +634,7 @@ func TestFanoutPlannerRunsAJobOfOneTaskItself(t *testing.T) {
 	if err := appender.Plan(context.Background(), &appended); err != nil {
 		t.Fatal(err)
 	}
-	if got := ul.take(); !slices.Equal(got, []string{"sync"}) {
+	if got := ul.take(); !slices.Equal(got, []string{"change sync"}) {
 		t.Errorf("plan of a task appended recorded %q, want one synced update", got)
 	}
 
@@ -736,6 +736,15 @@ func (u *updateLog) UpdateNotification(ctx context.Context, app, oid string, fn 
 func (u *updateLog) UpdateNotificationNoSync(ctx context.Context, app, oid string, fn func(*push.Notification) error) (push.Notification, error) {
 	u.note("nosync")
 	return u.Store.UpdateNotificationNoSync(ctx, app, oid, fn)
+}
+
+func (u *updateLog) ChangeNotification(ctx context.Context, app, oid string, fn func(*push.Notification) error, sync bool) error {
+	if sync {
+		u.note("change sync")
+	} else {
+		u.note("change nosync")
+	}
+	return u.Store.ChangeNotification(ctx, app, oid, fn, sync)
 }
 
 // A plan's ranges joined into k tasks cover the buckets once, in order, in runs that differ by

@@ -3,6 +3,7 @@ package pebble
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -54,5 +55,59 @@ func TestStoreSweepOffline(t *testing.T) {
 	rows, err := s.offlineRows("app", "d2")
 	if err != nil || len(rows) != 0 {
 		t.Errorf("rows of d2 left: %d, %v", len(rows), err)
+	}
+}
+
+// ChangeNotification writes what UpdateNotification writes (synced or not), without the
+// counts kept beside the record in a result it does not return: they stay beside it, and
+// GetNotification still adds them.
+func TestStoreChangeNotification(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	ctx := context.Background()
+	now := time.Now()
+	n := push.Notification{ObjectID: "p", AppID: "app", NotificationID: "nid", Status: push.StatusInQueue, CreatedAt: now.UTC(), UpdatedAt: now.UTC(), Kind: push.JobQuery, Data: json.RawMessage(`{}`)}
+	if err := s.CreateNotification(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	if out, _, err := s.CacheDirect(ctx, push.DirectMessage{AppID: "app", InstallationID: "d1", ID: "p", Data: json.RawMessage(`{}`)}, now, 10); err != nil || out != push.CacheStored {
+		t.Fatalf("CacheDirect: %v %v", out, err)
+	}
+	before, err := s.GetNotification(ctx, "app", "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.Counts.Total().Equal(push.Tally{}) {
+		t.Fatal("no own-channel counts beside the record: the test would show nothing")
+	}
+	for i, sync := range []bool{true, false} {
+		err := s.ChangeNotification(ctx, "app", "p", func(n *push.Notification) error {
+			n.Tasks = i + 1
+			n.Status = push.StatusInProcess
+			return nil
+		}, sync)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.GetNotification(ctx, "app", "p")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Tasks != i+1 || got.Status != push.StatusInProcess || !got.Counts.Total().Equal(before.Counts.Total()) {
+			t.Errorf("sync %v: tasks %d, status %s, counts %+v; want %d, in process, %+v", sync, got.Tasks, got.Status, got.Counts.Total(), i+1, before.Counts.Total())
+		}
+	}
+	stop := errors.New("stop")
+	if err := s.ChangeNotification(ctx, "app", "p", func(n *push.Notification) error { n.Tasks = 99; return stop }, true); !errors.Is(err, stop) {
+		t.Errorf("fn's error: got %v", err)
+	}
+	if got, _ := s.GetNotification(ctx, "app", "p"); got.Tasks != 2 {
+		t.Errorf("a change fn refused was written: tasks %d", got.Tasks)
+	}
+	if err := s.ChangeNotification(ctx, "app", "missing", func(*push.Notification) error { return nil }, true); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("missing record: got %v, want ErrNotFound", err)
 	}
 }
