@@ -48,6 +48,44 @@ type Result struct {
 	Latencies []time.Duration
 	// FirstError is the first status or transport failure, for the report.
 	FirstError string
+	// Windows are an open loop's requests by WindowSpan of due time, in order (nil for a
+	// closed loop): a tail made of a few stalls shows as a few windows full of slow requests,
+	// one of a load the server cannot keep up with as many windows with a few.
+	Windows []Window
+}
+
+// WindowSpan is the due time one Window covers; SlowLatency is the latency a Window counts
+// requests over (the p99 target of the intake, issue 16).
+const (
+	WindowSpan  = 50 * time.Millisecond
+	SlowLatency = 10 * time.Millisecond
+)
+
+// Window is the open loop's requests due in one WindowSpan.
+type Window struct {
+	Start    time.Time     // when the first of them was due (wall clock, to line up with logs)
+	Requests int           // due in the window
+	Slow     int           // slower than SlowLatency
+	Max      time.Duration // the slowest
+}
+
+// windows groups the open loop's latencies (lat[k] of the request due at start + k×interval) by
+// WindowSpan of due time.
+func windows(lat []time.Duration, start time.Time, interval time.Duration) []Window {
+	per := max(int(WindowSpan/interval), 1)
+	out := make([]Window, 0, len(lat)/per+1)
+	for i := 0; i < len(lat); i += per {
+		w := Window{Start: start.Add(time.Duration(i) * interval)}
+		for _, d := range lat[i:min(i+per, len(lat))] {
+			w.Requests++
+			if d > SlowLatency {
+				w.Slow++
+			}
+			w.Max = max(w.Max, d)
+		}
+		out = append(out, w)
+	}
+	return out
 }
 
 // PerSecond is the answered requests per second.
@@ -159,8 +197,12 @@ func (l *Load) Run(ctx context.Context, first int64, n int) (*Result, error) {
 	if err := context.Cause(ctx); err != nil {
 		return nil, fmt.Errorf("cannot finish the load on %s: %w", l.Addr, err)
 	}
+	var ws []Window
+	if interval > 0 {
+		ws = windows(lat, start, interval) // before the sort: lat[k] is request k's
+	}
 	slices.Sort(lat)
-	res := &Result{Requests: int64(n), Failed: failed.Load(), Elapsed: elapsed, Latencies: lat}
+	res := &Result{Requests: int64(n), Failed: failed.Load(), Elapsed: elapsed, Latencies: lat, Windows: ws}
 	if p := firstErr.Load(); p != nil {
 		res.FirstError = *p
 	}

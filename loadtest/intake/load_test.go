@@ -58,6 +58,38 @@ func TestIntakeLoadClosedAndOpenLoop(t *testing.T) {
 	if res.Elapsed < 199*time.Second/2000 {
 		t.Fatalf("open loop took %v, before its last request was due", res.Elapsed)
 	}
+	// 50 ms of due time at 2,000/s: 100 requests a window, two windows.
+	if len(res.Windows) != 2 || res.Windows[0].Requests+res.Windows[1].Requests != 200 ||
+		res.Windows[1].Start.Sub(res.Windows[0].Start) != WindowSpan || res.Windows[0].Max <= 0 {
+		t.Fatalf("open loop windows %+v, want two of 100 requests, 50 ms apart", res.Windows)
+	}
+}
+
+// windows groups latencies by the due time of their requests, not by their order once sorted.
+func TestIntakeWindows(t *testing.T) {
+	start := time.Date(2026, 11, 25, 17, 0, 0, 0, time.UTC)
+	lat := make([]time.Duration, 250) // 1,000/s: 50 a window, the last one of 50 too
+	for i := range lat {
+		lat[i] = time.Millisecond
+	}
+	lat[60], lat[61], lat[99] = 30*time.Millisecond, 11*time.Millisecond, SlowLatency // window 1; 10 ms is not over
+	lat[249] = 12 * time.Millisecond
+	ws := windows(lat, start, time.Millisecond)
+	if len(ws) != 5 {
+		t.Fatalf("%d windows, want 5", len(ws))
+	}
+	for i, w := range ws {
+		want := Window{Start: start.Add(time.Duration(i) * WindowSpan), Requests: 50, Max: time.Millisecond}
+		switch i {
+		case 1:
+			want.Slow, want.Max = 2, 30*time.Millisecond
+		case 4:
+			want.Slow, want.Max = 1, 12*time.Millisecond
+		}
+		if w != want {
+			t.Errorf("window %d: %+v, want %+v", i, w, want)
+		}
+	}
 }
 
 // TestIntakeLoadCountsRefusals checks that answers OK refuses are counted with the first

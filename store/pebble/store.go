@@ -233,6 +233,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		FS:                          fs,
 		FormatMajorVersion:          pebble.FormatNewest,
 		Logger:                      pebbleLogger{opts.Logger},
+		EventListener:               eventListener(opts.Logger),
 	}
 	// Bloom filters let a Get of an absent key (a new installation, a free device id) skip
 	// every table whose filter rules the key out, instead of reading an index and a data block.
@@ -374,6 +375,28 @@ func (s *Store) iterate(lower, upper []byte, fn func(k, v []byte) error) (err er
 		}
 	}
 	return it.Error()
+}
+
+// eventListener logs the store's background work as it ends, each flush and compaction with
+// how much it moved and how long it took, and write stalls as they begin and end: a latency
+// tail under load lines up with them (docs/decisions.md, "Fan-out's cost of a push that
+// matches nothing", the p99). nil without a logger.
+func eventListener(l *zap.Logger) *pebble.EventListener {
+	if l == nil {
+		return nil
+	}
+	return &pebble.EventListener{
+		FlushEnd: func(info pebble.FlushInfo) {
+			l.Info("store flush", zap.Stringer("flush", info), zap.Duration("took", info.TotalDuration))
+		},
+		CompactionEnd: func(info pebble.CompactionInfo) {
+			l.Info("store compaction", zap.Stringer("compaction", info), zap.Duration("took", info.TotalDuration))
+		},
+		WriteStallBegin: func(info pebble.WriteStallBeginInfo) {
+			l.Warn("store writes stalled", zap.String("reason", info.Reason))
+		},
+		WriteStallEnd: func() { l.Info("store writes resumed") },
+	}
 }
 
 type pebbleLogger struct{ l *zap.Logger }

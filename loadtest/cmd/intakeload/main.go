@@ -126,6 +126,29 @@ type Figures struct {
 	CPULoadUs    float64 `json:"cpuMicrosPerRequestDuringLoad"`
 	CPUus        float64 `json:"cpuMicrosPerRequest"`
 	FirstFailure string  `json:"firstFailure,omitempty"`
+	// SlowWindows are the open loop's windows (intake.WindowSpan of due time) in which more
+	// than 1% of the requests took over intake.SlowLatency, in order: the p99's tail, with
+	// wall-clock times to line up with pushd's log (its store's flushes and compactions).
+	SlowWindows []SlowWindow `json:"slowWindows,omitempty"`
+}
+
+// SlowWindow is one window of an open loop whose requests were slow.
+type SlowWindow struct {
+	Start    time.Time `json:"start"`
+	Requests int       `json:"requests"`
+	Slow     int       `json:"slow"`
+	MaxMs    float64   `json:"maxMs"`
+}
+
+// slowWindows are the windows of ws in which over 1% of the requests were slow.
+func slowWindows(ws []intake.Window) []SlowWindow {
+	var out []SlowWindow
+	for _, w := range ws {
+		if w.Slow*100 > w.Requests {
+			out = append(out, SlowWindow{Start: w.Start, Requests: w.Requests, Slow: w.Slow, MaxMs: ms(w.Max)})
+		}
+	}
+	return out
 }
 
 // Row is one scenario: pushd's figures, the floor's, and their ratios.
@@ -301,6 +324,7 @@ func runOne(ctx context.Context, l *intake.Load, first int64, n, pid int) (Figur
 		P50ms:        ms(res.Percentile(50)),
 		P99ms:        ms(res.Percentile(99)),
 		FirstFailure: res.FirstError,
+		SlowWindows:  slowWindows(res.Windows),
 	}
 	if pid > 0 {
 		loaded, err := procmon.Read(pid)
@@ -391,6 +415,17 @@ func (r *Report) writeTable(w io.Writer) {
 	}
 	_ = tw.Flush()
 	for _, row := range r.Rows {
+		if ws := row.Pushd.SlowWindows; len(ws) > 0 {
+			fmt.Fprintf(w, "%s: %d windows of %v with over 1%% of the requests over %v (line them up with pushd's log):", row.Name, len(ws), intake.WindowSpan, intake.SlowLatency)
+			for i, sw := range ws {
+				if i == 8 {
+					fmt.Fprintf(w, " …")
+					break
+				}
+				fmt.Fprintf(w, " %s %d/%d max %.1f ms;", sw.Start.Format("15:04:05.000"), sw.Slow, sw.Requests, sw.MaxMs)
+			}
+			fmt.Fprintln(w)
+		}
 		if row.Pushd.FirstFailure != "" {
 			fmt.Fprintf(w, "%s: %d failed, first: %s\n", row.Name, row.Pushd.Failed, row.Pushd.FirstFailure)
 		}

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // Every table, flushed or compacted, is written with Pebble's fastest compression profile
@@ -54,4 +56,36 @@ func TestStoreTablesUseFastestCompression(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("compacted")
+}
+
+// The store logs each flush and compaction as it ends, with how long it took.
+func TestStoreLogsBackgroundWork(t *testing.T) {
+	core, logs := observer.New(zap.InfoLevel)
+	s, err := Open(t.TempDir(), Options{MemTableSize: 4 << 20, Logger: zap.New(core)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	for i := range 200 {
+		if err := s.PutInstallation(ctx, benchApp, benchBuckets, benchInst(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.Compact(ctx, []byte{0}, []byte{0xFF}, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, msg := range []string{"store flush", "store compaction"} {
+		es := logs.FilterMessage(msg).All()
+		if len(es) == 0 {
+			t.Errorf("no %q logged", msg)
+			continue
+		}
+		if _, ok := es[0].ContextMap()["took"]; !ok {
+			t.Errorf("%q logged without how long it took: %v", msg, es[0].ContextMap())
+		}
+	}
 }
