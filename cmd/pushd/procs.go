@@ -19,6 +19,6 @@ func spareProc(log *zap.Logger) {
 	runtime.SetDefaultGOMAXPROCS()
 	cpus := runtime.GOMAXPROCS(0)
 	runtime.GOMAXPROCS(pebble.Procs(cpus))
-	log.Info("GOMAXPROCS set for the embedded store's synced commits (GOMAXPROCS in the environment overrides)",
+	log.Info("GOMAXPROCS set for the embedded store's synced commits and background work (GOMAXPROCS in the environment overrides)",
 		zap.Int("cpus", cpus), zap.Int("gomaxprocs", runtime.GOMAXPROCS(0)))
 }
