@@ -253,7 +253,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	// where MinLZ has no assembly) instead of Snappy everywhere: about the same size on disk,
 	// and a little less CPU in flushes, compactions and block reads (a few percent of a
 	// seed-flush-compact-scan run; the CPU per upsert under the intake load was 57.0 against
-	// 62.2 µs, medians of five pairs; docs/decisions.md, "Fan-out's cost of a push that matches nothing").
+	// 62.2 µs, medians of five pairs; docs/decisions.md, "The p99's stalls, and pushes with no target").
 	// Tables already written keep their compression: each block names its own.
 	po.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionFastest })
 	if d := opts.walMinSyncInterval(); d > 0 {
@@ -379,8 +379,8 @@ func (s *Store) iterate(lower, upper []byte, fn func(k, v []byte) error) (err er
 
 // eventListener logs the store's background work as it ends, each flush and compaction with
 // how much it moved and how long it took, and write stalls as they begin and end: a latency
-// tail under load lines up with them (docs/decisions.md, "Fan-out's cost of a push that
-// matches nothing", the p99). nil without a logger.
+// tail under load lines up with them (docs/decisions.md, "The p99's stalls, and pushes with no
+// target"). nil without a logger.
 func eventListener(l *zap.Logger) *pebble.EventListener {
 	if l == nil {
 		return nil
