@@ -14,19 +14,7 @@ import (
 // TestStoreSweepOffline: expired cached messages and done rows past their day go; a cached
 // message without expiry and a fresh done row stay.
 func TestStoreSweepOffline(t *testing.T) {
-	s, err := Open(t.TempDir(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	ctx := context.Background()
-	now := time.Now()
-	for _, id := range []string{"keep", "exp", "acked"} {
-		n := push.Notification{ObjectID: id, AppID: "app", NotificationID: "nid", Status: push.StatusInProcess, CreatedAt: now.UTC(), UpdatedAt: now.UTC(), Kind: push.JobQuery, Data: json.RawMessage(`{}`)}
-		if err := s.CreateNotification(ctx, n); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s, ctx, now := storeWithRecords(t, push.StatusInProcess, "keep", "exp", "acked")
 	put := func(iid, id string, exp time.Time) {
 		m := push.DirectMessage{AppID: "app", InstallationID: iid, ID: id, Data: json.RawMessage(`{}`)}
 		if !exp.IsZero() {
@@ -62,17 +50,7 @@ func TestStoreSweepOffline(t *testing.T) {
 // counts kept beside the record in a result it does not return: they stay beside it, and
 // GetNotification still adds them.
 func TestStoreChangeNotification(t *testing.T) {
-	s, err := Open(t.TempDir(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	ctx := context.Background()
-	now := time.Now()
-	n := push.Notification{ObjectID: "p", AppID: "app", NotificationID: "nid", Status: push.StatusInQueue, CreatedAt: now.UTC(), UpdatedAt: now.UTC(), Kind: push.JobQuery, Data: json.RawMessage(`{}`)}
-	if err := s.CreateNotification(ctx, n); err != nil {
-		t.Fatal(err)
-	}
+	s, ctx, now := storeWithRecords(t, push.StatusInQueue, "p")
 	if out, _, err := s.CacheDirect(ctx, push.DirectMessage{AppID: "app", InstallationID: "d1", ID: "p", Data: json.RawMessage(`{}`)}, now, 10); err != nil || out != push.CacheStored {
 		t.Fatalf("CacheDirect: %v %v", out, err)
 	}
@@ -110,4 +88,24 @@ func TestStoreChangeNotification(t *testing.T) {
 	if err := s.ChangeNotification(ctx, "app", "missing", func(*push.Notification) error { return nil }, true); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("missing record: got %v, want ErrNotFound", err)
 	}
+}
+
+// storeWithRecords opens a store holding a push record of app "app" with each of ids, in
+// status, created now.
+func storeWithRecords(t *testing.T, status string, ids ...string) (*Store, context.Context, time.Time) {
+	t.Helper()
+	s, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	ctx := context.Background()
+	now := time.Now()
+	for _, id := range ids {
+		n := push.Notification{ObjectID: id, AppID: "app", NotificationID: "nid", Status: status, CreatedAt: now.UTC(), UpdatedAt: now.UTC(), Kind: push.JobQuery, Data: json.RawMessage(`{}`)}
+		if err := s.CreateNotification(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s, ctx, now
 }
