@@ -231,8 +231,8 @@ func plainStrings(raw []byte) (list []string, ok bool) {
 		return list, true
 	}
 	for i := 1; ; {
-		start, end, ok := jsondoc.PlainString(raw, i)
-		if !ok || end+1 >= len(raw) {
+		start, end, plain := jsondoc.PlainString(raw, i)
+		if !plain || end+1 >= len(raw) {
 			return nil, false
 		}
 		list = append(list, string(raw[start:end]))
