@@ -251,10 +251,10 @@ func Open(dir string, opts Options) (*Store, error) {
 		pebble.SpanPolicy{ValueStoragePolicy: pebble.ValueStorageLowReadLatency})
 	// Tables are compressed with Pebble's "fastest" profile (MinLZ on amd64, Snappy on arm64,
 	// where MinLZ has no assembly) instead of Snappy everywhere: about the same size on disk,
-	// and a little less CPU in flushes, compactions and block reads (a few percent of a
-	// seed-flush-compact-scan run; the CPU per upsert under the intake load was 57.0 against
-	// 62.2 µs, medians of five pairs; docs/decisions.md, "The p99's stalls, and pushes with no
-	// target").
+	// and a little less CPU in flushes, compactions and block reads (0.98× the CPU of a
+	// seed-flush-compact-scan run of 200,000 installations; an upsert's cost did not move
+	// beyond scripts/bench-ab.sh's 2–3%; docs/decisions.md, "The p99's stalls, and pushes with
+	// no target").
 	// Tables already written keep their compression: each block names its own.
 	po.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionFastest })
 	if d := opts.walMinSyncInterval(); d > 0 {
