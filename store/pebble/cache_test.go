@@ -13,18 +13,10 @@ import (
 // answered by the tables' Bloom filters. The sizes are the test stores' (openTest); enough
 // installations are written for the memtables to grow to their full size.
 func TestStoreBlockCacheHoldsBlocks(t *testing.T) {
-	s, err := Open(t.TempDir(), Options{CacheSize: 8 << 20, MemTableSize: 4 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTest(t)
 	ctx := context.Background()
 	const written, n = 8000, 1000
-	for i := range written {
-		if err := s.PutInstallation(ctx, benchApp, benchBuckets, benchInst(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putBenchInsts(t, s, written)
 	if err := s.db.Flush(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package pebble
 
 import (
-	"context"
 	"runtime"
 	"strings"
 	"testing"
@@ -14,17 +13,8 @@ import (
 // Every table, flushed or compacted, is written with Pebble's fastest compression profile
 // (MinLZ on amd64), not the Snappy Pebble defaults to: see Open.
 func TestStoreTablesUseFastestCompression(t *testing.T) {
-	s, err := Open(t.TempDir(), Options{CacheSize: 8 << 20, MemTableSize: 4 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ctx := context.Background()
-	for i := range 500 {
-		if err := s.PutInstallation(ctx, benchApp, benchBuckets, benchInst(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s := openTest(t)
+	putBenchInsts(t, s, 500)
 	check := func(when string) {
 		t.Helper()
 		levels, err := s.db.SSTables(pebble.WithProperties())
@@ -52,9 +42,7 @@ func TestStoreTablesUseFastestCompression(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("flushed")
-	if err := s.db.Compact(ctx, []byte{0}, []byte{0xFF}, true); err != nil {
-		t.Fatal(err)
-	}
+	flushAndCompact(t, s)
 	check("compacted")
 }
 
@@ -66,18 +54,8 @@ func TestStoreLogsBackgroundWork(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	ctx := context.Background()
-	for i := range 200 {
-		if err := s.PutInstallation(ctx, benchApp, benchBuckets, benchInst(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.db.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.db.Compact(ctx, []byte{0}, []byte{0xFF}, true); err != nil {
-		t.Fatal(err)
-	}
+	putBenchInsts(t, s, 200)
+	flushAndCompact(t, s)
 	for _, msg := range []string{"store flush", "store compaction"} {
 		es := logs.FilterMessage(msg).All()
 		if len(es) == 0 {

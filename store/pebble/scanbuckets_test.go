@@ -16,18 +16,10 @@ import (
 // after a cursor; and nothing of an app whose id extends this one's. CountSource counts the
 // same rows and stops at its limit.
 func TestStoreScanBucketsMatchesScan(t *testing.T) {
-	s, err := Open(t.TempDir(), Options{CacheSize: 8 << 20, MemTableSize: 4 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTest(t)
 	ctx := context.Background()
 	const n = 500
-	for i := range n {
-		if err := s.PutInstallation(ctx, benchApp, benchBuckets, benchInst(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putBenchInsts(t, s, n)
 	// 300 more iOS installations: in each bucket a run of Android rows, then a longer run of
 	// iOS ones, so that a narrowed scan skips both ways (seeks forward in its bucket and to
 	// the next one).

@@ -1,7 +1,6 @@
 package pebble
 
 import (
-	"context"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -12,25 +11,10 @@ import (
 // primary rows of the same installations (documents of ~300 bytes, over valueSeparationMin)
 // still go to blob files: the test would pass without value separation at all otherwise.
 func TestStoreScanRowsInline(t *testing.T) {
-	s, err := Open(t.TempDir(), Options{CacheSize: 8 << 20, MemTableSize: 4 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ctx := context.Background()
+	s := openTest(t)
 	const n = 2000
-	for i := range n {
-		inst := benchInst(i)
-		if err := s.PutInstallation(ctx, benchApp, benchBuckets, inst); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.db.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.db.Compact(ctx, []byte{0}, []byte{0xFF}, true); err != nil {
-		t.Fatal(err)
-	}
+	putBenchInsts(t, s, n)
+	flushAndCompact(t, s)
 	separated := func(lower, upper []byte) (rows, inBlob uint64) {
 		t.Helper()
 		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})

@@ -1,6 +1,7 @@
 package pebble
 
 import (
+	"context"
 	"errors"
 	"math"
 	"strings"
@@ -19,6 +20,28 @@ func openTest(t testing.TB) *Store {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	return s
+}
+
+// putBenchInsts puts installations benchInst(0) to benchInst(n-1) into s, one synced put each.
+func putBenchInsts(t testing.TB, s *Store, n int) {
+	t.Helper()
+	for i := range n {
+		if err := s.PutInstallation(context.Background(), benchApp, benchBuckets, benchInst(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// flushAndCompact flushes s's memtables and compacts all of its keys, so that every row sits
+// in a table of the last level.
+func flushAndCompact(t testing.TB, s *Store) {
+	t.Helper()
+	if err := s.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.Compact(context.Background(), []byte{0}, []byte{0xFF}, true); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestStorePebbleContract(t *testing.T) {
