@@ -186,25 +186,24 @@ func (p *Planner) plan(ctx context.Context, job *push.Job, h *gateHold) error {
 	// Record first, append second: once a worker can finish a task, the record already says
 	// how many tasks make the push complete. A plan whose task runs here is recorded without
 	// an fsync of its own where the store can (RecordNoSync): the task's synced writes follow.
-	update := func(ctx context.Context, app, oid string, fn func(*push.Notification) error) error {
-		_, err := p.st.UpdateNotification(ctx, app, oid, fn)
-		return err
-	}
 	ns, noSync := p.st.(RecordNoSync)
 	noSync = noSync && p.inline(tasks)
-	if c, ok := p.st.(RecordChanger); ok {
-		update = func(ctx context.Context, app, oid string, fn func(*push.Notification) error) error {
-			return c.ChangeNotification(ctx, app, oid, fn, !noSync)
+	update := func(fn func(*push.Notification) error) error {
+		app, oid := job.AppID, job.NotificationObjectID
+		var err error
+		switch c, ok := p.st.(RecordChanger); {
+		case ok:
+			err = c.ChangeNotification(ctx, app, oid, fn, !noSync)
+		case noSync:
+			_, err = ns.UpdateNotificationNoSync(ctx, app, oid, fn)
+		default:
+			_, err = p.st.UpdateNotification(ctx, app, oid, fn)
 		}
-	} else if noSync {
-		update = func(ctx context.Context, app, oid string, fn func(*push.Notification) error) error {
-			_, err := ns.UpdateNotificationNoSync(ctx, app, oid, fn)
-			return err
-		}
+		return err
 	}
 	var fresh *FreshPlan // set when this update takes the push into its first plan
 	readAt := time.Now()
-	err = update(ctx, job.AppID, job.NotificationObjectID, func(n *push.Notification) error {
+	err = update(func(n *push.Notification) error {
 		fresh = nil // the store may call fn again (a retried compare-and-set)
 		first := n.Status == push.StatusInQueue && n.Tasks == 0 && n.TasksDone == 0 && len(n.TasksFinished) == 0
 		switch n.Status {
