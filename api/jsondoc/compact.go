@@ -122,6 +122,16 @@ func PlainString(b []byte, i int) (start, end int, ok bool) {
 	return 0, 0, false
 }
 
+// PlainToken decodes raw when it is exactly one string token PlainString takes, without
+// encoding/json; ok is false for anything else, which the caller decodes in full.
+func PlainToken(raw []byte) (s string, ok bool) {
+	start, end, ok := PlainString(raw, 0)
+	if !ok || end != len(raw)-1 {
+		return "", false
+	}
+	return string(raw[start:end]), true
+}
+
 func (w *walker) value(depth int) bool {
 	if depth >= compactDepth || w.i >= len(w.b) {
 		return false

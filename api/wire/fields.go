@@ -200,10 +200,8 @@ func (f fields) channels(name string) ([]string, *push.Error) {
 	var list []string
 	switch {
 	case isKind(raw, '"'):
-		var s string
-		if start, end, ok := jsondoc.PlainString(raw, 0); ok && end == len(raw)-1 {
-			s = string(raw[start:end])
-		} else if json.Unmarshal(raw, &s) != nil {
+		s, ok := jsondoc.PlainToken(raw)
+		if !ok && json.Unmarshal(raw, &s) != nil {
 			return nil, typeError(name, "a string or an array of strings")
 		}
 		list = []string{s}

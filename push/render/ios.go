@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/pushd/pushd/api/jsondoc"
 	"github.com/pushd/pushd/push"
 )
 
@@ -64,7 +65,7 @@ func renderIOS(m attrs, opts Options) (*push.Message, error) {
 	if alert, ok := m["alert"]; ok {
 		switch {
 		case isString(alert) && hasTitle:
-			body, ok := plainString(alert)
+			body, ok := jsondoc.PlainToken(alert)
 			if !ok && json.Unmarshal(alert, &body) != nil {
 				return nil, ErrBadData
 			}
@@ -226,7 +227,7 @@ func writeIOSBody(aps, m attrs, badgeSlot bool) (body []byte, at int, err error)
 // boolean critical into the 0/1 number APNs expects.
 func normalizeAPS(aps attrs) (increment bool, err error) {
 	if v, ok := aps["badge"]; ok && isString(v) {
-		s, ok := plainString(v)
+		s, ok := jsondoc.PlainToken(v)
 		if !ok && json.Unmarshal(v, &s) != nil || s != badgeIncrement {
 			return false, ErrBadData
 		}

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+
+	"github.com/pushd/pushd/api/jsondoc"
 )
 
-// FuzzRenderPlainTokens: the fast paths (plainString for a string member, writing a plain
-// token as it is) give what encoding/json gives for every token they take.
+// FuzzRenderPlainTokens: the fast paths (jsondoc.PlainToken for a string member, writing a
+// plain token as it is) give what encoding/json gives for every token they take.
 func FuzzRenderPlainTokens(f *testing.F) {
 	for _, s := range []string{`"hello"`, `"Sale starts now: 20% off"`, `"中文"`, `"a\"b"`, `"a\\nb"`, `"\u00e9"`,
 		`"` + "\xff" + `"`, `"tab` + "\t" + `"`, `""`, `"`, `12`, `-0`, `007`, `-`, `1e3`, `1.5`, `true`, `null`,
@@ -15,10 +17,10 @@ func FuzzRenderPlainTokens(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		if s, ok := plainString(raw); ok {
+		if s, ok := jsondoc.PlainToken(raw); ok {
 			var want string
 			if err := json.Unmarshal(raw, &want); err != nil || s != want {
-				t.Fatalf("plainString(%q) = %q, encoding/json gives %q, %v", raw, s, want, err)
+				t.Fatalf("PlainToken(%q) = %q, encoding/json gives %q, %v", raw, s, want, err)
 			}
 		}
 		var fast, slow bytes.Buffer
@@ -34,8 +36,8 @@ func FuzzRenderPlainTokens(f *testing.F) {
 
 func TestRenderPlainTokensTakeTheCommonMembers(t *testing.T) {
 	for _, s := range []string{`"Sale starts now: 20% off everything"`, `"中文标题"`, `"Increment"`} {
-		if _, ok := plainString([]byte(s)); !ok {
-			t.Errorf("plainString(%s) not taken", s)
+		if _, ok := jsondoc.PlainToken([]byte(s)); !ok {
+			t.Errorf("PlainToken(%s) not taken", s)
 		}
 	}
 	for _, s := range []string{`1`, `-42`, `true`, `null`, `"default"`} {

@@ -235,24 +235,13 @@ func (m attrs) str(k string) (s string, ok bool, err error) {
 	if !ok {
 		return "", false, nil
 	}
-	if s, ok := plainString(raw); ok {
+	if s, ok := jsondoc.PlainToken(raw); ok {
 		return s, true, nil
 	}
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return "", false, ErrBadData
 	}
 	return s, true, nil
-}
-
-// plainString decodes a JSON string token with no escape and no control character, the
-// common case, without encoding/json: its bytes between the quotes are the string when they
-// are valid UTF-8. ok is false for any other token, which the caller decodes in full.
-func plainString(raw json.RawMessage) (string, bool) {
-	start, end, ok := jsondoc.PlainString(raw, 0)
-	if !ok || end != len(raw)-1 {
-		return "", false
-	}
-	return string(raw[start:end]), true
 }
 
 // isPlainString says whether raw is a JSON string token with no escape, no inner quote and no
