@@ -87,8 +87,8 @@ func ParseAt(where json.RawMessage, now time.Time) (*Query, error) {
 	// fails, whose message the error keeps.
 	x, err := jsondoc.Decode(where)
 	if err != nil {
-		if err := json.Unmarshal(where, &x); err != nil {
-			return nil, push.Errorf(push.CodeInvalidJSON, "invalid JSON in where: %s", clip(err.Error()))
+		if uerr := json.Unmarshal(where, new(any)); uerr != nil {
+			err = uerr // encoding/json's message, as clients have read it
 		}
 		return nil, push.Errorf(push.CodeInvalidJSON, "invalid JSON in where: %s", clip(err.Error()))
 	}
