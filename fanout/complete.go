@@ -71,9 +71,12 @@ func (w *Worker) complete(ctx context.Context, t *push.Task, counts push.Counts,
 	}
 	if rec.Status == push.StatusDone && rec.TasksDone == rec.Tasks {
 		tot := rec.Counts.Total()
-		w.logger.Info("push done", zap.String(telemetry.KeyAppID, job.AppID), zap.String(telemetry.KeyJobID, job.ID),
-			zap.Int64("targets", tot.Targets), zap.Int64("sent", tot.Sent), zap.Int64("failed", tot.Failed),
-			zap.Int64("expired", tot.Expired), zap.Int64("invalid_tokens", tot.InvalidTokens))
+		// Check first: the fields are built only for a line the sampler keeps.
+		if ce := w.logger.Check(zap.InfoLevel, "push done"); ce != nil {
+			ce.Write(zap.String(telemetry.KeyAppID, job.AppID), zap.String(telemetry.KeyJobID, job.ID),
+				zap.Int64("targets", tot.Targets), zap.Int64("sent", tot.Sent), zap.Int64("failed", tot.Failed),
+				zap.Int64("expired", tot.Expired), zap.Int64("invalid_tokens", tot.InvalidTokens))
+		}
 	}
 	return true, nil
 }
