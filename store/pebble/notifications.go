@@ -138,13 +138,17 @@ func (s *Store) writeNotification(old, n *push.Notification, wo *pebble.WriteOpt
 
 // commitRecord commits b, which writes record n as doc, and then tells the record cache
 // (reccache.go): the new document once it is committed, or to forget the record when the
-// commit failed. The caller holds n's stripe until it returns.
+// commit failed or wrote it done or cancelled. The caller holds n's stripe until it returns.
 func (s *Store) commitRecord(b *pebble.Batch, wo *pebble.WriteOptions, n *push.Notification, doc []byte, fresh bool) error {
 	err := b.Commit(wo)
 	key := notifKey(nil, n.AppID, n.ObjectID)
 	if err != nil {
 		s.recs.drop(key)
 		return err
+	}
+	if n.Status == push.StatusDone || n.Status == push.StatusCancelled {
+		s.recs.drop(key) // fan-out reads it no more; room for the pushes still to plan
+		return nil
 	}
 	s.recs.put(key, doc, fresh)
 	return nil

@@ -232,3 +232,46 @@ func TestStoreRecordCacheBounds(t *testing.T) {
 		t.Errorf("the last record put: %q, no counts %v", doc, no)
 	}
 }
+
+// The cache keeps the records fan-out has still to read: a record written done or cancelled
+// leaves it (and reads the same from Pebble), one in process stays.
+func TestStoreRecordCacheKeepsPendingRecords(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	cached := func(oid string) bool {
+		doc, _ := s.recs.get(notifKey(nil, "app", oid))
+		return doc != nil
+	}
+	for _, c := range []struct {
+		oid, status string
+		kept        bool
+	}{
+		{"planned", push.StatusInProcess, true},
+		{"done", push.StatusDone, false},
+		{"cancelled", push.StatusCancelled, false},
+	} {
+		n := push.Notification{ObjectID: c.oid, AppID: "app", NotificationID: "nid-" + c.oid, Status: push.StatusInQueue,
+			CreatedAt: now, UpdatedAt: now, Kind: push.JobQuery, Data: json.RawMessage(`{"alert":"x"}`)}
+		if err := s.CreateNewNotificationNoSync(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		if !cached(c.oid) {
+			t.Fatalf("record %s not cached once created", c.oid)
+		}
+		if err := s.ChangeNotification(ctx, "app", c.oid, func(n *push.Notification) error {
+			n.Status, n.Tasks = c.status, 1
+			return nil
+		}, false); err != nil {
+			t.Fatal(err)
+		}
+		if got := cached(c.oid); got != c.kept {
+			t.Errorf("record %s written %s: cached %v, want %v", c.oid, c.status, got, c.kept)
+		}
+		got, err := s.GetNotification(ctx, "app", c.oid)
+		if err != nil || got.Status != c.status || got.Tasks != 1 {
+			t.Errorf("record %s written %s reads back as %s, %d tasks (%v)", c.oid, c.status, got.Status, got.Tasks, err)
+		}
+	}
+
+}
