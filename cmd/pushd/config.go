@@ -124,6 +124,7 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	fs.StringVar(&c.SimOppoAddr, "sim-oppo-addr", envOr("PUSHD_SIM_OPPO_ADDR", "127.0.0.1:2204"), "listen address of the in-process OPPO simulator, both regions (PUSHD_SIM_OPPO_ADDR)")
 	fs.StringVar(&c.OpsAddr, "ops-addr", envOr("PUSHD_OPS_ADDR", ""), "listen address of /metrics, /healthz and /readyz for nodes without the api role (PUSHD_OPS_ADDR)")
 	fs.BoolVar(&c.Pprof, "pprof", envBool("PUSHD_PPROF", false), "serve Go's profiler at /debug/pprof/ on --ops-addr; off by default (PUSHD_PPROF)")
+	fs.Uint64Var(&c.GCHeadroom, "gc-headroom", 64<<20, "bytes Go's heap may grow above the live heap before a collection, when GOGC alone would collect sooner; 0 leaves it to GOGC, as does GOGC set in the environment (PUSHD_GC_HEADROOM)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"flag"
 	"io"
+	"os"
 
 	"go.uber.org/zap"
 
 	"github.com/pushd/pushd/internal/faultpoint"
+	"github.com/pushd/pushd/internal/gctune"
 	"github.com/pushd/pushd/internal/node"
 	"github.com/pushd/pushd/internal/telemetry"
 	"github.com/pushd/pushd/push"
@@ -55,6 +57,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks *
 	}
 	if n.Embedded() != nil {
 		spareProc(log)
+	}
+	if tu := gctune.Start(cfg.GCHeadroom, os.Getenv("GOGC")); tu != nil {
+		defer tu.Stop()
+		log.Info("GC headroom set: the heap may grow this far above the live heap before a collection (GOGC in the environment overrides)",
+			zap.Uint64("bytes", cfg.GCHeadroom))
 	}
 	if cfg.OpsAddr != "" {
 		// Added last, so stopped first: readiness turns false before any role stops. Next to

@@ -108,6 +108,9 @@ type Config struct {
 	// Pprof serves net/http/pprof's /debug/pprof/ on OpsAddr (off by default: a profile
 	// costs CPU and the heap dump names internals).
 	Pprof bool
+	// GCHeadroom keeps Go's heap goal at least this many bytes above the live heap
+	// (internal/gctune); 0, or GOGC in the environment, leaves the collector to GOGC.
+	GCHeadroom uint64
 
 	// Gateway role (own Android channel): where devices connect, the URL the router gives
 	// them, and the gateway's tuning.
