@@ -81,21 +81,33 @@ load_bin=${INTAKELOAD_BIN:-$work/bin/intakeload}
 
 token=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 export PUSHD_ADMIN_TOKEN=$token
-port=$(free_port)
-ops_port=$(free_port)
-gw_port=$(free_port)
 prof_flags=()
 [ -z "${INTAKE_PROFILE_DIR:-}" ] || prof_flags=(--pprof)
-# shellcheck disable=SC2086
-"$pushd_bin" serve --addr "127.0.0.1:$port" --data "$work/data" --ops-addr "127.0.0.1:$ops_port" \
-	--gateway-addr "127.0.0.1:$gw_port" "${prof_flags[@]}" ${PUSHD_SERVE_FLAGS:-} >"$work/pushd.log" 2>&1 &
-pushd_pid=$!
-echo "$pushd_pid" >"$work/pushd.pid"
+# Up to 3 starts, each on fresh ports: one can still be taken between free_port's probe and
+# pushd's bind.
 ready=""
-for _ in $(seq 600); do
-	kill -0 "$pushd_pid" 2>/dev/null || break
-	if curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$port/readyz" 2>/dev/null; then ready=1; break; fi
-	sleep 0.1
+for start in 1 2 3; do
+	port=$(free_port)
+	ops_port=$(free_port)
+	gw_port=$(free_port)
+	# shellcheck disable=SC2086
+	"$pushd_bin" serve --addr "127.0.0.1:$port" --data "$work/data" --ops-addr "127.0.0.1:$ops_port" \
+		--gateway-addr "127.0.0.1:$gw_port" "${prof_flags[@]}" ${PUSHD_SERVE_FLAGS:-} >>"$work/pushd.log" 2>&1 &
+	pushd_pid=$!
+	echo "$pushd_pid" >"$work/pushd.pid"
+	for _ in $(seq 600); do
+		kill -0 "$pushd_pid" 2>/dev/null || break
+		if curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$port/readyz" 2>/dev/null; then ready=1; break; fi
+		sleep 0.1
+	done
+	[ -n "$ready" ] && break
+	if ! kill -0 "$pushd_pid" 2>/dev/null && grep -q "address already in use" "$work/pushd.log" && [ "$start" -lt 3 ]; then
+		wait "$pushd_pid" 2>/dev/null || true
+		pushd_pid=""
+		log "a port was taken before pushd bound it; trying others"
+		continue
+	fi
+	break
 done
 if [ -z "$ready" ]; then
 	log "pushd is not ready"

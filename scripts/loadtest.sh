@@ -186,24 +186,31 @@ if [ -z "$listen_flag" ] || [ -z "$data_flag" ]; then
 	log "cannot find pushd's API listen flag or data-dir flag in 'pushd serve --help'; set PUSHD_LISTEN_FLAG and PUSHD_DATA_FLAG"
 	exit 2
 fi
-# Every other listener flag pushd has (ops, own-channel gateway, ...) gets its own loopback port.
-extra_addrs=()
-for f in $(grep -Eo -- "--?(ops|metrics|gateway|direct|device|ws|debug|pprof|admin|grpc)-(addr|listen)\b" <<<"$help" | sed -E 's/^-+//' | sort -u); do
-	[ "$f" = "$listen_flag" ] && continue
-	p=$(free_port)
-	extra_addrs+=("--$f" "127.0.0.1:$p")
-	if [ "$f" = ops-addr ]; then ops_port=$p; fi
-done
-profile_flags=()
+# Every other listener flag pushd has (ops, own-channel gateway, ...) gets its own loopback port;
+# pick_ports chooses them again at each start (below).
+extra_flags=$(grep -Eo -- "--?(ops|metrics|gateway|direct|device|ws|debug|pprof|admin|grpc)-(addr|listen)\b" <<<"$help" | sed -E 's/^-+//' | sort -u)
 if [ -n "${LOADTEST_PROFILE_DIR:-}" ]; then
-	if [ -z "${ops_port:-}" ] || ! has_flag "$help" pprof; then
+	if ! grep -qx ops-addr <<<"$extra_flags" || ! has_flag "$help" pprof; then
 		log "LOADTEST_PROFILE_DIR needs pushd's --ops-addr and --pprof flags"
 		exit 2
 	fi
-	extra_addrs+=(--pprof)
 	mkdir -p "$LOADTEST_PROFILE_DIR"
-	profile_flags=(--profile-dir "$(cd "$LOADTEST_PROFILE_DIR" && pwd)" --pprof-url "http://127.0.0.1:$ops_port")
 fi
+pick_ports() {
+	local f p
+	extra_addrs=()
+	profile_flags=()
+	for f in $extra_flags; do
+		[ "$f" = "$listen_flag" ] && continue
+		p=$(free_port)
+		extra_addrs+=("--$f" "127.0.0.1:$p")
+		if [ "$f" = ops-addr ]; then ops_port=$p; fi
+	done
+	if [ -n "${LOADTEST_PROFILE_DIR:-}" ]; then
+		extra_addrs+=(--pprof)
+		profile_flags=(--profile-dir "$(cd "$LOADTEST_PROFILE_DIR" && pwd)" --pprof-url "http://127.0.0.1:$ops_port")
+	fi
+}
 
 # Simulators: random loopback ports, credentials and CA bundle in $work/sim.
 # shellcheck disable=SC2086
@@ -265,13 +272,15 @@ start_pushd() {
 }
 
 ready=""
-# Up to 3 starts: a port can still be taken between the probe and pushd's bind.
+# Up to 3 starts, each on fresh ports: one can still be taken between the probe and pushd's
+# bind.
 for start in 1 2 3; do
 	port=$(free_port)
+	pick_ports
 	start_pushd "$port"
 	[ -n "$ready" ] && break
 	if [ -z "$pushd_pid" ] && grep -q "address already in use" "$work/pushd.log" && [ "$start" -lt 3 ]; then
-		log "port $port was taken before pushd bound it; trying another"
+		log "a port was taken before pushd bound it; trying others"
 		continue
 	fi
 	[ -n "$pushd_pid" ] || { log "pushd exited"; tail_log "$work/pushd.log"; exit 2; }
