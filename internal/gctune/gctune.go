@@ -17,6 +17,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
+	"sync/atomic"
 )
 
 // Tuner sets GOGC after every collection so that the next one starts no sooner than headroom
@@ -31,8 +32,13 @@ type Tuner struct {
 	sample  []metrics.Sample
 }
 
+// active is set while a Tuner runs: GOGC is the process's, so one at a time (a second
+// would take the first's setting for its base).
+var active atomic.Bool
+
 // Start starts a Tuner for headroom bytes. It returns nil, and changes nothing, when headroom
-// is 0 or GOGC is set in the environment (goGC, os.Getenv("GOGC")): an operator's GOGC stands.
+// is 0, GOGC is set in the environment (goGC, os.Getenv("GOGC")): an operator's GOGC stands,
+// or another Tuner runs.
 func Start(headroom uint64, goGC string) *Tuner {
 	if headroom == 0 || goGC != "" {
 		return nil
@@ -42,6 +48,9 @@ func Start(headroom uint64, goGC string) *Tuner {
 	base := int(gogc[0].Value.Uint64())
 	if base <= 0 {
 		return nil // collection off: nothing to tune
+	}
+	if !active.CompareAndSwap(false, true) {
+		return nil
 	}
 	t := &Tuner{headroom: headroom, base: base, percent: base,
 		sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
@@ -101,6 +110,7 @@ func (t *Tuner) Stop() {
 	if !t.stopped {
 		t.stopped = true
 		debug.SetGCPercent(t.base)
+		active.Store(false)
 	}
 }
 

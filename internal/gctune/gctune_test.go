@@ -35,7 +35,7 @@ func TestGCTunePercent(t *testing.T) {
 // The tuner follows the real collector: after a cycle on a small live heap GOGC is raised so
 // the goal sits the headroom above it; once the live heap outgrows the headroom GOGC is the
 // base again; Stop gives the base back; a GOGC set in the environment, or no headroom, leaves
-// everything alone.
+// everything alone, and so does a second Start while one runs.
 func TestGCTuneFollowsTheLiveHeap(t *testing.T) {
 	base := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(base) })
@@ -55,6 +55,10 @@ func TestGCTuneFollowsTheLiveHeap(t *testing.T) {
 	const headroom = 16 << 20
 	tu := Start(headroom, "")
 	defer tu.Stop()
+	if second := Start(headroom, ""); second != nil {
+		second.Stop()
+		t.Fatal("a second Tuner started beside the first")
+	}
 	collect := func(what string, want func(int) bool) {
 		t.Helper()
 		waitfor.True(t, 10*time.Second, what, func() bool {
@@ -85,4 +89,9 @@ func TestGCTuneFollowsTheLiveHeap(t *testing.T) {
 	if got := gogc(); got != 100 {
 		t.Errorf("GOGC after Stop and two collections = %d, want 100 (the tuner still runs)", got)
 	}
+	again := Start(headroom, "")
+	if again == nil {
+		t.Fatal("no Tuner started after the first stopped")
+	}
+	again.Stop()
 }
