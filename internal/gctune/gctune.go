@@ -5,7 +5,7 @@
 // as the heap held live after the last cycle. pushd's live heap is small (its store's caches
 // and memtables are outside it, 20–30 MB in use on a node taking thousands of pushes a second)
 // while each accepted push allocates 10–18 KB, so at 5,000 pushes/s a cycle started every half
-// second, and each mark (20–26 ms with the spare Ps on two cores) slowed every request it
+// second, and each mark (5–26 ms with the spare Ps on two cores) slowed every request it
 // overlapped: a p99 over 10 ms at that rate came from those windows. A larger GOGC everywhere
 // would also multiply the heap a node with a large live heap keeps; a headroom in bytes costs
 // at most that many bytes.
@@ -62,7 +62,9 @@ func Start(headroom uint64, goGC string) *Tuner {
 // arm sets a finalizer on a fresh object: it runs after the next collection that finds the
 // object unreachable, which is the next collection.
 func (t *Tuner) arm() {
-	s := new([16]byte) // a tiny-allocator object may share a block and outlive a cycle
+	// 16 bytes: a smaller pointer-free object would share a tiny-allocator block, freed (and
+	// finalized) only with all of its neighbours.
+	s := new([16]byte)
 	runtime.SetFinalizer(s, func(*[16]byte) {
 		if t.tune() {
 			t.arm()
