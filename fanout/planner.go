@@ -157,7 +157,7 @@ func (p *Planner) plan(ctx context.Context, job *push.Job, h *gateHold) error {
 		p.invalid.Inc()
 		p.jobLog(job).Warn("job has an invalid where", zap.Error(perr))
 		_, err := p.st.UpdateNotification(ctx, job.AppID, job.NotificationObjectID, func(n *push.Notification) error {
-			if n.Status == push.StatusDone || n.Status == push.StatusCancelled {
+			if n.Finished() {
 				return errSkipJob
 			}
 			n.Status = push.StatusDone

@@ -142,13 +142,11 @@ func (s *Store) writeNotification(old, n *push.Notification, wo *pebble.WriteOpt
 func (s *Store) commitRecord(b *pebble.Batch, wo *pebble.WriteOptions, n *push.Notification, doc []byte, fresh bool) error {
 	err := b.Commit(wo)
 	key := notifKey(nil, n.AppID, n.ObjectID)
-	if err != nil {
+	if err != nil || n.Finished() {
+		// Failed: the next read asks Pebble. Done or cancelled: fan-out reads it no more, and
+		// the room goes to the pushes still to plan.
 		s.recs.drop(key)
 		return err
-	}
-	if n.Status == push.StatusDone || n.Status == push.StatusCancelled {
-		s.recs.drop(key) // fan-out reads it no more; room for the pushes still to plan
-		return nil
 	}
 	s.recs.put(key, doc, fresh)
 	return nil

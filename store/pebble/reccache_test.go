@@ -236,9 +236,7 @@ func TestStoreRecordCacheBounds(t *testing.T) {
 // The cache keeps the records fan-out has still to read: a record written done or cancelled
 // leaves it (and reads the same from Pebble), one in process stays.
 func TestStoreRecordCacheKeepsPendingRecords(t *testing.T) {
-	s := openTest(t)
-	ctx := context.Background()
-	now := time.Now().UTC().Truncate(time.Millisecond)
+	s, ctx, _ := storeWithRecords(t, push.StatusInQueue, "planned", "done", "cancelled")
 	cached := func(oid string) bool {
 		doc, _ := s.recs.get(notifKey(nil, "app", oid))
 		return doc != nil
@@ -251,11 +249,6 @@ func TestStoreRecordCacheKeepsPendingRecords(t *testing.T) {
 		{"done", push.StatusDone, false},
 		{"cancelled", push.StatusCancelled, false},
 	} {
-		n := push.Notification{ObjectID: c.oid, AppID: "app", NotificationID: "nid-" + c.oid, Status: push.StatusInQueue,
-			CreatedAt: now, UpdatedAt: now, Kind: push.JobQuery, Data: json.RawMessage(`{"alert":"x"}`)}
-		if err := s.CreateNewNotificationNoSync(ctx, n); err != nil {
-			t.Fatal(err)
-		}
 		if !cached(c.oid) {
 			t.Fatalf("record %s not cached once created", c.oid)
 		}
@@ -273,5 +266,4 @@ func TestStoreRecordCacheKeepsPendingRecords(t *testing.T) {
 			t.Errorf("record %s written %s reads back as %s, %d tasks (%v)", c.oid, c.status, got.Status, got.Tasks, err)
 		}
 	}
-
 }
