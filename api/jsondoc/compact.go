@@ -122,14 +122,19 @@ func PlainString(b []byte, i int) (start, end int, ok bool) {
 	return 0, 0, false
 }
 
+// IsPlainToken says whether raw is exactly one string token PlainString takes.
+func IsPlainToken(raw []byte) bool {
+	_, end, ok := PlainString(raw, 0)
+	return ok && end == len(raw)-1
+}
+
 // PlainToken decodes raw when it is exactly one string token PlainString takes, without
 // encoding/json; ok is false for anything else, which the caller decodes in full.
 func PlainToken(raw []byte) (s string, ok bool) {
-	start, end, ok := PlainString(raw, 0)
-	if !ok || end != len(raw)-1 {
+	if !IsPlainToken(raw) {
 		return "", false
 	}
-	return string(raw[start:end]), true
+	return string(raw[1 : len(raw)-1]), true
 }
 
 func (w *walker) value(depth int) bool {

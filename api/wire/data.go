@@ -186,7 +186,7 @@ func checkVendorParams(key string, obj map[string]json.RawMessage) *push.Error {
 }
 
 func vString(path string, raw json.RawMessage, _ *dataCtx) *push.Error {
-	if isPlainStringToken(raw) {
+	if jsondoc.IsPlainToken(raw) {
 		return nil // the usual string, without encoding/json
 	}
 	var s string
@@ -210,13 +210,6 @@ func vStringList(path string, raw json.RawMessage, _ *dataCtx) *push.Error {
 		return typeError(path, "an array of strings")
 	}
 	return nil
-}
-
-// isPlainStringToken says whether raw is exactly one string token json.Unmarshal takes as it
-// is (jsondoc.PlainString).
-func isPlainStringToken(raw []byte) bool {
-	_, end, ok := jsondoc.PlainString(raw, 0)
-	return ok && end == len(raw)-1
 }
 
 // plainStrings decodes raw, an array of plain string tokens with nothing between them but

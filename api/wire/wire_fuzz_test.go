@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pushd/pushd/api/jsondoc"
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/push/render"
 )
@@ -262,8 +263,8 @@ func FuzzWirePlainStrings(f *testing.F) {
 			}
 		}
 		var s string
-		if isPlainStringToken(raw) && json.Unmarshal(raw, &s) != nil {
-			t.Fatalf("isPlainStringToken(%q), which json.Unmarshal refuses", raw)
+		if jsondoc.IsPlainToken(raw) && json.Unmarshal(raw, &s) != nil {
+			t.Fatalf("jsondoc.IsPlainToken(%q), which json.Unmarshal refuses", raw)
 		}
 		if json.Valid(raw) {
 			var b bytes.Buffer
