@@ -16,7 +16,13 @@ import (
 // openApp opens a real Pebble store on a temporary directory with one app of 16 buckets.
 func openApp(t testing.TB) (*pebble.Store, push.App) {
 	t.Helper()
-	st, err := pebble.Open(t.TempDir(), pebble.Options{})
+	return openAppIn(t, t.TempDir())
+}
+
+// openAppIn is openApp with the store in dir.
+func openAppIn(t testing.TB, dir string) (*pebble.Store, push.App) {
+	t.Helper()
+	st, err := pebble.Open(dir, pebble.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
