@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/pushd/pushd/internal/faultpoint"
+	"github.com/pushd/pushd/loadtest/sim"
 	"github.com/pushd/pushd/push"
 )
 
@@ -118,4 +119,112 @@ func tryPush(c *client, body any) (string, error) {
 		return "", fmt.Errorf("push: status %d %s", status, b)
 	}
 	return r.ObjectID, nil
+}
+
+// A kill between a batch's send and its checkpoint re-sends the batch after the restart. Its
+// dead tokens must be found again then, so that the record counts them: an installation
+// deleted for its dead token before the checkpoint that counts it is not scanned again, and the
+// record came out short of it in invalidTokens and devices (docs/decisions.md, "Counts").
+// Fan-out deletes them once the checkpoint (or the task's completion) is durable.
+func TestE2EFanoutCrashCountsDeadTokens(t *testing.T) {
+	const (
+		n         = 2000
+		batch     = 50
+		deadRate  = 0.05
+		simSeed   = 7
+		sendAhead = 2
+	)
+	args := []string{
+		"--roles", "api,fanout,scheduler",
+		"--fanout-batch-size", strconv.Itoa(batch),
+		"--fanout-concurrency", "4",
+		"--fanout-send-ahead", strconv.Itoa(sendAhead),
+		"--fanout-buckets-per-task", "32",
+		"--fanout-min-task-rows", "0",
+	}
+	for _, c := range []struct {
+		point string
+		at    int
+	}{
+		{"fanout/worker-after-send", 7},
+		{"fanout/worker-after-checkpoint", 6},
+	} {
+		t.Run(c.point[len("fanout/"):]+"@"+strconv.Itoa(c.at), func(t *testing.T) {
+			s := startPushsim(t, "-latency", "1ms", "-invalid-token-rate", strconv.FormatFloat(deadRate, 'f', -1, 64), "-seed", strconv.Itoa(simSeed))
+			data := t.TempDir()
+			cl, tokens := prepareData(t, data, s, push.DefaultSettings(), n, "dead")
+			var live []string
+			for _, tok := range tokens {
+				if !sim.IsDeadToken(tok, deadRate, simSeed) {
+					live = append(live, tok)
+				}
+			}
+			dead := int64(n - len(live))
+			if dead == 0 {
+				t.Fatal("no dead token among the targets: the test proves nothing")
+			}
+			all := append([]string{"--apns-endpoint", s.apnsURL, "--gateway-ca", filepath.Join(s.dir, "ca.pem")}, args...)
+
+			t.Setenv(faultpoint.Env, c.point+"@"+strconv.Itoa(c.at))
+			p := startPushd(t, data, all...)
+			cl.base = p.base
+			body := map[string]any{"data": map[string]any{"alert": "e2e dead"}, "channels": []string{"dead"}, "req_id": "dead1"}
+			oid, _ := tryPush(cl, body)
+			p.waitOutput(regexp.MustCompile(`faultpoint `+regexp.QuoteMeta(c.point)+` reached`), pushTimeout)
+			p.kill()
+
+			t.Setenv(faultpoint.Env, "")
+			p = startPushd(t, data, all...)
+			cl.base = p.base
+			if oid == "" {
+				var err error
+				if oid, err = tryPush(cl, body); err != nil {
+					t.Fatalf("push retried after the restart: %v", err)
+				}
+			}
+			rec := cl.waitDone(t, oid)
+			st := s.stats.mustGet(t, true)
+			short, _, strangers := deliveries(st.PerToken, live, 1)
+			if len(short) > 0 || len(strangers) > 0 {
+				t.Errorf("%d live tokens never reached, %d accepted tokens not live targets", len(short), len(strangers))
+			}
+			if rec.Devices != n || rec.InvalidTokens != dead || rec.Successes != n-dead || rec.Failures != 0 {
+				t.Errorf("record counts not exact: devices %d, invalidTokens %d, successes %d, failures %d; want %d, %d, %d, 0",
+					rec.Devices, rec.InvalidTokens, rec.Successes, rec.Failures, n, dead, n-dead)
+			}
+			// The kill may land between another task's checkpoint and its deletions: those
+			// dead installations stay, and the next push finds them dead and deletes them.
+			left := countInstallations(t, cl)
+			if left < n-dead || left > n {
+				t.Errorf("%d installations left: want between %d and %d", left, n-dead, n)
+			}
+			again := cl.waitDone(t, cl.push(t, map[string]any{"data": map[string]any{"alert": "e2e dead again"}, "channels": []string{"dead"}}))
+			if again.Devices != left || again.InvalidTokens != left-(n-dead) {
+				t.Errorf("the next push counted devices %d, invalidTokens %d; want %d and %d", again.Devices, again.InvalidTokens, left, left-(n-dead))
+			}
+			if after := countInstallations(t, cl); after != n-dead {
+				t.Errorf("%d installations left after the next push, want %d: the dead ones deleted, the live ones kept", after, n-dead)
+			}
+			t.Logf("killed at %s@%d: %d dead of %d, %d installations left after the restart", c.point, c.at, dead, n, left)
+			if err := p.stop(stopTimeout); err != nil {
+				t.Errorf("pushd exit after SIGTERM: %v", err)
+			}
+		})
+	}
+}
+
+// countInstallations is the app's installation count (GET /1.1/installations?count=1).
+func countInstallations(t *testing.T, c *client) int64 {
+	t.Helper()
+	status, b, err := c.call("GET", "/1.1/installations?count=1&limit=0", true, nil)
+	if err != nil || status != http.StatusOK {
+		t.Fatalf("count installations: status %d %s: %v", status, b, err)
+	}
+	var r struct {
+		Count *int64 `json:"count"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil || r.Count == nil {
+		t.Fatalf("count answer %s: %v", b, err)
+	}
+	return *r.Count
 }

@@ -30,6 +30,8 @@ type env struct {
 	lg  *embedded.Log
 	// pcfg, when set, is the config of the planner start runs (default DefaultPlannerConfig).
 	pcfg *PlannerConfig
+	// inv, when set, is given to the workers start runs (Worker.SetInvalidator).
+	inv TokenInvalidator
 }
 
 var testParts = map[string]int{queue.TopicJobs: 2, queue.TopicTasks: 8, queue.TopicDirect: 2}
@@ -287,6 +289,9 @@ func (e *env) start(wcfg WorkerConfig, snd Sender, workers int) *roles {
 		w, err := NewWorker(wcfg, e.st, e.lg, snd, zap.NewNop(), wms)
 		if err != nil {
 			e.t.Fatal(err)
+		}
+		if e.inv != nil {
+			w.SetInvalidator(e.inv)
 		}
 		if i == 0 {
 			p.SetRunner(w) // as internal/node wires them: a job of one task runs in the planner

@@ -5,15 +5,18 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/pushd/pushd/internal/waitfor"
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/query"
+	"github.com/pushd/pushd/store/pebble"
 )
 
 // expected evaluates where over the first n test installations the slow, obvious way (the
@@ -207,6 +210,89 @@ func TestFanoutOutcomesAndErrors(t *testing.T) {
 	checkCounts(t, rec.Counts, wantCounts)
 	if len(rec.Errors) != 1 || rec.Errors[0] != "mi: no credentials" {
 		t.Errorf("errors %q", rec.Errors)
+	}
+}
+
+// checkedInvalidator records the dead tokens fan-out deletes, and whether the task's durable
+// progress counted each one (and every one before it) when its deletion came.
+type checkedInvalidator struct {
+	st          *pebble.Store
+	jobID, task string
+	mu          sync.Mutex
+	calls       []string
+	since       []time.Time
+	early       int // deletions that came before a checkpoint counted them
+}
+
+func (v *checkedInvalidator) InvalidateToken(ctx context.Context, appID, objectID, deviceID string, since time.Time) error {
+	p, err := v.st.GetTaskProgress(ctx, v.jobID, v.task)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.calls = append(v.calls, objectID)
+	v.since = append(v.since, since)
+	if err != nil || p.Counts.Total().InvalidTokens < int64(len(v.calls)) {
+		v.early++
+	}
+	return nil
+}
+
+// With an invalidator, fan-out deletes a dead token's installation itself, and only once the
+// task's progress that counts it is durable: a crash before then sends the batch again and the
+// scan finds the installation again (e2e: TestE2EFanoutCrashCountsDeadTokens). Checkpoints
+// every 4 batches here, so a deletion at the gateway's answer would come before its count.
+func TestFanoutDeletesDeadTokensAfterTheirCheckpoint(t *testing.T) {
+	const n = 400
+	e := newEnv(t)
+	pcfg := DefaultPlannerConfig()
+	pcfg.BucketsPerTask, pcfg.MinTaskRows = 16, 0 // one task: its progress is read at each deletion
+	e.pcfg = &pcfg
+	inv := &checkedInvalidator{st: e.st, jobID: "deadjob", task: rangeTaskID("deadjob", 0, 16)}
+	e.inv = inv
+	e.createApp(16, nil)
+	e.seed(16, n)
+	since := time.UnixMilli(1_700_000_000_000)
+	snd := newRecSender()
+	var notLater atomic.Int64
+	snd.outcome = func(d *push.Delivery) push.Result {
+		if !d.InvalidateLater {
+			notLater.Add(1)
+		}
+		if d.Target.Channel == push.ChannelAPNs && d.Target.ObjectID[len(d.Target.ObjectID)-1] == '4' {
+			return push.Result{Outcome: push.OutcomeInvalidToken, Since: since}
+		}
+		return push.Result{Outcome: push.OutcomeSent}
+	}
+	cfg := DefaultWorkerConfig()
+	cfg.BatchSize, cfg.CheckpointEvery = 16, 64
+	e.start(cfg, snd, 1)
+	job := e.submit(push.Job{ID: "deadjob"})
+	rec := e.waitDone(job.NotificationObjectID)
+	var dead []string
+	for id, ch := range expected(t, n, `{}`) {
+		if ch == push.ChannelAPNs && id[len(id)-1] == '4' {
+			dead = append(dead, id)
+		}
+	}
+	if got := rec.Counts.Total().InvalidTokens; got != int64(len(dead)) || len(dead) == 0 {
+		t.Fatalf("record counts %d invalid tokens, want %d (and some)", got, len(dead))
+	}
+	if notLater.Load() != 0 {
+		t.Errorf("%d deliveries without InvalidateLater: the sender would delete their installations at once", notLater.Load())
+	}
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	slices.Sort(dead)
+	got := slices.Sorted(slices.Values(inv.calls))
+	if !slices.Equal(got, dead) {
+		t.Fatalf("deleted %d installations %v, want the %d dead ones %v", len(got), got, len(dead), dead)
+	}
+	if inv.early != 0 {
+		t.Errorf("%d of %d deletions came before the task's progress counted them", inv.early, len(inv.calls))
+	}
+	for _, s := range inv.since {
+		if !s.Equal(since) {
+			t.Fatalf("deletion with since %v, want the gateway's %v", s, since)
+		}
 	}
 }
 

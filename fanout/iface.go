@@ -25,6 +25,13 @@ type ProgressNoSync interface {
 	PutTaskProgressNoSync(ctx context.Context, p push.TaskProgress) error
 }
 
+// TokenInvalidator deletes the installation of a token a gateway reported dead (objectID ""
+// for a listed device id, which is remembered dead instead); since is when the gateway
+// learned it, zero when it does not say. sender.TokenInvalidator's first method.
+type TokenInvalidator interface {
+	InvalidateToken(ctx context.Context, appID, objectID, deviceID string, since time.Time) error
+}
+
 // RecordNoSync is a store that can update a push record without an fsync of its own: the
 // update is durable once a later synced write to the same store returns (store/pebble). The
 // planner records the plan of a job it runs itself with it (PlannerConfig.InlineSingle): the

@@ -57,6 +57,8 @@ type run struct {
 	// hold is the task goroutine's place at the worker's gate (nil: no gate); the scan
 	// goroutine has its own.
 	hold *gateHold
+	// dead are the dead tokens of final batches not yet deleted (noteDead, dropDead).
+	dead []deadToken
 }
 
 // newRun starts a run of t; rec is the task's push record as read at recAt.
@@ -72,6 +74,7 @@ func (w *Worker) newRun(t *push.Task, js *jobState, prog *push.TaskProgress, rec
 			NotificationObjectID: t.Job.NotificationObjectID,
 			NotificationID:       t.Job.NotificationID,
 			Prod:                 t.Job.Prod != "dev",
+			InvalidateLater:      w.inv != nil,
 		},
 		size:    batchFor(w.cfg.BatchSize, t.Rate),
 		tl:      tallyFrom(prog.Counts),
@@ -134,6 +137,7 @@ func (r *run) run(ctx context.Context) error {
 // answer to its n deliveries (at once when none went to the sender).
 type inflight struct {
 	b    *batch
+	ds   []push.Delivery // what went to the sender: b.res[:n] are their results
 	n    int
 	done chan error
 }
@@ -257,7 +261,7 @@ func (r *run) launch(ctx context.Context, b *batch, ahead bool) (inflight, error
 		f.done <- nil
 		return f, nil
 	}
-	f.n = len(ds)
+	f.n, f.ds = len(ds), ds
 	res := b.res[:len(ds)]
 	clear(res)
 	// A batch handed to the sender is finished even when ctx ends (SIGTERM, a rebalance):
@@ -295,6 +299,7 @@ func (r *run) finish(ctx context.Context, f inflight, serr error) error {
 		fpWorkerAfterSend.Hit()
 		r.since += f.n
 		r.tallyBatch(b, b.res[:f.n])
+		r.noteDead(f.ds, b.res[:f.n])
 	}
 	r.cursor = append(r.cursor[:0], b.cursor...)
 	// Checkpoint as soon as the next batch could take the unrecorded deliveries past the
@@ -569,5 +574,58 @@ func (r *run) checkpoint(ctx context.Context) error {
 	r.prog.Epoch = p.Epoch
 	r.since = 0
 	r.w.m.checkpoints.Inc()
+	r.dropDead(ctx)
 	return nil
+}
+
+// deadToken is a target a gateway reported dead, whose installation the run deletes.
+type deadToken struct {
+	objectID, deviceID string
+	since              time.Time
+}
+
+// noteDead keeps the dead tokens among a final batch's results whose deletion the sender left
+// to the run (push.Delivery.InvalidateLater), for dropDead.
+func (r *run) noteDead(ds []push.Delivery, res []push.Result) {
+	if !r.tmpl.InvalidateLater {
+		return
+	}
+	for i := range res {
+		if res[i].Outcome == push.OutcomeInvalidToken && ds[i].InvalidateLater && ds[i].Fallback == nil {
+			r.dead = append(r.dead, deadToken{objectID: ds[i].Target.ObjectID, deviceID: ds[i].Target.DeviceID, since: res[i].Since})
+		}
+	}
+}
+
+// dropDeadTimeout bounds the deletions after one checkpoint; those left (and those that fail)
+// keep their installation until a later push finds the token dead again.
+const dropDeadTimeout = 30 * time.Second
+
+// dropDead deletes the installations of the dead tokens noted so far. Call it once what
+// counted them is durable (a checkpoint, the task's completion): a crash before then sends
+// their batch again, and the scan must still find them for the record to count them. A crash
+// after it and before the deletions leaves them in place until a later push to them.
+func (r *run) dropDead(ctx context.Context) {
+	if len(r.dead) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dropDeadTimeout)
+	defer cancel()
+	failed := 0
+	var first error
+	for _, d := range r.dead {
+		if err := r.w.inv.InvalidateToken(ctx, r.t.Job.AppID, d.objectID, d.deviceID, d.since); err != nil {
+			failed++
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	if failed > 0 {
+		r.w.m.deadTokenErrors.Add(failed)
+		r.w.logger.Warn("cannot delete the installations of dead tokens: they stay until a later push finds them dead",
+			zap.String(telemetry.KeyTaskID, r.t.ID), zap.Int("failed", failed), zap.Int("of", len(r.dead)), zap.Error(first))
+	}
+	clear(r.dead)
+	r.dead = r.dead[:0]
 }

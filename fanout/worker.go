@@ -34,9 +34,10 @@ type Worker struct {
 	newMessages func(*push.Job) Messages
 	m           workerMetrics
 	mkm         marketingMetrics
-	events      Events   // nil: no webhook events (SetEvents)
-	presence    Presence // nil: no own channel on this node (own_first goes to the vendor)
-	gate        *cpuGate // nil: no intake on this node, or BusyTasks 0 (SetIntake)
+	events      Events           // nil: no webhook events (SetEvents)
+	presence    Presence         // nil: no own channel on this node (own_first goes to the vendor)
+	gate        *cpuGate         // nil: no intake on this node, or BusyTasks 0 (SetIntake)
+	inv         TokenInvalidator // nil: the sender deletes dead tokens' installations (SetInvalidator)
 }
 
 // Presence says which installations are connected to the own channel right now, as the
@@ -51,12 +52,19 @@ type Presence interface {
 // SetPresence gives the worker the own channel's presence; call it before Run.
 func (w *Worker) SetPresence(p Presence) { w.presence = p }
 
+// SetInvalidator makes the worker delete the installations of dead tokens itself, once the
+// checkpoint (or the completion) that counts them is durable, instead of the sender at the
+// gateway's answer (push.Delivery.InvalidateLater). Deleted before, an installation whose
+// batch a crash sends again is not scanned again, and the record's devices and invalidTokens
+// miss it. Call it before Run.
+func (w *Worker) SetInvalidator(inv TokenInvalidator) { w.inv = inv }
+
 type workerMetrics struct {
 	tasksDone, tasksSkipped, tasksCancelled, tasksFailed, tasksInvalid *metrics.Counter
 	rows, matched                                                      *metrics.Counter
 	sent, failed, expired, invalidTokens                               *metrics.Counter
 	batches, checkpoints                                               *metrics.Counter
-	presenceErrors, intakeWaits                                        *metrics.Counter
+	presenceErrors, intakeWaits, deadTokenErrors                       *metrics.Counter
 	deferred, quotaFallbacks                                           *metrics.Counter
 	inflight                                                           *metrics.Histogram
 }
@@ -87,24 +95,25 @@ func NewWorker(cfg WorkerConfig, st WorkerStore, cons Consumer, snd Sender, logg
 	}
 	w.pool.New = func() any { return newBatch(cfg.BatchSize) }
 	w.m = workerMetrics{
-		tasksDone:      ms.NewCounter(`pushd_fanout_tasks_total{result="done"}`),
-		tasksSkipped:   ms.NewCounter(`pushd_fanout_tasks_total{result="skipped"}`),
-		tasksCancelled: ms.NewCounter(`pushd_fanout_tasks_total{result="cancelled"}`),
-		tasksFailed:    ms.NewCounter(`pushd_fanout_tasks_total{result="error"}`),
-		tasksInvalid:   ms.NewCounter(`pushd_fanout_tasks_total{result="invalid"}`),
-		rows:           ms.NewCounter(`pushd_fanout_rows_scanned_total`),
-		matched:        ms.NewCounter(`pushd_fanout_targets_total`),
-		sent:           ms.NewCounter(`pushd_fanout_deliveries_total{outcome="sent"}`),
-		failed:         ms.NewCounter(`pushd_fanout_deliveries_total{outcome="failed"}`),
-		expired:        ms.NewCounter(`pushd_fanout_deliveries_total{outcome="expired"}`),
-		invalidTokens:  ms.NewCounter(`pushd_fanout_deliveries_total{outcome="invalid_token"}`),
-		batches:        ms.NewCounter(`pushd_fanout_batches_total`),
-		deferred:       ms.NewCounter(`pushd_fanout_deliveries_total{outcome="deferred"}`),
-		quotaFallbacks: ms.NewCounter(`pushd_fanout_quota_fallbacks_total`),
-		checkpoints:    ms.NewCounter(`pushd_fanout_checkpoints_total`),
-		presenceErrors: ms.NewCounter(`pushd_fanout_presence_errors_total`),
-		intakeWaits:    ms.NewCounter(`pushd_fanout_intake_waits_total`),
-		inflight:       ms.NewHistogram(`pushd_fanout_batches_in_flight`),
+		tasksDone:       ms.NewCounter(`pushd_fanout_tasks_total{result="done"}`),
+		tasksSkipped:    ms.NewCounter(`pushd_fanout_tasks_total{result="skipped"}`),
+		tasksCancelled:  ms.NewCounter(`pushd_fanout_tasks_total{result="cancelled"}`),
+		tasksFailed:     ms.NewCounter(`pushd_fanout_tasks_total{result="error"}`),
+		tasksInvalid:    ms.NewCounter(`pushd_fanout_tasks_total{result="invalid"}`),
+		rows:            ms.NewCounter(`pushd_fanout_rows_scanned_total`),
+		matched:         ms.NewCounter(`pushd_fanout_targets_total`),
+		sent:            ms.NewCounter(`pushd_fanout_deliveries_total{outcome="sent"}`),
+		failed:          ms.NewCounter(`pushd_fanout_deliveries_total{outcome="failed"}`),
+		expired:         ms.NewCounter(`pushd_fanout_deliveries_total{outcome="expired"}`),
+		invalidTokens:   ms.NewCounter(`pushd_fanout_deliveries_total{outcome="invalid_token"}`),
+		batches:         ms.NewCounter(`pushd_fanout_batches_total`),
+		deferred:        ms.NewCounter(`pushd_fanout_deliveries_total{outcome="deferred"}`),
+		quotaFallbacks:  ms.NewCounter(`pushd_fanout_quota_fallbacks_total`),
+		checkpoints:     ms.NewCounter(`pushd_fanout_checkpoints_total`),
+		presenceErrors:  ms.NewCounter(`pushd_fanout_presence_errors_total`),
+		intakeWaits:     ms.NewCounter(`pushd_fanout_intake_waits_total`),
+		deadTokenErrors: ms.NewCounter(`pushd_fanout_dead_token_errors_total`),
+		inflight:        ms.NewHistogram(`pushd_fanout_batches_in_flight`),
 	}
 	w.mkm = newMarketingMetrics(ms)
 	ms.NewGauge(`pushd_fanout_tasks_capacity`, func() float64 { return float64(cfg.Concurrency) })
@@ -228,6 +237,7 @@ func (w *Worker) runRead(ctx context.Context, t *push.Task, h *gateHold, prog pu
 	err = r.run(ctx)
 	_ = h.enter(ctx) // the completion's work; an error (ctx ended) only means without a token
 	if errors.Is(err, errCancelled) {
+		r.dropDead(ctx) // the task is not resumed: nothing will count them again
 		w.m.tasksCancelled.Inc()
 		return nil
 	}
@@ -271,6 +281,7 @@ func (w *Worker) runRead(ctx context.Context, t *push.Task, h *gateHold, prog pu
 		}
 	}
 	fpWorkerAfterComplete.Hit()
+	r.dropDead(ctx)
 	w.m.tasksDone.Inc()
 	return nil
 }

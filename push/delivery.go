@@ -43,6 +43,12 @@ type Delivery struct {
 	// Fallback is the own-channel message of a vendor_first delivery (PolicyVendorFirst):
 	// a target its vendor refuses (DROP, QUOTA or FIX) goes to the own channel with it.
 	Fallback *Message
+	// InvalidateLater, on a delivery without a Fallback, leaves the deletion of a dead token's
+	// installation to the caller: the sender reports it (OutcomeInvalidToken, Result.Since) and
+	// deletes nothing. Fan-out deletes it once the outcome is durable (the checkpoint that
+	// counts it), so that a crash before then re-sends the target instead of losing it from
+	// the record's counts.
+	InvalidateLater bool
 }
 
 // Outcome is how a delivery ended.
@@ -51,7 +57,7 @@ type Outcome uint8
 const (
 	OutcomeSent         Outcome = iota + 1 // accepted by the gateway (own channel: written or cached)
 	OutcomeFailed                          // permanent failure; Result.Reason says why
-	OutcomeInvalidToken                    // the gateway says the token is dead: the installation is deleted
+	OutcomeInvalidToken                    // the gateway says the token is dead: the installation is deleted (Delivery.InvalidateLater)
 	OutcomeExpired                         // the push expired before it could be sent
 	// OutcomeQueued: handed to the own-channel gateway on push.direct. Fan-out counts only the
 	// target; the gateway counts it sent (written or cached) or expired on the record.
@@ -89,4 +95,7 @@ type Result struct {
 	// Refused, on a delivery with a Fallback only, says the vendor refused the target for good
 	// (a dead token, a refused message, or a spent quota): the sender's hint to fall back.
 	Refused bool
+	// Since is, for OutcomeInvalidToken, when the gateway learned the token was dead (zero
+	// when it does not say): an installation refreshed after it keeps its token.
+	Since time.Time
 }

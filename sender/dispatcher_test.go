@@ -244,6 +244,11 @@ func TestSenderDispatchOutcomes(t *testing.T) {
 		{Outcome: push.OutcomeFailed, Reason: "no vivo credentials configured"},
 		{Outcome: push.OutcomeFailed, Reason: "app not found"},
 	}
+	// Only APNs 410 says since when a token is dead: its result carries it too.
+	if since := res[1].Since; since.IsZero() || time.Since(since) > time.Hour {
+		t.Errorf("the 410's result has since %v, want its timestamp", since)
+	}
+	res[1].Since = time.Time{}
 	for i := range want {
 		if res[i] != want[i] {
 			t.Errorf("delivery %d: got %+v, want %+v", i, res[i], want[i])
@@ -565,6 +570,33 @@ func TestSenderInvalidGuard(t *testing.T) {
 	send(t, e.d, ok)
 	if res := send(t, e.d, ds[:1]); res[0].Outcome != push.OutcomeInvalidToken {
 		t.Fatalf("after successes outnumber dead tokens: %+v", res[0])
+	}
+}
+
+// A dead token of a delivery with InvalidateLater is reported, with the gateway's since, and
+// its installation is left to the caller (fan-out deletes it after the checkpoint that counts
+// it); a vendor_first delivery's dead vendor token is still dropped at once.
+func TestSenderInvalidateLaterLeavesTheDeletion(t *testing.T) {
+	e := newEnv(t, nil, sim.APNsConfig{})
+	e.apns.MarkUnregistered(apnsToken(1))
+	e.fcm.MarkUnregistered(fcmToken(1))
+	ds := []push.Delivery{apnsDelivery("app1", 1), fcmDelivery("app1", 1), apnsDelivery("app1", 2)}
+	for i := range ds {
+		ds[i].InvalidateLater = true
+	}
+	e.apns.MarkUnregistered(apnsToken(2))
+	ds[2].InvalidateLater = false // the sender deletes this one, as before
+	res := send(t, e.d, ds)
+	for i, r := range res {
+		if r.Outcome != push.OutcomeInvalidToken {
+			t.Fatalf("delivery %d: %+v, want invalid_token", i, r)
+		}
+	}
+	if res[0].Since.IsZero() || !res[1].Since.IsZero() {
+		t.Errorf("since: APNs %v (want the 410's timestamp), FCM %v (want zero: it does not say)", res[0].Since, res[1].Since)
+	}
+	if inv := e.inv.got(); len(inv) != 1 || inv[0] != "app1/obj2/"+apnsToken(2) {
+		t.Fatalf("the sender deleted %v, want only the installation of the delivery without InvalidateLater", inv)
 	}
 }
 

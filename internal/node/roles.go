@@ -166,6 +166,8 @@ func addFanout(p *parts, g *service.Group, _ *Hooks) error {
 		presence = direct.NewPresence(p.store, func() *direct.Core { return p.core })
 	}
 	w.SetPresence(presence)
+	// Dead tokens' installations are deleted once the checkpoint that counts them is durable.
+	w.SetInvalidator(invalidator{p.store})
 	if p.cfg.Has("api") {
 		w.SetIntake(&p.inflight) // the API's requests first (WorkerConfig.BusyTasks)
 	}
