@@ -148,6 +148,7 @@ func TestE2EFanoutCrashCountsDeadTokens(t *testing.T) {
 	}{
 		{"fanout/worker-after-send", 7},
 		{"fanout/worker-after-checkpoint", 6},
+		{"fanout/worker-after-final-progress", 3}, // a task's last dead tokens go after it
 	} {
 		t.Run(c.point[len("fanout/"):]+"@"+strconv.Itoa(c.at), func(t *testing.T) {
 			s := startPushsim(t, "-latency", "1ms", "-invalid-token-rate", strconv.FormatFloat(deadRate, 'f', -1, 64), "-seed", strconv.Itoa(simSeed))

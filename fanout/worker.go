@@ -269,6 +269,11 @@ func (w *Worker) runRead(ctx context.Context, t *push.Task, h *gateHold, prog pu
 		return fmt.Errorf("cannot write final progress of task %s: %w", t.ID, err)
 	}
 	fpWorkerAfterFinal.Hit()
+	// The last dead tokens go before the record says done, so that a push done has deleted
+	// them. Each deletion is a synced write to this store, which makes the final progress
+	// durable first when it was written without a sync of its own (ProgressNoSync): a crash
+	// after a deletion repeats only the record step, with counts that include it.
+	r.dropDead(ctx)
 	applied, err := w.complete(ctx, t, counts, r.reasons, r.stopped)
 	if err != nil {
 		return err
@@ -281,7 +286,6 @@ func (w *Worker) runRead(ctx context.Context, t *push.Task, h *gateHold, prog pu
 		}
 	}
 	fpWorkerAfterComplete.Hit()
-	r.dropDead(ctx)
 	w.m.tasksDone.Inc()
 	return nil
 }
