@@ -57,26 +57,9 @@ func TestE2EFanoutCrashAtFaultPoints(t *testing.T) {
 			cl, tokens := prepareData(t, data, s, push.DefaultSettings(), n, "crash")
 			all := append([]string{"--apns-endpoint", s.apnsURL, "--gateway-ca", filepath.Join(s.dir, "ca.pem")}, args...)
 
-			t.Setenv(faultpoint.Env, c.point+"@"+strconv.Itoa(c.at))
-			p := startPushd(t, data, all...)
-			cl.base = p.base
-			// The planner may kill pushd before the API's answer is out: the req_id makes the
-			// retry after the restart the same push.
+			var before int64
 			body := map[string]any{"data": map[string]any{"alert": "e2e crash"}, "channels": []string{"crash"}, "req_id": "crash1"}
-			oid, _ := tryPush(cl, body)
-			p.waitOutput(regexp.MustCompile(`faultpoint `+regexp.QuoteMeta(c.point)+` reached`), pushTimeout)
-			p.kill() // already dead: waits for the exit
-			before := s.stats.mustGet(t, false).Accepted
-
-			t.Setenv(faultpoint.Env, "")
-			p = startPushd(t, data, all...)
-			cl.base = p.base
-			if oid == "" {
-				var err error
-				if oid, err = tryPush(cl, body); err != nil {
-					t.Fatalf("push retried after the restart: %v", err)
-				}
-			}
+			oid, p := pushKilledAt(t, cl, data, c.point, c.at, all, body, func() { before = s.stats.mustGet(t, false).Accepted })
 			rec := cl.waitDone(t, oid)
 			st := s.stats.mustGet(t, true)
 			short, dups, strangers := deliveries(st.PerToken, tokens, 1)
@@ -103,6 +86,33 @@ func TestE2EFanoutCrashAtFaultPoints(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pushKilledAt starts pushd on data armed to kill itself (SIGKILL) at the fault point point@at,
+// pushes body, waits for the kill, calls afterKill (when not nil), and starts pushd again on the
+// same data without the point. A push whose answer the kill cut off is sent again: body's
+// req_id makes it the same push. It returns the push's objectId and the running pushd.
+func pushKilledAt(t *testing.T, cl *client, data, point string, at int, args []string, body map[string]any, afterKill func()) (string, *pushd) {
+	t.Helper()
+	t.Setenv(faultpoint.Env, point+"@"+strconv.Itoa(at))
+	p := startPushd(t, data, args...)
+	cl.base = p.base
+	oid, _ := tryPush(cl, body)
+	p.waitOutput(regexp.MustCompile(`faultpoint `+regexp.QuoteMeta(point)+` reached`), pushTimeout)
+	p.kill() // already dead: waits for the exit
+	if afterKill != nil {
+		afterKill()
+	}
+	t.Setenv(faultpoint.Env, "")
+	p = startPushd(t, data, args...)
+	cl.base = p.base
+	if oid == "" {
+		var err error
+		if oid, err = tryPush(cl, body); err != nil {
+			t.Fatalf("push retried after the restart: %v", err)
+		}
+	}
+	return oid, p
 }
 
 // tryPush sends POST /1.1/push with the master key and returns the record's objectId, or why
@@ -166,23 +176,8 @@ func TestE2EFanoutCrashCountsDeadTokens(t *testing.T) {
 			}
 			all := append([]string{"--apns-endpoint", s.apnsURL, "--gateway-ca", filepath.Join(s.dir, "ca.pem")}, args...)
 
-			t.Setenv(faultpoint.Env, c.point+"@"+strconv.Itoa(c.at))
-			p := startPushd(t, data, all...)
-			cl.base = p.base
 			body := map[string]any{"data": map[string]any{"alert": "e2e dead"}, "channels": []string{"dead"}, "req_id": "dead1"}
-			oid, _ := tryPush(cl, body)
-			p.waitOutput(regexp.MustCompile(`faultpoint `+regexp.QuoteMeta(c.point)+` reached`), pushTimeout)
-			p.kill()
-
-			t.Setenv(faultpoint.Env, "")
-			p = startPushd(t, data, all...)
-			cl.base = p.base
-			if oid == "" {
-				var err error
-				if oid, err = tryPush(cl, body); err != nil {
-					t.Fatalf("push retried after the restart: %v", err)
-				}
-			}
+			oid, p := pushKilledAt(t, cl, data, c.point, c.at, all, body, nil)
 			rec := cl.waitDone(t, oid)
 			st := s.stats.mustGet(t, true)
 			short, _, strangers := deliveries(st.PerToken, live, 1)
