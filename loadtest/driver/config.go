@@ -136,7 +136,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, pushes, sims *string) {
 	fs.DurationVar(&c.SampleEvery, "sample-every", 100*time.Millisecond, "how often pushd's CPU and memory (from /proc, by -pushd-pid-file) and the simulators' counts are sampled")
 	fs.StringVar(&c.FloorH2load, "floor-h2load", "", "h2load binary for the floor (Debian nghttp2-client); empty: no h2load floor")
 	fs.StringVar(&c.FloorGo, "floor-go", "", "the Go floor binary (go build ./loadtest/cmd/h2floor); empty: no Go floor")
-	fs.IntVar(&c.FloorRequests, "floor-requests", 0, "requests each floor tool sends (0: the compared scenario's APNs deliveries, at least 2000)")
+	fs.IntVar(&c.FloorRequests, "floor-requests", 0, "requests each floor tool sends (0: the compared scenario's APNs deliveries, at least 2,000 and at most 200,000)")
 	fs.IntVar(&c.FloorConnections, "floor-connections", 2, "HTTP/2 connections of each floor tool")
 	fs.IntVar(&c.FloorStreams, "floor-streams", 100, "requests in flight per connection of each floor tool")
 	fs.DurationVar(&c.LatencyCompare, "latency-compare", 0, "run the all scenario again with this latency added to every simulator answer (e.g. 20ms) and report both rates and their ratio (default -pushes: all)")

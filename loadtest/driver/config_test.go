@@ -63,3 +63,23 @@ func TestDriverConfigValidate(t *testing.T) {
 		t.Fatalf("defaults: cohort %d, concurrency %d", c.InvalidCohort, c.Concurrency)
 	}
 }
+
+// The floor sends the compared push's APNs deliveries, at least 2,000 and, unless the flag says
+// otherwise, at most 200,000: a 10,000,000-device push must not make it send ten million.
+func TestDriverFloorRequests(t *testing.T) {
+	for _, c := range []struct {
+		flag int
+		sent int64
+		want int
+	}{
+		{0, 0, 2000},
+		{0, 100_000, 100_000},
+		{0, 10_000_000, 200_000},
+		{5_000_000, 10_000_000, 5_000_000},
+		{300, 100_000, 300},
+	} {
+		if got := floorRequests(c.flag, c.sent); got != c.want {
+			t.Errorf("floorRequests(%d, %d) = %d, want %d", c.flag, c.sent, got, c.want)
+		}
+	}
+}

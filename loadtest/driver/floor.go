@@ -115,10 +115,7 @@ func (r *run) runFloor(ctx context.Context, files simFiles) error {
 		r.logf("floor: skipped: the population has no iOS token")
 		return nil
 	}
-	n := r.cfg.FloorRequests
-	if n <= 0 {
-		n = max(int(sc.ByChannel[push.ChannelAPNs].Sent), 2000)
-	}
+	n := floorRequests(r.cfg.FloorRequests, sc.ByChannel[push.ChannelAPNs].Sent)
 	key, err := sim.ParseAPNsKey(files.p8)
 	if err != nil {
 		return fmt.Errorf("cannot read the APNs key for the floor: %w", err)
@@ -271,4 +268,18 @@ func ParseH2load(out []byte) (ok int64, seconds float64, err error) {
 		return 0, 0, fmt.Errorf("cannot read h2load's 2xx count %q", sm[1])
 	}
 	return ok, seconds, nil
+}
+
+// floorMaxDefault bounds the floor's requests when -floor-requests is not set. The floor is a
+// figure per request, which 200,000 settle; sending as many as a 10,000,000-device push
+// delivered built a 1 GB URI list in the driver and kept h2load busy for minutes.
+const floorMaxDefault = 200_000
+
+// floorRequests is how many requests each floor tool sends: flag when set, else the compared
+// scenario's APNs deliveries (sent), within [2000, floorMaxDefault].
+func floorRequests(flag int, sent int64) int {
+	if flag > 0 {
+		return flag
+	}
+	return int(min(max(sent, 2000), floorMaxDefault))
 }
