@@ -57,7 +57,7 @@ type Outcome uint8
 const (
 	OutcomeSent         Outcome = iota + 1 // accepted by the gateway (own channel: written or cached)
 	OutcomeFailed                          // permanent failure; Result.Reason says why
-	OutcomeInvalidToken                    // the gateway says the token is dead: the installation is deleted (Delivery.InvalidateLater)
+	OutcomeInvalidToken                    // the gateway says the token is dead: the sender deletes the installation, or the caller does (Delivery.InvalidateLater)
 	OutcomeExpired                         // the push expired before it could be sent
 	// OutcomeQueued: handed to the own-channel gateway on push.direct. Fan-out counts only the
 	// target; the gateway counts it sent (written or cached) or expired on the record.
