@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/pushd/pushd/internal/telemetry"
 	"github.com/pushd/pushd/push"
@@ -592,7 +593,7 @@ func (r *run) noteDead(ds []push.Delivery, res []push.Result) {
 		return
 	}
 	for i := range res {
-		if res[i].Outcome == push.OutcomeInvalidToken && ds[i].InvalidateLater && ds[i].Fallback == nil {
+		if res[i].Outcome == push.OutcomeInvalidToken && ds[i].CallerInvalidates() {
 			r.dead = append(r.dead, deadToken{objectID: ds[i].Target.ObjectID, deviceID: ds[i].Target.DeviceID, since: res[i].Since})
 		}
 	}
@@ -617,32 +618,22 @@ func (r *run) dropDead(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dropDeadTimeout)
 	defer cancel()
-	var (
-		mu     sync.Mutex
-		failed int
-		first  error
-		wg     sync.WaitGroup
-	)
-	sem := make(chan struct{}, dropDeadParallel)
+	var g errgroup.Group // no shared context: one failure does not stop the others
+	g.SetLimit(dropDeadParallel)
+	var failed atomic.Int64
 	for _, d := range r.dead {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := r.w.inv.InvalidateToken(ctx, r.t.Job.AppID, d.objectID, d.deviceID, d.since); err != nil {
-				mu.Lock()
-				failed++
-				if first == nil {
-					first = err
-				}
-				mu.Unlock()
+		g.Go(func() error {
+			err := r.w.inv.InvalidateToken(ctx, r.t.Job.AppID, d.objectID, d.deviceID, d.since)
+			if err != nil {
+				failed.Add(1)
 			}
+			return err
 		})
 	}
-	wg.Wait()
-	if failed > 0 {
-		r.w.m.deadTokenErrors.Add(failed)
+	if err := g.Wait(); err != nil { // the first failure
+		r.w.m.deadTokenErrors.Add(int(failed.Load()))
 		r.w.logger.Warn("cannot delete the installations of dead tokens: they stay until a later push finds them dead",
-			zap.String(telemetry.KeyTaskID, r.t.ID), zap.Int("failed", failed), zap.Int("of", len(r.dead)), zap.Error(first))
+			zap.String(telemetry.KeyTaskID, r.t.ID), zap.Int64("failed", failed.Load()), zap.Int("of", len(r.dead)), zap.Error(err))
 	}
 	clear(r.dead)
 	r.dead = r.dead[:0]

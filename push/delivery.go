@@ -51,6 +51,11 @@ type Delivery struct {
 	InvalidateLater bool
 }
 
+// CallerInvalidates says whether the caller, not the sender, deletes the installation when the
+// gateway reports d's token dead: InvalidateLater on a delivery without a Fallback (a
+// vendor_first delivery's dead vendor token is always the sender's to drop).
+func (d *Delivery) CallerInvalidates() bool { return d.InvalidateLater && d.Fallback == nil }
+
 // Outcome is how a delivery ended.
 type Outcome uint8
 

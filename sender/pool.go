@@ -289,7 +289,7 @@ func (p *pool) deliverFrom(ctx context.Context, d *push.Delivery, first *gateway
 				p.guarded(rep.Reason)
 				return push.Result{Outcome: push.OutcomeFailed, Reason: rep.Reason + ": not deleted, the gateway rejects most tokens of this pool (wrong environment or credentials?)", Refused: d.Fallback != nil}, true
 			}
-			if !d.InvalidateLater || d.Fallback != nil {
+			if !d.CallerInvalidates() {
 				p.invalidate(ctx, d, rep)
 			}
 			return push.Result{Outcome: push.OutcomeInvalidToken, Reason: rep.Reason, Refused: d.Fallback != nil, Since: rep.Since}, true
