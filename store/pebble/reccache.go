@@ -42,7 +42,7 @@ const (
 	// may reach 4 KiB, twice with its pending job). Four times as much let the planner find
 	// two thirds of its records instead of a sixth behind a closed loop of 100,000 pushes, but
 	// raised the peak RSS by 120 MB and moved neither the loop's rate nor its CPU beyond the
-	// runs' noise (docs/decisions.md, "Records and logs behind a burst").
+	// runs' noise (docs/decisions.md, "The collector's headroom, and records behind a burst").
 	recCacheEntries = 16384
 	recCacheBytes   = 16 << 20
 )
