@@ -199,7 +199,8 @@ var (
 // (so a concurrent retry cannot slip in), write the record holding the job (a scheduled push:
 // the record and its schedule, in one write), then append the job. Any failure undoes what was
 // written, so a failed call leaves nothing behind and a retry with the same req_id is a new
-// push.
+// push. Over a ClaimRecorder (store/pebble with its own log) the claim and the record of a push
+// that is not scheduled are one write.
 //
 // A crash leaves one of: a claim without a record, which a retry takes over (it accepts the
 // push under the claimed ids); or a record holding a job that may not be in the log, which a
@@ -222,15 +223,39 @@ func (s *Service) accept(rctx *fasthttp.RequestCtx, c *api.Call, n *push.Notific
 			return push.Errorf(push.CodeUnavailable, "a push with req_id %s is still being accepted: retry", n.ReqID)
 		}
 		defer unlock()
-		claim := s.st.ClaimReqID
-		if s.noSync != nil && s.jobSyncsStore {
-			// Durable with the record and the job (RecordNoSyncer), both written before the
-			// answer; a scheduled push's record write is synced too.
-			claim = s.noSync.ClaimReqIDNoSync
-		}
-		prev, claimed, err := claim(ctx, app.ID, n.ReqID, store.ReqClaim{ObjectID: n.ObjectID, CreatedAt: n.CreatedAt}, ReqIDWindow)
-		if err != nil {
-			return fmt.Errorf("cannot claim req_id of app %s: %w", app.ID, err)
+		var (
+			prev    store.ReqClaim
+			claimed bool
+		)
+		if s.claimRec != nil && !scheduled {
+			// The claim and the record in one write (ClaimRecorder); then the job's append.
+			s.queued(n, job)
+			prev, claimed, err = s.claimRec.CreateClaimedNotificationNoSync(ctx, *n, ReqIDWindow)
+			if err != nil {
+				return fmt.Errorf("cannot claim req_id and store the push record of app %s: %w", app.ID, err)
+			}
+			if claimed {
+				fpAfterRecord.Hit()
+				if err := s.appendOrUndo(ctx, n, job); err != nil {
+					s.releaseClaim(n)
+					return err
+				}
+				fpAfterJob.Hit()
+				s.accepted.Inc()
+				writeAccepted(rctx, n.ObjectID, n.CreatedAt)
+				return nil
+			}
+		} else {
+			claim := s.st.ClaimReqID
+			if s.noSync != nil && s.jobSyncsStore {
+				// Durable with the record and the job (RecordNoSyncer), both written before the
+				// answer; a scheduled push's record write is synced too.
+				claim = s.noSync.ClaimReqIDNoSync
+			}
+			prev, claimed, err = claim(ctx, app.ID, n.ReqID, store.ReqClaim{ObjectID: n.ObjectID, CreatedAt: n.CreatedAt}, ReqIDWindow)
+			if err != nil {
+				return fmt.Errorf("cannot claim req_id of app %s: %w", app.ID, err)
+			}
 		}
 		if !claimed {
 			done, err := s.retried(ctx, rctx, app.ID, prev)
@@ -254,14 +279,7 @@ func (s *Service) accept(rctx *fasthttp.RequestCtx, c *api.Call, n *push.Notific
 		return push.Errorf(push.CodeUnavailable, "the push with req_id %s is being accepted elsewhere: retry", n.ReqID)
 	}
 	if err != nil {
-		// Undo with a context of our own: the request's may be what failed.
-		undo, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if n.ReqID != "" {
-			if rerr := s.st.ReleaseReqID(undo, app.ID, n.ReqID, n.ObjectID); rerr != nil {
-				s.zl.Warn("cannot release req_id after a failed push", zap.String("app_id", app.ID), zap.Error(rerr))
-			}
-		}
+		s.releaseClaim(n)
 		return err
 	}
 	if scheduled {
@@ -271,6 +289,19 @@ func (s *Service) accept(rctx *fasthttp.RequestCtx, c *api.Call, n *push.Notific
 	}
 	writeAccepted(rctx, n.ObjectID, n.CreatedAt)
 	return nil
+}
+
+// releaseClaim undoes the req_id claim of a push that failed (none without a req_id), with a
+// context of its own: the request's may be what failed.
+func (s *Service) releaseClaim(n *push.Notification) {
+	if n.ReqID == "" {
+		return
+	}
+	undo, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.st.ReleaseReqID(undo, n.AppID, n.ReqID, n.ObjectID); err != nil {
+		s.zl.Warn("cannot release req_id after a failed push", zap.String("app_id", n.AppID), zap.Error(err))
+	}
 }
 
 // retried answers a call whose req_id is claimed by prev, if prev's record exists: 200 with
@@ -383,9 +414,7 @@ func (s *Service) persist(ctx context.Context, n *push.Notification, job *push.J
 		fpAfterRecord.Hit()
 		return s.checkScheduledCap(ctx, n, id)
 	}
-	n.Status = push.StatusInQueue
-	pj := *job
-	n.PendingJob, n.PendingBy = &pj, s.incarnation
+	s.queued(n, job)
 	// The record needs no fsync of its own when the job's synced append covers it
 	// (RecordNoSyncer): lost with the append, it leaves a claim without a record, which a
 	// retry takes over.
@@ -402,16 +431,34 @@ func (s *Service) persist(ctx context.Context, n *push.Notification, job *push.J
 		return fmt.Errorf("cannot store push record of app %s: %w", app, err)
 	}
 	fpAfterRecord.Hit()
-	if err := s.appendJob(ctx, job); err != nil {
-		undo, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if derr := s.st.DeleteNotification(undo, app, n.ObjectID); derr != nil && !errors.Is(derr, store.ErrNotFound) {
-			s.zl.Warn("cannot remove the record of a push that failed", zap.String("app_id", app), zap.Error(derr))
-		}
+	if err := s.appendOrUndo(ctx, n, job); err != nil {
 		return err
 	}
 	fpAfterJob.Hit()
 	return nil
+}
+
+// queued makes n the record of a push waiting in the log: in queue, holding a copy of job
+// until the planner takes it.
+func (s *Service) queued(n *push.Notification, job *push.Job) {
+	n.Status = push.StatusInQueue
+	pj := *job
+	n.PendingJob, n.PendingBy = &pj, s.incarnation
+}
+
+// appendOrUndo appends job, whose record n is written; when the append fails, it removes the
+// record (with a context of its own) and returns the append's error.
+func (s *Service) appendOrUndo(ctx context.Context, n *push.Notification, job *push.Job) error {
+	err := s.appendJob(ctx, job)
+	if err == nil {
+		return nil
+	}
+	undo, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if derr := s.st.DeleteNotification(undo, n.AppID, n.ObjectID); derr != nil && !errors.Is(derr, store.ErrNotFound) {
+		s.zl.Warn("cannot remove the record of a push that failed", zap.String("app_id", n.AppID), zap.Error(derr))
+	}
+	return err
 }
 
 func (s *Service) appendJob(ctx context.Context, job *push.Job) error {

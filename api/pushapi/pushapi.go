@@ -72,6 +72,15 @@ type RecordNoSyncer interface {
 	ClaimReqIDNoSync(ctx context.Context, appID, reqID string, claim store.ReqClaim, ttl time.Duration) (store.ReqClaim, bool, error)
 }
 
+// ClaimRecorder is an optional RecordNoSyncer capability: CreateClaimedNotificationNoSync
+// claims n's req_id for n and writes n (an objectId just generated) in one unsynced write, or
+// returns the live claim of another call (claimed false) and writes nothing. The service uses
+// it, under the same terms as RecordNoSyncer, for a push with a req_id: one commit where the
+// claim and the record took two, and no crash leaves a claim without its record.
+type ClaimRecorder interface {
+	CreateClaimedNotificationNoSync(ctx context.Context, n push.Notification, ttl time.Duration) (prev store.ReqClaim, claimed bool, err error)
+}
+
 // Deps are what the service calls out to.
 type Deps struct {
 	Store   Store
@@ -103,6 +112,8 @@ type Service struct {
 	// noSync is st's RecordNoSyncer, or nil; jobSyncsStore is Deps.LogSyncsStore.
 	noSync        RecordNoSyncer
 	jobSyncsStore bool
+	// claimRec is st's ClaimRecorder when noSync is set, or nil.
+	claimRec ClaimRecorder
 
 	accepted  *metrics.Counter
 	scheduled *metrics.Counter
@@ -140,6 +151,10 @@ func New(d Deps) *Service {
 		d.Limiter = limit.New(ls, nil, d.Metrics)
 	}
 	noSync, _ := d.Store.(RecordNoSyncer)
+	var claimRec ClaimRecorder
+	if noSync != nil && d.LogSyncsStore {
+		claimRec, _ = d.Store.(ClaimRecorder)
+	}
 	if d.DryRun == (DryRunConfig{}) {
 		d.DryRun = DefaultDryRunConfig()
 	}
@@ -149,7 +164,7 @@ func New(d Deps) *Service {
 	return &Service{
 		st: d.Store, log: d.Log, lim: d.Limiter, zl: d.Logger.Named("pushapi"),
 		counter: d.Counter, dryCfg: d.DryRun, dryRuns: dryRuns,
-		noSync: noSync, jobSyncsStore: d.LogSyncsStore,
+		noSync: noSync, jobSyncsStore: d.LogSyncsStore, claimRec: claimRec,
 		incarnation: push.NewObjectID(),
 		volume:      newVolumeCache(d.Store.DailyVolume),
 		reqs:        keyLocks{m: make(map[string]chan struct{})},

@@ -3,11 +3,13 @@ package pebble
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/store"
 )
 
@@ -56,23 +58,79 @@ func (s *Store) claimReqID(appID, reqID string, claim store.ReqClaim, ttl time.D
 	}
 	defer s.locks.lock(stripeOf("r", appID, reqID))()
 	key := reqIDKey(nil, appID, reqID)
-	if s.claims.mayHold(key, claim.CreatedAt) { // else no claim is live: nothing to read (claims.go)
-		if s.afterClaimRead != nil {
-			s.afterClaimRead()
-		}
-		v, found, err := s.getInto(nil, key)
+	if prev, live, err := s.liveClaim(key, claim.CreatedAt); err != nil || live {
 		if err != nil {
-			return store.ReqClaim{}, false, fmt.Errorf("cannot read req_id claim of app %s: %w", appID, err)
+			err = fmt.Errorf("cannot read req_id claim of app %s: %w", appID, err)
 		}
-		if found {
-			if prev, expires, ok := decodeClaim(v); ok && claim.CreatedAt.Before(expires) {
-				return prev, false, nil
-			}
-		}
+		return prev, false, err
 	}
 	expires := claim.CreatedAt.Add(ttl)
 	if err := s.db.Set(key, appendClaim(nil, claim, expires), wo); err != nil {
 		return store.ReqClaim{}, false, fmt.Errorf("cannot claim req_id of app %s: %w", appID, err)
+	}
+	s.claims.add(key, expires, s.now())
+	return claim, true, nil
+}
+
+// liveClaim returns the claim stored under key, the req_id claim row of a caller holding its
+// stripe, when it is still live at time at (at before its expiry). A key the memo vouches for
+// is not read.
+func (s *Store) liveClaim(key []byte, at time.Time) (store.ReqClaim, bool, error) {
+	if !s.claims.mayHold(key, at) { // no claim is live: nothing to read (claims.go)
+		return store.ReqClaim{}, false, nil
+	}
+	if s.afterClaimRead != nil {
+		s.afterClaimRead()
+	}
+	v, found, err := s.getInto(nil, key)
+	if err != nil || !found {
+		return store.ReqClaim{}, false, err
+	}
+	if prev, expires, ok := decodeClaim(v); ok && at.Before(expires) {
+		return prev, true, nil
+	}
+	return store.ReqClaim{}, false, nil
+}
+
+// CreateClaimedNotificationNoSync claims n's req_id for n (its objectId and createdAt) and
+// writes n, in one batch committed without waiting for its fsync: the claim and the record are
+// durable together, once a later synced write to this DB returns (as for
+// CreateNotificationNoSync). n's objectId must be one the caller has just generated
+// (push.NewObjectID), as for CreateNewNotificationNoSync: no record is looked for. A live claim
+// of another call wins: it is returned with claimed false, and nothing is written.
+//
+// pushapi uses it for a push with a req_id, followed by the job's synced append: one commit
+// instead of two (ClaimReqIDNoSync, then CreateNewNotificationNoSync), and no crash can leave
+// the claim without its record.
+func (s *Store) CreateClaimedNotificationNoSync(ctx context.Context, n push.Notification, ttl time.Duration) (prev store.ReqClaim, claimed bool, err error) {
+	if err := s.enter(); err != nil {
+		return store.ReqClaim{}, false, err
+	}
+	defer s.exit()
+	if n.ObjectID == "" || n.AppID == "" || n.ReqID == "" || n.CreatedAt.IsZero() {
+		return store.ReqClaim{}, false, errors.New("cannot claim a req_id for a push record without appId, objectId, req_id and createdAt")
+	}
+	claim := store.ReqClaim{ObjectID: n.ObjectID, CreatedAt: n.CreatedAt}
+	unlock := s.locks.lockAll([]int{stripeOf("r", n.AppID, n.ReqID), stripeOf("n", n.AppID, n.ObjectID)})
+	defer unlock()
+	key := reqIDKey(nil, n.AppID, n.ReqID)
+	if prev, live, err := s.liveClaim(key, claim.CreatedAt); err != nil || live {
+		if err != nil {
+			err = fmt.Errorf("cannot read req_id claim of app %s: %w", n.AppID, err)
+		}
+		return prev, false, err
+	}
+	b, doc, err := s.newNotificationBatch(&n)
+	if err != nil {
+		return store.ReqClaim{}, false, fmt.Errorf("cannot create push record %s of app %s: %w", n.ObjectID, n.AppID, err)
+	}
+	defer b.Close()
+	expires := claim.CreatedAt.Add(ttl)
+	if err := b.Set(key, appendClaim(nil, claim, expires), nil); err != nil {
+		return store.ReqClaim{}, false, fmt.Errorf("cannot claim req_id of app %s: %w", n.AppID, err)
+	}
+	if err := s.commitRecord(b, pebble.NoSync, &n, doc, true); err != nil {
+		return store.ReqClaim{}, false, fmt.Errorf("cannot create push record %s of app %s: %w", n.ObjectID, n.AppID, err)
 	}
 	s.claims.add(key, expires, s.now())
 	return claim, true, nil
