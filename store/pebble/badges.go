@@ -121,6 +121,7 @@ func (s *Store) MarkDeadToken(ctx context.Context, appID, deviceID string, since
 	}
 	defer s.exit()
 	v := binary.AppendVarint(nil, since.UnixMilli())
+	s.dead.add(appID) // before the mark: a writer that finds the app outside the set has no mark to clear
 	if err := s.db.Set(deadKey(nil, appID, deviceID), v, pebble.NoSync); err != nil {
 		return fmt.Errorf("cannot mark a dead token of app %s: %w", appID, err)
 	}

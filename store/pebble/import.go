@@ -155,7 +155,8 @@ func (s *Store) importPass(b *pebble.Batch, appID string, buckets int, insts []p
 	}
 	unlock := s.locks.lockAll(stripeIdx)
 	w := s.absence.begin(appID)
-	defer w.end() // after the commit
+	defer w.end()              // after the commit
+	marks := s.dead.has(appID) // no mark to clear in an app outside deadApps
 	locked := true
 	defer func() {
 		if locked {
@@ -244,7 +245,7 @@ func (s *Store) importPass(b *pebble.Batch, appID string, buckets int, insts []p
 			return nil, false, err
 		}
 		for k, d := range ids {
-			if owned[k] {
+			if owned[k] || !marks {
 				continue
 			}
 			if err := b.Delete(deadKey(key[:0], appID, d.ID), nil); err != nil {

@@ -247,9 +247,11 @@ func (s *Store) putInstBatch(w *rowsWrite, appID string, buckets int, inst *push
 		_ = b.Close()
 		return nil, err
 	}
-	// A device id the installation gains was registered again: forget that it was dead.
+	// A device id the installation gains was registered again: forget that it was dead (an
+	// app that holds no mark has none to forget: deadApps).
+	marks := s.dead.has(appID)
 	for i, d := range ids {
-		if owned[i] {
+		if owned[i] || !marks {
 			continue
 		}
 		key = deadKey(key[:0], appID, d.ID)

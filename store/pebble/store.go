@@ -173,6 +173,7 @@ type Store struct {
 	apps    appCache   // the apps read last (apps.go)
 	claims  *claimMemo // the live req_id claims (claims.go)
 	absence absence    // narrowed scans that found no row (absence.go)
+	dead    *deadApps  // the apps that may hold dead-token marks (deadapps.go)
 
 	afterDeviceRead func() // test hook: runs in LookupDevice between reading Pebble and filling the cache
 	afterClaimRead  func() // test hook: runs when a req_id claim reads Pebble for an earlier claim
@@ -273,6 +274,10 @@ func Open(dir string, opts Options) (*Store, error) {
 	if s.claims, err = loadClaimMemo(db, s.now()); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("cannot read the req_id claims in %s: %w", dir, err)
+	}
+	if s.dead, err = loadDeadApps(db); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("cannot read the dead-token marks in %s: %w", dir, err)
 	}
 	if err := s.releaseLeases(); err != nil {
 		_ = s.Close()
