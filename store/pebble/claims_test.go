@@ -7,10 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/pushd/pushd/queue"
-	"github.com/pushd/pushd/queue/embedded"
 	"github.com/pushd/pushd/store"
 )
 
@@ -160,17 +157,7 @@ func TestStoreClaimMemoSweepsAndOverflows(t *testing.T) {
 // (a queue/embedded Append followed), never one without the other.
 func TestStoreClaimedRecordIsOneWrite(t *testing.T) {
 	ctx := context.Background()
-	mem := vfs.NewCrashableMem()
-	s, err := Open("/db", Options{fs: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	lg, err := embedded.Open(s.DB(), embedded.Options{TrimInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lg.Close()
+	s, lg, mem := openCrashableWithLog(t)
 	c := newClaimer(t, s)
 
 	first := testRecord("first")

@@ -40,6 +40,32 @@ func closeReopen(t *testing.T, s *Store, dir string) *Store {
 	return s2
 }
 
+// openCrashable opens a store on a new file system that a power cut can be simulated on
+// (crashReopen), closed when the test ends.
+func openCrashable(t *testing.T) (*Store, *vfs.MemFS) {
+	t.Helper()
+	mem := vfs.NewCrashableMem()
+	s, err := Open("/db", Options{fs: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s, mem
+}
+
+// openCrashableWithLog is openCrashable with queue/embedded on the store's DB, as pushd serve
+// runs them; the log is closed before the store.
+func openCrashableWithLog(t *testing.T) (*Store, *embedded.Log, *vfs.MemFS) {
+	t.Helper()
+	s, mem := openCrashable(t)
+	lg, err := embedded.Open(s.DB(), embedded.Options{TrimInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lg.Close() })
+	return s, lg, mem
+}
+
 func testRecord(oid string) push.Notification {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	return push.Notification{ObjectID: oid, AppID: "app", NotificationID: "nid-" + oid, CreatedAt: now, UpdatedAt: now}
@@ -56,17 +82,7 @@ func testRecord(oid string) push.Notification {
 // without its fsync right before the synced record update that completes the task.
 func TestStoreCrashWritesWithoutOwnSyncAreCoveredByLaterSync(t *testing.T) {
 	ctx := context.Background()
-	mem := vfs.NewCrashableMem()
-	s, err := Open("/db", Options{fs: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	lg, err := embedded.Open(s.DB(), embedded.Options{TrimInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lg.Close()
+	s, lg, mem := openCrashableWithLog(t)
 
 	inst := push.Installation{Route: push.Route{ObjectID: "o1", DeviceType: push.DeviceAndroid, InstallationID: "iid1",
 		Channels: []string{"news"}, UpdatedAt: 5}, CreatedAt: 5, Doc: []byte(`{"v":1}`)}

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/store"
 )
@@ -17,12 +15,7 @@ import (
 // syncs the WAL before returning.
 func TestStoreImportDurableOnReturn(t *testing.T) {
 	ctx := context.Background()
-	mem := vfs.NewCrashableMem()
-	s, err := Open("/db", Options{fs: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, mem := openCrashable(t)
 	n := importChunk + 10 // two chunks
 	insts := make([]push.Installation, n)
 	for i := range insts {
