@@ -75,11 +75,13 @@ const (
 	reservedQueue = 'q' // queue/embedded; never written here
 )
 
-var (
-	appendStr    = store.AppendKeyString
-	appendInt64  = store.AppendKeyInt64
-	appendUint16 = store.AppendKeyUint16
-)
+// The key encodings of store/key.go, as functions rather than variables holding them: a call
+// through a variable makes every buffer passed to it escape to the heap.
+func appendStr(dst []byte, s string) []byte  { return store.AppendKeyString(dst, s) }
+func appendInt64(dst []byte, v int64) []byte { return store.AppendKeyInt64(dst, v) }
+func appendUint16(dst []byte, v uint16) []byte {
+	return store.AppendKeyUint16(dst, v)
+}
 
 func appKey(dst []byte, app string) []byte { return appendStr(append(dst, tApps), app) }
 
@@ -178,6 +180,10 @@ func progressKey(dst []byte, job, task string) []byte {
 
 // prefixEnd is the smallest key greater than every key starting with prefix: the exclusive
 // upper bound of a prefix scan. Every prefix here starts with a table byte below 0xFF.
+// keyBuf is the size of the stack buffers keys are built in on the hot paths: an app id, an
+// objectId and a notification id with their escapes fit; a longer key grows onto the heap.
+const keyBuf = 128
+
 func prefixEnd(prefix []byte) []byte {
 	end := append([]byte(nil), prefix...)
 	for i := len(end) - 1; i >= 0; i-- {

@@ -113,7 +113,8 @@ func (s *Store) CreateClaimedNotificationNoSync(ctx context.Context, n push.Noti
 	claim := store.ReqClaim{ObjectID: n.ObjectID, CreatedAt: n.CreatedAt}
 	unlock := s.locks.lockAll([]int{stripeOf("r", n.AppID, n.ReqID), stripeOf("n", n.AppID, n.ObjectID)})
 	defer unlock()
-	key := reqIDKey(nil, n.AppID, n.ReqID)
+	var kb [keyBuf]byte
+	key := reqIDKey(kb[:0], n.AppID, n.ReqID)
 	if prev, live, err := s.liveClaim(key, claim.CreatedAt); err != nil || live {
 		if err != nil {
 			err = fmt.Errorf("cannot read req_id claim of app %s: %w", n.AppID, err)
@@ -126,7 +127,8 @@ func (s *Store) CreateClaimedNotificationNoSync(ctx context.Context, n push.Noti
 	}
 	defer b.Close()
 	expires := claim.CreatedAt.Add(ttl)
-	if err := b.Set(key, appendClaim(nil, claim, expires), nil); err != nil {
+	var vb [keyBuf]byte
+	if err := b.Set(key, appendClaim(vb[:0], claim, expires), nil); err != nil {
 		return store.ReqClaim{}, false, fmt.Errorf("cannot claim req_id of app %s: %w", n.AppID, err)
 	}
 	if err := s.commitRecord(b, pebble.NoSync, &n, doc, true); err != nil {

@@ -141,7 +141,8 @@ func (s *Store) writeNotification(old, n *push.Notification, wo *pebble.WriteOpt
 // commit failed or wrote it done or cancelled. The caller holds n's stripe until it returns.
 func (s *Store) commitRecord(b *pebble.Batch, wo *pebble.WriteOptions, n *push.Notification, doc []byte, fresh bool) error {
 	err := b.Commit(wo)
-	key := notifKey(nil, n.AppID, n.ObjectID)
+	var kb [keyBuf]byte
+	key := notifKey(kb[:0], n.AppID, n.ObjectID)
 	if err != nil || n.Finished() {
 		// Failed: the next read asks Pebble. Done or cancelled: fan-out reads it no more, and
 		// the room goes to the pushes still to plan.
@@ -159,21 +160,23 @@ func notificationRows(b *pebble.Batch, old, n *push.Notification) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
-	timeKey := notifTimeKey(nil, n.AppID, n.CreatedAt.UnixNano(), n.ObjectID)
-	nidKey := appendStr(notifNIDPrefix(nil, n.AppID, n.NotificationID), n.ObjectID)
+	// Keys are built in buffers on the stack: Batch.Set and Delete copy them.
+	var tb, nb, kb [keyBuf]byte
+	timeKey := notifTimeKey(tb[:0], n.AppID, n.CreatedAt.UnixNano(), n.ObjectID)
+	nidKey := appendStr(notifNIDPrefix(nb[:0], n.AppID, n.NotificationID), n.ObjectID)
 	if old != nil {
-		if k := notifTimeKey(nil, old.AppID, old.CreatedAt.UnixNano(), old.ObjectID); string(k) != string(timeKey) {
+		if k := notifTimeKey(kb[:0], old.AppID, old.CreatedAt.UnixNano(), old.ObjectID); string(k) != string(timeKey) {
 			if err := b.Delete(k, nil); err != nil {
 				return nil, err
 			}
 		}
-		if k := appendStr(notifNIDPrefix(nil, old.AppID, old.NotificationID), old.ObjectID); string(k) != string(nidKey) {
+		if k := appendStr(notifNIDPrefix(kb[:0], old.AppID, old.NotificationID), old.ObjectID); string(k) != string(nidKey) {
 			if err := b.Delete(k, nil); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if err := b.Set(notifKey(nil, n.AppID, n.ObjectID), v, nil); err != nil {
+	if err := b.Set(notifKey(kb[:0], n.AppID, n.ObjectID), v, nil); err != nil {
 		return nil, err
 	}
 	if old == nil || !old.CreatedAt.Equal(n.CreatedAt) {
@@ -193,11 +196,12 @@ func notificationRows(b *pebble.Batch, old, n *push.Notification) ([]byte, error
 // of old's when it held one under another key.
 func pendingRows(b *pebble.Batch, old, n *push.Notification) error {
 	var key []byte
+	var pb, ob [keyBuf]byte
 	if n.PendingJob != nil {
-		key = pendingKey(nil, n.AppID, n.PendingSince().UnixNano(), n.ObjectID)
+		key = pendingKey(pb[:0], n.AppID, n.PendingSince().UnixNano(), n.ObjectID)
 	}
 	if old != nil && old.PendingJob != nil {
-		k := pendingKey(nil, old.AppID, old.PendingSince().UnixNano(), old.ObjectID)
+		k := pendingKey(ob[:0], old.AppID, old.PendingSince().UnixNano(), old.ObjectID)
 		if string(k) == string(key) {
 			return nil
 		}
