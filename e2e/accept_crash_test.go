@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,6 +102,34 @@ func TestE2EAcceptCrashLosesNoPush(t *testing.T) {
 				t.Errorf("records of the push: %v, want only %s", got, oid)
 			}
 			checkLedger(t, s, before, tokens)
+			if err := p.stop(stopTimeout); err != nil {
+				t.Errorf("pushd exit after SIGTERM: %v", err)
+			}
+		})
+	}
+	// accept/after-claim armed: a push with a req_id does not cross it (its claim is in its
+	// record's write), so the armed pushd answers 200 and sends it.
+	for i, path := range []string{query, devices} {
+		t.Run("accept/after-claim not crossed"+path, func(t *testing.T) {
+			nid := fmt.Sprintf("claim%d", i)
+			body := map[string]any{"data": map[string]any{"alert": nid}, "req_id": nid, "notification_id": nid}
+			if path == query {
+				body["channels"] = []string{"crash"}
+			} else {
+				body["device_type"] = "ios"
+				body["device_ids"] = tokens
+			}
+			before := s.stats.mustGet(t, true).PerToken
+			p := startArmed(t, data, "accept/after-claim", args...)
+			c.base = p.base
+			oid := pushAt(t, c, path, body)
+			if rec := c.waitDone(t, oid); rec.Devices != n || rec.Successes != n {
+				t.Errorf("record counts not exact: %+v, want devices = successes = %d", rec, n)
+			}
+			checkLedger(t, s, before, tokens)
+			if out := p.out.String(); strings.Contains(out, "faultpoint accept/after-claim reached") {
+				t.Fatalf("a push with a req_id crossed accept/after-claim:\n%s", out)
+			}
 			if err := p.stop(stopTimeout); err != nil {
 				t.Errorf("pushd exit after SIGTERM: %v", err)
 			}
