@@ -29,8 +29,9 @@ import (
 // here the record, written unsynced in embedded mode, does not outlive a kill before the append.)
 // accept/after-claim is not on these paths: over the embedded store a push's req_id claim is
 // written in its record's write (pushapi.ClaimRecorder), so no kill leaves a claim without its
-// record; the takeover of one (left by a version before that, or by a scheduled push, whose
-// claim is still its own write) is pushapi.TestAcceptRetryTakesOverAClaimWithoutRecord's.
+// record; armed there, pushd answers and sends the push. The takeover of such a claim (left by
+// a version before that, or by a scheduled push, whose claim is still its own write) is
+// pushapi.TestAcceptRetryTakesOverAClaimWithoutRecord's.
 func TestE2EAcceptCrashLosesNoPush(t *testing.T) {
 	const n = 20
 	s := startPushsim(t)
