@@ -208,47 +208,80 @@ func (l *Log) Append(ctx context.Context, topicName string, recs ...queue.Record
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("cannot append to topic %s: %w", topicName, err)
 	}
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return fmt.Errorf("cannot append to topic %s: %w", topicName, ErrClosed)
+	p, err := l.Prepare(topicName, recs...)
+	if err != nil {
+		return err
 	}
-	l.wg.Add(1) // Close waits for Appends in flight, so the DB can be closed after it
-	l.mu.Unlock()
-	defer l.wg.Done()
+	// Publish, whether or not the batch applied: a failed Append leaves a gap, and readers
+	// must not wait for it forever.
+	defer p.Done()
+	b := l.db.NewBatchWithSize(p.size)
+	p.Write(b)
+	err = l.db.Apply(b, pebble.Sync)
+	_ = b.Close()
+	if err != nil {
+		return fmt.Errorf("cannot append %d records to topic %s: %w", len(recs), topicName, err)
+	}
+	return nil
+}
+
+// Prepared is an Append split in three, for a caller that commits the records in a batch of its
+// own on the log's DB, so that they are written atomically with its other rows (a push's record
+// and its job: internal/jointaccept): Prepare reserves the records' offsets, Write adds them to
+// the caller's batch, and Done publishes them once that batch is committed or dropped. The
+// records are durable when the batch's commit is synced. Done must be called exactly once,
+// whatever happened: until then readers of the partitions wait at the reserved offsets (a batch
+// never committed leaves a gap, which they skip).
+type Prepared struct {
+	l     *Log
+	topic string
+	recs  []queue.Record
+	spans []span
+	size  int // bytes the records take in a batch, about
+	done  bool
+}
+
+// span is one partition's offsets reserved by a Prepared: first to next-1.
+type span struct {
+	p           *partition
+	first, next int64
+}
+
+// Prepare reserves offsets for recs (at least one) in topicName's partitions; see Prepared.
+func (l *Log) Prepare(topicName string, recs ...queue.Record) (*Prepared, error) {
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("cannot prepare an append of no records to topic %s", topicName)
+	}
 	t := l.topics[topicName]
 	if t == nil {
-		return fmt.Errorf("cannot append to unknown topic %s", topicName)
-	}
-	// Count per partition, then reserve a range of offsets in each.
-	type span struct {
-		p           *partition
-		first, next int64
-	}
-	spans := make([]span, 0, 4)
-	find := func(p int) int {
-		for i := range spans {
-			if spans[i].p.id == p {
-				return i
-			}
-		}
-		return -1
+		return nil, fmt.Errorf("cannot append to unknown topic %s", topicName)
 	}
 	size := 0
 	for _, r := range recs {
 		if r.Partition < 0 || r.Partition >= len(t.parts) {
-			return fmt.Errorf("cannot append to partition %d of topic %s: it has %d partitions",
+			return nil, fmt.Errorf("cannot append to partition %d of topic %s: it has %d partitions",
 				r.Partition, topicName, len(t.parts))
-		}
-		if i := find(r.Partition); i >= 0 {
-			spans[i].next++
-		} else {
-			spans = append(spans, span{p: t.parts[r.Partition], next: 1})
 		}
 		size += 32 + len(topicName) + len(r.Key) + len(r.Value)
 	}
-	for i := range spans {
-		s := &spans[i]
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil, fmt.Errorf("cannot append to topic %s: %w", topicName, ErrClosed)
+	}
+	l.wg.Add(1) // Close waits for Appends in flight, so the DB can be closed after it
+	l.mu.Unlock()
+	p := &Prepared{l: l, topic: topicName, recs: recs, size: size, spans: make([]span, 0, 4)}
+	// Count per partition, then reserve a range of offsets in each.
+	for _, r := range recs {
+		if i := p.find(r.Partition); i >= 0 {
+			p.spans[i].next++
+		} else {
+			p.spans = append(p.spans, span{p: t.parts[r.Partition], next: 1})
+		}
+	}
+	for i := range p.spans {
+		s := &p.spans[i]
 		n := s.next
 		s.p.mu.Lock()
 		s.first = s.p.next
@@ -257,12 +290,24 @@ func (l *Log) Append(ctx context.Context, topicName string, recs ...queue.Record
 		s.p.mu.Unlock()
 		s.next = s.first
 	}
+	return p, nil
+}
 
-	b := l.db.NewBatchWithSize(size)
+func (p *Prepared) find(partition int) int {
+	for i := range p.spans {
+		if p.spans[i].p.id == partition {
+			return i
+		}
+	}
+	return -1
+}
+
+// Write adds the records to b, a batch of the log's DB, at their reserved offsets. Call it once.
+func (p *Prepared) Write(b *pebble.Batch) {
 	var kb [64]byte
-	for _, r := range recs {
-		s := &spans[find(r.Partition)]
-		key := messageKey(kb[:0], topicName, r.Partition, s.next)
+	for _, r := range p.recs {
+		s := &p.spans[p.find(r.Partition)]
+		key := messageKey(kb[:0], p.topic, r.Partition, s.next)
 		s.next++
 		// The envelope is written into the batch itself: no copy of the value per record.
 		op := b.SetDeferred(len(key), envelopeLen(r.Key, r.Value))
@@ -270,18 +315,20 @@ func (l *Log) Append(ctx context.Context, topicName string, recs ...queue.Record
 		appendEnvelope(op.Value[:0], r.Key, r.Value)
 		_ = op.Finish() // an in-memory batch cannot fail
 	}
-	err := l.db.Apply(b, pebble.Sync)
-	_ = b.Close()
+}
 
-	// Publish, whether or not the batch applied: a failed Append leaves a gap, and readers
-	// must not wait for it forever.
-	for i := range spans {
-		spans[i].p.done(spans[i].first)
+// Done publishes the reserved offsets: readers of the partitions go on past them, reading the
+// records if the batch holding them was committed, skipping the gap if not. Later calls do
+// nothing.
+func (p *Prepared) Done() {
+	if p.done {
+		return
 	}
-	if err != nil {
-		return fmt.Errorf("cannot append %d records to topic %s: %w", len(recs), topicName, err)
+	p.done = true
+	for i := range p.spans {
+		p.spans[i].p.done(p.spans[i].first)
 	}
-	return nil
+	p.l.wg.Done()
 }
 
 // done marks the Append that reserved offsets from first as finished and advances visible.
