@@ -7,7 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/queue"
+	"github.com/pushd/pushd/queue/embedded"
 	"github.com/pushd/pushd/store"
 )
 
@@ -215,5 +219,73 @@ func TestStoreClaimedRecordIsOneWrite(t *testing.T) {
 	// Bad input writes nothing.
 	if _, _, err := s.CreateClaimedNotificationNoSync(ctx, testRecord("no-req-id"), claimTTL); err == nil {
 		t.Error("a record without req_id was written")
+	}
+}
+
+// TestStorePushWrittenWholeWithItsJob: CreateNotificationWith, given queue/embedded's Prepared
+// (internal/jointaccept's joint write), commits the record, its claim and its job at once and
+// synced: after a power cut right after it returns all three are there. A call whose req_id is
+// claimed writes none of them, and the log's readers go on past the offset it had reserved.
+func TestStorePushWrittenWholeWithItsJob(t *testing.T) {
+	ctx := context.Background()
+	s, lg, mem := openCrashableWithLog(t)
+	joint := func(n push.Notification, job string) (store.ReqClaim, bool, error) {
+		p, err := lg.Prepare(queue.TopicJobs, queue.Record{Partition: 0, Key: []byte("app"), Value: []byte(job)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Done()
+		return s.CreateNotificationWith(ctx, n, claimTTL, func(b *pebble.Batch) { p.Write(b) })
+	}
+	whole := testRecord("whole")
+	whole.ReqID = "r1"
+	if _, ok, err := joint(whole, "job-whole"); err != nil || !ok {
+		t.Fatalf("joint write: %v, %v", ok, err)
+	}
+	dup := testRecord("dup")
+	dup.ReqID = "r1"
+	if prev, ok, err := joint(dup, "job-dup"); err != nil || ok || prev.ObjectID != "whole" {
+		t.Fatalf("a duplicate: %+v, %v, %v; want refused, held by whole", prev, ok, err)
+	}
+	plain := testRecord("plain") // no req_id: no claim, always written
+	if _, ok, err := joint(plain, "job-plain"); err != nil || !ok {
+		t.Fatalf("joint write without req_id: %v, %v", ok, err)
+	}
+
+	after := crashReopen(t, mem)
+	for _, oid := range []string{"whole", "plain"} {
+		if _, err := after.GetNotification(ctx, "app", oid); err != nil {
+			t.Errorf("record %s after the crash: %v", oid, err)
+		}
+	}
+	if _, err := after.GetNotification(ctx, "app", "dup"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the refused call's record after the crash: %v, want none", err)
+	}
+	if prev, ok, err := after.ClaimReqIDNoSync(ctx, "app", "r1", store.ReqClaim{ObjectID: "x", CreatedAt: whole.CreatedAt}, claimTTL); err != nil || ok || prev.ObjectID != "whole" {
+		t.Errorf("the claim after the crash: %+v, %v, %v; want held by whole", prev, ok, err)
+	}
+	lg2, err := embedded.Open(after.DB(), embedded.Options{TrimInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lg2.Close()
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	got := make(chan string, 4)
+	go func() {
+		_ = lg2.Consume(cctx, queue.TopicJobs, "g", func(_ context.Context, m queue.Message) error {
+			got <- string(m.Value)
+			return nil
+		})
+	}()
+	for _, want := range []string{"job-whole", "job-plain"} { // the refused call's offset skipped
+		select {
+		case v := <-got:
+			if v != want {
+				t.Fatalf("job after the crash: %q, want %q", v, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("job %q not read after the crash", want)
+		}
 	}
 }

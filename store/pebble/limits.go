@@ -103,38 +103,71 @@ func (s *Store) liveClaim(key []byte, at time.Time) (store.ReqClaim, bool, error
 // instead of two (ClaimReqIDNoSync, then CreateNewNotificationNoSync), and no crash can leave
 // the claim without its record.
 func (s *Store) CreateClaimedNotificationNoSync(ctx context.Context, n push.Notification, ttl time.Duration) (prev store.ReqClaim, claimed bool, err error) {
+	if n.ReqID == "" {
+		return store.ReqClaim{}, false, errors.New("cannot claim a req_id for a push record without one")
+	}
+	return s.createWith(&n, ttl, nil, pebble.NoSync)
+}
+
+// CreateNotificationWith writes n (an objectId the caller has just generated), the claim of its
+// req_id when it has one (as CreateClaimedNotificationNoSync), and the rows also adds to the
+// batch, in one synced commit: all durable when it returns, or none of them. A live claim of
+// another call wins: returned with claimed false, and nothing is written (also is not called).
+// Without a req_id, claimed is true. also must only add to the batch (Batch.Set and friends).
+//
+// internal/jointaccept uses it with queue/embedded's Prepared.Write, the push's job, so that a
+// push's claim, record and job are one write.
+func (s *Store) CreateNotificationWith(ctx context.Context, n push.Notification, ttl time.Duration, also func(*pebble.Batch)) (prev store.ReqClaim, claimed bool, err error) {
+	return s.createWith(&n, ttl, also, pebble.Sync)
+}
+
+func (s *Store) createWith(n *push.Notification, ttl time.Duration, also func(*pebble.Batch), wo *pebble.WriteOptions) (prev store.ReqClaim, claimed bool, err error) {
 	if err := s.enter(); err != nil {
 		return store.ReqClaim{}, false, err
 	}
 	defer s.exit()
-	if n.ObjectID == "" || n.AppID == "" || n.ReqID == "" || n.CreatedAt.IsZero() {
-		return store.ReqClaim{}, false, errors.New("cannot claim a req_id for a push record without appId, objectId, req_id and createdAt")
+	if n.ObjectID == "" || n.AppID == "" || n.CreatedAt.IsZero() {
+		return store.ReqClaim{}, false, errors.New("cannot create a push record without appId, objectId and createdAt")
 	}
 	claim := store.ReqClaim{ObjectID: n.ObjectID, CreatedAt: n.CreatedAt}
-	unlock := s.locks.lockAll([]int{stripeOf("r", n.AppID, n.ReqID), stripeOf("n", n.AppID, n.ObjectID)})
+	stripes := append(make([]int, 0, 2), stripeOf("n", n.AppID, n.ObjectID))
+	if n.ReqID != "" {
+		stripes = append(stripes, stripeOf("r", n.AppID, n.ReqID))
+	}
+	unlock := s.locks.lockAll(stripes)
 	defer unlock()
 	var kb [keyBuf]byte
-	key := reqIDKey(kb[:0], n.AppID, n.ReqID)
-	if prev, live, err := s.liveClaim(key, claim.CreatedAt); err != nil || live {
-		if err != nil {
-			err = fmt.Errorf("cannot read req_id claim of app %s: %w", n.AppID, err)
+	var key []byte
+	if n.ReqID != "" {
+		key = reqIDKey(kb[:0], n.AppID, n.ReqID)
+		if prev, live, err := s.liveClaim(key, claim.CreatedAt); err != nil || live {
+			if err != nil {
+				err = fmt.Errorf("cannot read req_id claim of app %s: %w", n.AppID, err)
+			}
+			return prev, false, err
 		}
-		return prev, false, err
 	}
-	b, doc, err := s.newNotificationBatch(&n)
+	b, doc, err := s.newNotificationBatch(n)
 	if err != nil {
 		return store.ReqClaim{}, false, fmt.Errorf("cannot create push record %s of app %s: %w", n.ObjectID, n.AppID, err)
 	}
 	defer b.Close()
 	expires := claim.CreatedAt.Add(ttl)
-	var vb [keyBuf]byte
-	if err := b.Set(key, appendClaim(vb[:0], claim, expires), nil); err != nil {
-		return store.ReqClaim{}, false, fmt.Errorf("cannot claim req_id of app %s: %w", n.AppID, err)
+	if key != nil {
+		var vb [keyBuf]byte
+		if err := b.Set(key, appendClaim(vb[:0], claim, expires), nil); err != nil {
+			return store.ReqClaim{}, false, fmt.Errorf("cannot claim req_id of app %s: %w", n.AppID, err)
+		}
 	}
-	if err := s.commitRecord(b, pebble.NoSync, &n, doc, true); err != nil {
+	if also != nil {
+		also(b)
+	}
+	if err := s.commitRecord(b, wo, n, doc, true); err != nil {
 		return store.ReqClaim{}, false, fmt.Errorf("cannot create push record %s of app %s: %w", n.ObjectID, n.AppID, err)
 	}
-	s.claims.add(key, expires, s.now())
+	if key != nil {
+		s.claims.add(key, expires, s.now())
+	}
 	return claim, true, nil
 }
 
