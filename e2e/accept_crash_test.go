@@ -27,11 +27,12 @@ import (
 // record of the push, not two. The scheduler's points are crossed by a scheduled push seeded
 // due. (A record left without its job and no retry is the re-driver's: scheduler.TestRedriver*;
 // here the record, written unsynced in embedded mode, does not outlive a kill before the append.)
-// accept/after-claim is not on these paths: over the embedded store a push's req_id claim is
-// written in its record's write (pushapi.ClaimRecorder), so no kill leaves a claim without its
-// record; armed there, pushd answers and sends the push. The takeover of such a claim (left by
-// a version before that, or by a scheduled push, whose claim is still its own write) is
-// pushapi.TestAcceptRetryTakesOverAClaimWithoutRecord's.
+// accept/after-claim and accept/after-record are not on these paths: over the embedded store
+// and log a push's req_id claim, record and job are one write (internal/jointaccept), so no
+// kill leaves a claim without its record or a record without its job; armed there, pushd
+// answers and sends the push. The mending of those states (left by a version before that, by a
+// scheduled push, or in cluster mode) is pushapi's TestAcceptRetryTakesOverAClaimWithoutRecord
+// and TestAcceptRetryAppendsTheJobOfARecordLeftByAnotherProcess, and scheduler's re-driver tests.
 func TestE2EAcceptCrashLosesNoPush(t *testing.T) {
 	const n = 20
 	s := startPushsim(t)
@@ -51,9 +52,7 @@ func TestE2EAcceptCrashLosesNoPush(t *testing.T) {
 		point string
 		path  string
 	}{
-		{"accept/after-record", query},
 		{"accept/after-job", query},
-		{"accept/after-record", devices},
 		{"accept/after-job", devices},
 	}
 	for i, tc := range cases {
@@ -108,11 +107,15 @@ func TestE2EAcceptCrashLosesNoPush(t *testing.T) {
 			}
 		})
 	}
-	// accept/after-claim armed: a push with a req_id does not cross it (its claim is in its
-	// record's write), so the armed pushd answers 200 and sends it.
-	for i, path := range []string{query, devices} {
-		t.Run("accept/after-claim not crossed"+path, func(t *testing.T) {
-			nid := fmt.Sprintf("claim%d", i)
+	// accept/after-claim and accept/after-record armed: a push with a req_id crosses neither
+	// (its claim, record and job are one write), so the armed pushd answers 200 and sends it.
+	for i, tc := range []struct{ point, path string }{
+		{"accept/after-claim", query}, {"accept/after-claim", devices},
+		{"accept/after-record", query}, {"accept/after-record", devices},
+	} {
+		point, path := tc.point, tc.path
+		t.Run(point+" not crossed"+path, func(t *testing.T) {
+			nid := fmt.Sprintf("whole%d", i)
 			body := map[string]any{"data": map[string]any{"alert": nid}, "req_id": nid, "notification_id": nid}
 			if path == query {
 				body["channels"] = []string{"crash"}
@@ -121,15 +124,15 @@ func TestE2EAcceptCrashLosesNoPush(t *testing.T) {
 				body["device_ids"] = tokens
 			}
 			before := s.stats.mustGet(t, true).PerToken
-			p := startArmed(t, data, "accept/after-claim", args...)
+			p := startArmed(t, data, point, args...)
 			c.base = p.base
 			oid := pushAt(t, c, path, body)
 			if rec := c.waitDone(t, oid); rec.Devices != n || rec.Successes != n {
 				t.Errorf("record counts not exact: %+v, want devices = successes = %d", rec, n)
 			}
 			checkLedger(t, s, before, tokens)
-			if out := p.out.String(); strings.Contains(out, "faultpoint accept/after-claim reached") {
-				t.Fatalf("a push with a req_id crossed accept/after-claim:\n%s", out)
+			if out := p.out.String(); strings.Contains(out, "faultpoint "+point+" reached") {
+				t.Fatalf("a push with a req_id crossed %s:\n%s", point, out)
 			}
 			if err := p.stop(stopTimeout); err != nil {
 				t.Errorf("pushd exit after SIGTERM: %v", err)

@@ -3,12 +3,14 @@ package pushapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/pushd/pushd/push"
+	"github.com/pushd/pushd/queue"
 	"github.com/pushd/pushd/store"
 	"github.com/pushd/pushd/store/pebble"
 )
@@ -149,7 +151,8 @@ func TestAcceptClaimsWithoutOwnSyncOnlyBeforeASyncedAppend(t *testing.T) {
 			var cc *claimCounter
 			e := newEnv(t, func(d *Deps) {
 				cc = &claimCounter{Store: d.Store.(*pebble.Store)}
-				d.Store, d.LogSyncsStore = cc, syncs
+				// Not written whole (Deps.Joint): the claim's own write is what is counted.
+				d.Store, d.LogSyncsStore, d.Joint = cc, syncs, nil
 			})
 			app := e.newApp(nil)
 			first := e.do(app, master, "POST", "/1.1/push", `{"data":{"alert":"x"},"req_id":"r1"}`).JSON(t)
@@ -166,5 +169,52 @@ func TestAcceptClaimsWithoutOwnSyncOnlyBeforeASyncedAppend(t *testing.T) {
 				t.Errorf("%d jobs appended, want 1", n)
 			}
 		})
+	}
+}
+
+// jointFails is a JointAccepter that fails every write, as a failed commit does (nothing of
+// the push written).
+type jointFails struct{}
+
+func (jointFails) AcceptJoint(context.Context, push.Notification, time.Duration, string, queue.Record) (store.ReqClaim, bool, error) {
+	return store.ReqClaim{}, false, errors.New("disk full")
+}
+
+// Over the embedded store and log a push is written whole (Deps.Joint, as pushd serve wires it):
+// its record holds no copy of the job and no pending-jobs row, the job is in push.jobs once, and a
+// retry with its req_id answers it without a second job. A write that fails answers 500 and
+// leaves nothing: the retry is a new push.
+func TestAcceptWritesThePushWhole(t *testing.T) {
+	e := newEnv(t)
+	app := e.newApp(nil)
+	ctx := context.Background()
+	for _, body := range []string{`{"data":{"alert":"x"},"req_id":"w1"}`, `{"data":{"alert":"y"}}`} {
+		first := e.do(app, master, "POST", "/1.1/push", body).JSON(t)
+		oid, _ := first["objectId"].(string)
+		rec, err := e.st.GetNotification(ctx, app.ID, oid)
+		if err != nil || rec.Status != push.StatusInQueue || rec.PendingJob != nil {
+			t.Fatalf("record of %s: %+v, %v; want in queue without a copy of its job", body, rec, err)
+		}
+	}
+	if again := e.do(app, master, "POST", "/1.1/push", `{"data":{"alert":"x"},"req_id":"w1"}`).JSON(t); again["objectId"] == nil {
+		t.Fatalf("retry answered %v", again)
+	}
+	if pending, err := e.st.PendingJobs(ctx, app.ID, e.clock().Add(time.Hour), 10); err != nil || len(pending) != 0 {
+		t.Fatalf("pending-jobs rows: %d, %v; want none", len(pending), err)
+	}
+	if jobs := e.jobs(); len(jobs) != 2 {
+		t.Fatalf("%d jobs in push.jobs, want 2 (the retry's is the first push's)", len(jobs))
+	}
+
+	f := newEnv(t, func(d *Deps) { d.Joint = jointFails{} })
+	app = f.newApp(nil)
+	if r := f.do(app, master, "POST", "/1.1/push", `{"data":{"alert":"x"},"req_id":"w2"}`); r.Status != 500 {
+		t.Fatalf("a failed write answered %d %s, want 500", r.Status, r.Body)
+	}
+	if _, claimed, err := f.st.ClaimReqIDNoSync(ctx, app.ID, "w2", store.ReqClaim{ObjectID: "next", CreatedAt: f.clock()}, ReqIDWindow); err != nil || !claimed {
+		t.Fatalf("the req_id after a failed write: claimed %v, %v; want it free", claimed, err)
+	}
+	if n := len(f.jobs()); n != 0 {
+		t.Fatalf("%d jobs after a failed write, want none", n)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pushd/pushd/api"
 	"github.com/pushd/pushd/api/limit"
+	"github.com/pushd/pushd/internal/jointaccept"
 	"github.com/pushd/pushd/internal/waitfor"
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/queue"
@@ -71,7 +72,12 @@ func newEnvAt(t *testing.T, dir string, opts ...func(*Deps)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deps := Deps{Store: st, Log: lg, Limiter: limit.New(st, e.clock, set), Metrics: set, LogSyncsStore: true}
+	joint, err := jointaccept.New(st, lg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As pushd serve wires them: pushes written whole (internal/jointaccept).
+	deps := Deps{Store: st, Log: lg, Limiter: limit.New(st, e.clock, set), Metrics: set, LogSyncsStore: true, Joint: joint}
 	for _, o := range opts {
 		o(&deps)
 	}

@@ -214,6 +214,13 @@ func (s *Service) accept(rctx *fasthttp.RequestCtx, c *api.Call, n *push.Notific
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(rctx), writeTimeout)
 	defer cancel()
 	fresh := true // n's objectId is the one newRecord generated, not a claim's
+	if n.ReqID == "" && s.joint != nil && !scheduled {
+		_, _, done, err := s.acceptJoint(ctx, rctx, n, job)
+		if err == nil && !done {
+			err = errors.New("BUG: a push without req_id was refused as a duplicate")
+		}
+		return err
+	}
 	if n.ReqID != "" {
 		// Calls of this process with one req_id go one at a time: a retry that comes while the
 		// first call is still writing waits for its outcome, instead of answering 200 for a
@@ -227,7 +234,13 @@ func (s *Service) accept(rctx *fasthttp.RequestCtx, c *api.Call, n *push.Notific
 			prev    store.ReqClaim
 			claimed bool
 		)
-		if s.claimRec != nil && !scheduled {
+		if s.joint != nil && !scheduled {
+			var done bool
+			prev, claimed, done, err = s.acceptJoint(ctx, rctx, n, job)
+			if done || err != nil {
+				return err
+			}
+		} else if s.claimRec != nil && !scheduled {
 			// The claim and the record in one write (ClaimRecorder); then the job's append.
 			s.queued(n, job)
 			prev, claimed, err = s.claimRec.CreateClaimedNotificationNoSync(ctx, *n, ReqIDWindow)
@@ -289,6 +302,28 @@ func (s *Service) accept(rctx *fasthttp.RequestCtx, c *api.Call, n *push.Notific
 	}
 	writeAccepted(rctx, n.ObjectID, n.CreatedAt)
 	return nil
+}
+
+// acceptJoint writes n and its job whole (JointAccepter) and answers, done true; or returns the
+// live claim another call holds on n's req_id (claimed false, nothing written), for accept to
+// answer or take over.
+func (s *Service) acceptJoint(ctx context.Context, rctx *fasthttp.RequestCtx, n *push.Notification, job *push.Job) (prev store.ReqClaim, claimed, done bool, err error) {
+	n.Status = push.StatusInQueue // its job is in the log with it: no copy to hold
+	rec, err := s.jobRecord(job)
+	if err != nil {
+		return store.ReqClaim{}, false, false, err
+	}
+	prev, claimed, err = s.joint.AcceptJoint(ctx, *n, ReqIDWindow, queue.TopicJobs, rec)
+	if err != nil {
+		return store.ReqClaim{}, false, false, fmt.Errorf("cannot store the push and its job of app %s: %w", n.AppID, err)
+	}
+	if !claimed {
+		return prev, false, false, nil
+	}
+	fpAfterJob.Hit()
+	s.accepted.Inc()
+	writeAccepted(rctx, n.ObjectID, n.CreatedAt)
+	return prev, true, true, nil
 }
 
 // releaseClaim undoes the req_id claim of a push that failed (none without a req_id), with a
@@ -461,15 +496,23 @@ func (s *Service) appendOrUndo(ctx context.Context, n *push.Notification, job *p
 	return err
 }
 
-func (s *Service) appendJob(ctx context.Context, job *push.Job) error {
+// jobRecord is job as the jobs topic carries it: keyed, and so partitioned, by its app.
+func (s *Service) jobRecord(job *push.Job) (queue.Record, error) {
 	body, err := pushjson.AppendJob(nil, job)
 	if err != nil {
-		return fmt.Errorf("BUG: cannot encode job: %w", err)
+		return queue.Record{}, fmt.Errorf("BUG: cannot encode job: %w", err)
 	}
-	rec := queue.Record{
+	return queue.Record{
 		Partition: queue.PartitionForKey([]byte(job.AppID), s.log.Partitions(queue.TopicJobs)),
 		Key:       []byte(job.AppID),
 		Value:     body,
+	}, nil
+}
+
+func (s *Service) appendJob(ctx context.Context, job *push.Job) error {
+	rec, err := s.jobRecord(job)
+	if err != nil {
+		return err
 	}
 	if err := s.log.Append(ctx, queue.TopicJobs, rec); err != nil {
 		return fmt.Errorf("cannot append the job of app %s to the log: %w", job.AppID, err)

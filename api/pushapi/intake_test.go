@@ -268,7 +268,7 @@ func TestPushReqIDRetryDuringAFailingFirstCall(t *testing.T) {
 	var g *gateLog
 	e := newEnv(t, func(d *Deps) {
 		g = &gateLog{Log: d.Log, entered: make(chan struct{}), release: make(chan struct{})}
-		d.Log = g
+		d.Log, d.Joint = g, nil // the job appended after its record, where the append can fail
 	})
 	app := e.newApp(nil)
 

@@ -81,6 +81,17 @@ type ClaimRecorder interface {
 	CreateClaimedNotificationNoSync(ctx context.Context, n push.Notification, ttl time.Duration) (prev store.ReqClaim, claimed bool, err error)
 }
 
+// JointAccepter writes a push whole in one synced write (internal/jointaccept: store/pebble and
+// queue/embedded on one database): its record n (an objectId just generated, no PendingJob),
+// the claim of its req_id when it has one, and rec, its job, appended to topic. A live claim of
+// another call wins: returned with claimed false, and nothing is written. Without a req_id,
+// claimed is true. Every push that is not scheduled goes this way when Deps.Joint is set: one
+// commit per push, no copy of the job in the record, no pending-jobs row, and no crash state
+// between the record and its job for a retry or the re-driver to mend.
+type JointAccepter interface {
+	AcceptJoint(ctx context.Context, n push.Notification, ttl time.Duration, topic string, rec queue.Record) (prev store.ReqClaim, claimed bool, err error)
+}
+
 // Deps are what the service calls out to.
 type Deps struct {
 	Store   Store
@@ -93,6 +104,9 @@ type Deps struct {
 	// synced Append fsyncs the one WAL the record went to. Never set it for Kafka or for a log
 	// in another database.
 	LogSyncsStore bool
+	// Joint, when set, writes pushes that are not scheduled whole (JointAccepter); it must
+	// write to Store's records and to Log.
+	Joint JointAccepter
 	// Counter counts the audience of a dry run (fanout.Audience); nil: dry runs answer 503.
 	Counter Counter
 	// DryRun bounds dry runs; the zero value means DefaultDryRunConfig.
@@ -114,6 +128,7 @@ type Service struct {
 	jobSyncsStore bool
 	// claimRec is st's ClaimRecorder when noSync is set, or nil.
 	claimRec ClaimRecorder
+	joint    JointAccepter // Deps.Joint
 
 	accepted  *metrics.Counter
 	scheduled *metrics.Counter
@@ -164,7 +179,7 @@ func New(d Deps) *Service {
 	return &Service{
 		st: d.Store, log: d.Log, lim: d.Limiter, zl: d.Logger.Named("pushapi"),
 		counter: d.Counter, dryCfg: d.DryRun, dryRuns: dryRuns,
-		noSync: noSync, jobSyncsStore: d.LogSyncsStore, claimRec: claimRec,
+		noSync: noSync, jobSyncsStore: d.LogSyncsStore, claimRec: claimRec, joint: d.Joint,
 		incarnation: push.NewObjectID(),
 		volume:      newVolumeCache(d.Store.DailyVolume),
 		reqs:        keyLocks{m: make(map[string]chan struct{})},

@@ -19,6 +19,7 @@ import (
 	"github.com/pushd/pushd/api/limit"
 	"github.com/pushd/pushd/api/pushapi"
 	"github.com/pushd/pushd/fanout"
+	"github.com/pushd/pushd/internal/jointaccept"
 	"github.com/pushd/pushd/internal/lease"
 	"github.com/pushd/pushd/internal/service"
 	"github.com/pushd/pushd/loadtest/sim"
@@ -352,7 +353,16 @@ func registerPush(p *parts, srv *api.Server, set *metrics.Set) error {
 	if err != nil {
 		return err
 	}
+	// The embedded store and log share a database: a push is written whole, record and job in
+	// one synced commit (internal/jointaccept).
+	var joint pushapi.JointAccepter
+	if lg, ok := p.queue.(*embedded.Log); ok && p.pebble != nil && p.cfg.Log == "embedded" {
+		if joint, err = jointaccept.New(p.pebble, lg); err != nil {
+			return err
+		}
+	}
 	pushapi.New(pushapi.Deps{
+		Joint:   joint,
 		Store:   p.store,
 		Log:     p.queue,
 		Limiter: limit.New(p.store, nil, set), // counts shared by every API node over the store
