@@ -79,9 +79,8 @@ func TestE2EAcceptCrashLosesNoPush(t *testing.T) {
 			p = startPushd(t, data, args...)
 			c.base = p.base
 			left := recordsOf(t, c, nid) // what the first call left
-			// After the record, the record may be lost with the kill: in embedded mode it is
-			// written unsynced with its claim, made durable by the job's synced append
-			// (pushapi.RecordNoSyncer, ClaimRecorder). Then the retry is a new push.
+			// After the job, the push was written whole and synced (internal/jointaccept): the
+			// retry answers its record.
 			if len(left) > 1 || len(left) == 0 && tc.point == "accept/after-job" {
 				t.Fatalf("a call killed at %s left records %v, want one", tc.point, left)
 			}

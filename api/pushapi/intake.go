@@ -199,8 +199,8 @@ var (
 // (so a concurrent retry cannot slip in), write the record holding the job (a scheduled push:
 // the record and its schedule, in one write), then append the job. Any failure undoes what was
 // written, so a failed call leaves nothing behind and a retry with the same req_id is a new
-// push. Over a ClaimRecorder (store/pebble with its own log) the claim and the record of a push
-// that is not scheduled are one write.
+// push. Over a JointAccepter (the embedded store and log) a push that is not scheduled is
+// written whole instead: claim, record and job in one write (acceptJoint).
 //
 // A crash leaves one of: a claim without a record, which a retry takes over (it accepts the
 // push under the claimed ids); or a record holding a job that may not be in the log, which a
@@ -239,24 +239,6 @@ func (s *Service) accept(rctx *fasthttp.RequestCtx, c *api.Call, n *push.Notific
 			prev, claimed, done, err = s.acceptJoint(ctx, rctx, n, job)
 			if done || err != nil {
 				return err
-			}
-		} else if s.claimRec != nil && !scheduled {
-			// The claim and the record in one write (ClaimRecorder); then the job's append.
-			s.queued(n, job)
-			prev, claimed, err = s.claimRec.CreateClaimedNotificationNoSync(ctx, *n, ReqIDWindow)
-			if err != nil {
-				return fmt.Errorf("cannot claim req_id and store the push record of app %s: %w", app.ID, err)
-			}
-			if claimed {
-				fpAfterRecord.Hit()
-				if err := s.appendOrUndo(ctx, n, job); err != nil {
-					s.releaseClaim(n)
-					return err
-				}
-				fpAfterJob.Hit()
-				s.accepted.Inc()
-				writeAccepted(rctx, n.ObjectID, n.CreatedAt)
-				return nil
 			}
 		} else {
 			claim := s.st.ClaimReqID

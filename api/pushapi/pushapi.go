@@ -72,15 +72,6 @@ type RecordNoSyncer interface {
 	ClaimReqIDNoSync(ctx context.Context, appID, reqID string, claim store.ReqClaim, ttl time.Duration) (store.ReqClaim, bool, error)
 }
 
-// ClaimRecorder is an optional RecordNoSyncer capability: CreateClaimedNotificationNoSync
-// claims n's req_id for n and writes n (an objectId just generated) in one unsynced write, or
-// returns the live claim of another call (claimed false) and writes nothing. The service uses
-// it, under the same terms as RecordNoSyncer, for a push with a req_id: one commit where the
-// claim and the record took two, and no crash leaves a claim without its record.
-type ClaimRecorder interface {
-	CreateClaimedNotificationNoSync(ctx context.Context, n push.Notification, ttl time.Duration) (prev store.ReqClaim, claimed bool, err error)
-}
-
 // JointAccepter writes a push whole in one synced write (internal/jointaccept: store/pebble and
 // queue/embedded on one database): its record n (an objectId just generated, no PendingJob),
 // the claim of its req_id when it has one, and rec, its job, appended to topic. A live claim of
@@ -126,9 +117,7 @@ type Service struct {
 	// noSync is st's RecordNoSyncer, or nil; jobSyncsStore is Deps.LogSyncsStore.
 	noSync        RecordNoSyncer
 	jobSyncsStore bool
-	// claimRec is st's ClaimRecorder when noSync is set, or nil.
-	claimRec ClaimRecorder
-	joint    JointAccepter // Deps.Joint
+	joint         JointAccepter // Deps.Joint
 
 	accepted  *metrics.Counter
 	scheduled *metrics.Counter
@@ -166,10 +155,6 @@ func New(d Deps) *Service {
 		d.Limiter = limit.New(ls, nil, d.Metrics)
 	}
 	noSync, _ := d.Store.(RecordNoSyncer)
-	var claimRec ClaimRecorder
-	if noSync != nil && d.LogSyncsStore {
-		claimRec, _ = d.Store.(ClaimRecorder)
-	}
 	if d.DryRun == (DryRunConfig{}) {
 		d.DryRun = DefaultDryRunConfig()
 	}
@@ -179,7 +164,7 @@ func New(d Deps) *Service {
 	return &Service{
 		st: d.Store, log: d.Log, lim: d.Limiter, zl: d.Logger.Named("pushapi"),
 		counter: d.Counter, dryCfg: d.DryRun, dryRuns: dryRuns,
-		noSync: noSync, jobSyncsStore: d.LogSyncsStore, claimRec: claimRec, joint: d.Joint,
+		noSync: noSync, jobSyncsStore: d.LogSyncsStore, joint: d.Joint,
 		incarnation: push.NewObjectID(),
 		volume:      newVolumeCache(d.Store.DailyVolume),
 		reqs:        keyLocks{m: make(map[string]chan struct{})},

@@ -154,71 +154,45 @@ func TestStoreClaimMemoSweepsAndOverflows(t *testing.T) {
 	}
 }
 
-// TestStoreClaimedRecordIsOneWrite: CreateClaimedNotificationNoSync claims the req_id and
-// writes the record together. A second call within the window gets the first claim and writes
-// nothing (its record does not exist); past the window the req_id is claimed again. After a
-// power cut the claim and its record are both gone (no synced write followed them) or both there
-// (a queue/embedded Append followed), never one without the other.
-func TestStoreClaimedRecordIsOneWrite(t *testing.T) {
+// TestStoreCreateWithClaimsItsReqID: CreateNotificationWith claims the req_id for the record it
+// writes, read as ClaimReqID reads it. A second call within the window gets the first claim and
+// writes nothing (its record does not exist, its rows are not added); past the window the req_id
+// is claimed again. A record without an objectId is refused.
+func TestStoreCreateWithClaimsItsReqID(t *testing.T) {
 	ctx := context.Background()
-	s, lg, mem := openCrashableWithLog(t)
+	s, _ := openCrashable(t)
 	c := newClaimer(t, s)
+	added := 0
+	also := func(*pebble.Batch) { added++ }
 
 	first := testRecord("first")
 	first.ReqID = "r1"
-	prev, ok, err := s.CreateClaimedNotificationNoSync(ctx, first, claimTTL)
+	prev, ok, err := s.CreateNotificationWith(ctx, first, claimTTL, also)
 	if err != nil || !ok || prev.ObjectID != "first" || !prev.CreatedAt.Equal(first.CreatedAt) {
 		t.Fatalf("first call: %+v, %v, %v; want claimed for first", prev, ok, err)
 	}
-	if c.reads != 0 {
-		t.Errorf("a new req_id read Pebble %d times", c.reads)
-	}
-	if _, err := s.GetNotification(ctx, "app", "first"); err != nil {
-		t.Fatalf("the record of the claim: %v", err)
+	if c.reads != 0 || added != 1 {
+		t.Errorf("a new req_id: %d reads of Pebble, rows added %d times; want none, once", c.reads, added)
 	}
 	dup := testRecord("dup")
 	dup.ReqID, dup.CreatedAt = "r1", first.CreatedAt.Add(time.Minute)
-	prev, ok, err = s.CreateClaimedNotificationNoSync(ctx, dup, claimTTL)
-	if err != nil || ok || prev.ObjectID != "first" {
-		t.Fatalf("a duplicate within the window: %+v, %v, %v; want refused, held by first", prev, ok, err)
+	prev, ok, err = s.CreateNotificationWith(ctx, dup, claimTTL, also)
+	if err != nil || ok || prev.ObjectID != "first" || added != 1 {
+		t.Fatalf("a duplicate within the window: %+v, %v, %v, rows added %d times; want refused, held by first, not added", prev, ok, err, added)
 	}
 	if _, err := s.GetNotification(ctx, "app", "dup"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the refused call's record: %v, want none", err)
 	}
-	// The claim is the one ClaimReqID sees.
 	if held, ok, err := s.ClaimReqIDNoSync(ctx, "app", "r1", store.ReqClaim{ObjectID: "other", CreatedAt: first.CreatedAt.Add(time.Minute)}, claimTTL); err != nil || ok || held.ObjectID != "first" {
 		t.Fatalf("ClaimReqIDNoSync after it: claimed %v, held by %q, %v; want refused, first", ok, held.ObjectID, err)
 	}
 	later := testRecord("later")
 	later.ReqID, later.CreatedAt = "r1", first.CreatedAt.Add(claimTTL+time.Second)
-	if prev, ok, err := s.CreateClaimedNotificationNoSync(ctx, later, claimTTL); err != nil || !ok || prev.ObjectID != "later" {
+	if prev, ok, err := s.CreateNotificationWith(ctx, later, claimTTL, nil); err != nil || !ok || prev.ObjectID != "later" {
 		t.Fatalf("past the window: %+v, %v, %v; want claimed for later", prev, ok, err)
 	}
-	if err := lg.Append(ctx, queue.TopicJobs, queue.Record{Partition: 0, Key: []byte("app"), Value: []byte("job")}); err != nil {
-		t.Fatal(err)
-	}
-	lost := testRecord("lost")
-	lost.ReqID = "r2"
-	if _, ok, err := s.CreateClaimedNotificationNoSync(ctx, lost, claimTTL); err != nil || !ok {
-		t.Fatalf("r2: %v, %v", ok, err)
-	}
-
-	after := crashReopen(t, mem)
-	if _, err := after.GetNotification(ctx, "app", "later"); err != nil {
-		t.Errorf("the record an Append followed, after the crash: %v", err)
-	}
-	if prev, ok, err := after.ClaimReqIDNoSync(ctx, "app", "r1", store.ReqClaim{ObjectID: "x", CreatedAt: later.CreatedAt}, claimTTL); err != nil || ok || prev.ObjectID != "later" {
-		t.Errorf("its claim after the crash: %+v, %v, %v; want held by later", prev, ok, err)
-	}
-	if _, err := after.GetNotification(ctx, "app", "lost"); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("the record no synced write followed, after the crash: %v, want gone (the file system keeps only synced data)", err)
-	}
-	if _, ok, err := after.ClaimReqIDNoSync(ctx, "app", "r2", store.ReqClaim{ObjectID: "x", CreatedAt: lost.CreatedAt}, claimTTL); err != nil || !ok {
-		t.Errorf("its claim after the crash: claimed %v, %v; want gone with the record", ok, err)
-	}
-	// Bad input writes nothing.
-	if _, _, err := s.CreateClaimedNotificationNoSync(ctx, testRecord("no-req-id"), claimTTL); err == nil {
-		t.Error("a record without req_id was written")
+	if _, _, err := s.CreateNotificationWith(ctx, testRecord(""), claimTTL, also); err == nil || added != 1 {
+		t.Errorf("a record without objectId: %v, rows added %d times; want refused, not added", err, added)
 	}
 }
 

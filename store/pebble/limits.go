@@ -92,25 +92,9 @@ func (s *Store) liveClaim(key []byte, at time.Time) (store.ReqClaim, bool, error
 	return store.ReqClaim{}, false, nil
 }
 
-// CreateClaimedNotificationNoSync claims n's req_id for n (its objectId and createdAt) and
-// writes n, in one batch committed without waiting for its fsync: the claim and the record are
-// durable together, once a later synced write to this DB returns (as for
-// CreateNotificationNoSync). n's objectId must be one the caller has just generated
-// (push.NewObjectID), as for CreateNewNotificationNoSync: no record is looked for. A live claim
-// of another call wins: it is returned with claimed false, and nothing is written.
-//
-// pushapi uses it for a push with a req_id, followed by the job's synced append: one commit
-// instead of two (ClaimReqIDNoSync, then CreateNewNotificationNoSync), and no crash can leave
-// the claim without its record.
-func (s *Store) CreateClaimedNotificationNoSync(ctx context.Context, n push.Notification, ttl time.Duration) (prev store.ReqClaim, claimed bool, err error) {
-	if n.ReqID == "" {
-		return store.ReqClaim{}, false, errors.New("cannot claim a req_id for a push record without one")
-	}
-	return s.createWith(&n, ttl, nil, pebble.NoSync)
-}
-
-// CreateNotificationWith writes n (an objectId the caller has just generated), the claim of its
-// req_id when it has one (as CreateClaimedNotificationNoSync), and the rows also adds to the
+// CreateNotificationWith writes n (an objectId the caller has just generated: no record is
+// looked for, as for CreateNewNotificationNoSync), the claim of its req_id when it has one (for
+// its objectId and createdAt, checked as ClaimReqID checks), and the rows also adds to the
 // batch, in one synced commit: all durable when it returns, or none of them. A live claim of
 // another call wins: returned with claimed false, and nothing is written (also is not called).
 // Without a req_id, claimed is true. also must only add to the batch (Batch.Set and friends).
@@ -118,10 +102,6 @@ func (s *Store) CreateClaimedNotificationNoSync(ctx context.Context, n push.Noti
 // internal/jointaccept uses it with queue/embedded's Prepared.Write, the push's job, so that a
 // push's claim, record and job are one write.
 func (s *Store) CreateNotificationWith(ctx context.Context, n push.Notification, ttl time.Duration, also func(*pebble.Batch)) (prev store.ReqClaim, claimed bool, err error) {
-	return s.createWith(&n, ttl, also, pebble.Sync)
-}
-
-func (s *Store) createWith(n *push.Notification, ttl time.Duration, also func(*pebble.Batch), wo *pebble.WriteOptions) (prev store.ReqClaim, claimed bool, err error) {
 	if err := s.enter(); err != nil {
 		return store.ReqClaim{}, false, err
 	}
@@ -147,7 +127,7 @@ func (s *Store) createWith(n *push.Notification, ttl time.Duration, also func(*p
 			return prev, false, err
 		}
 	}
-	b, doc, err := s.newNotificationBatch(n)
+	b, doc, err := s.newNotificationBatch(&n)
 	if err != nil {
 		return store.ReqClaim{}, false, fmt.Errorf("cannot create push record %s of app %s: %w", n.ObjectID, n.AppID, err)
 	}
@@ -162,7 +142,7 @@ func (s *Store) createWith(n *push.Notification, ttl time.Duration, also func(*p
 	if also != nil {
 		also(b)
 	}
-	if err := s.commitRecord(b, wo, n, doc, true); err != nil {
+	if err := s.commitRecord(b, pebble.Sync, &n, doc, true); err != nil {
 		return store.ReqClaim{}, false, fmt.Errorf("cannot create push record %s of app %s: %w", n.ObjectID, n.AppID, err)
 	}
 	if key != nil {
