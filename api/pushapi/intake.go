@@ -200,7 +200,7 @@ var (
 // the record and its schedule, in one write), then append the job. Any failure undoes what was
 // written, so a failed call leaves nothing behind and a retry with the same req_id is a new
 // push. Over a JointAccepter (the embedded store and log) a push that is not scheduled is
-// written whole instead: claim, record and job in one write (acceptJoint).
+// written whole instead: claim, record and job in one write (writeJoint).
 //
 // A crash leaves one of: a claim without a record, which a retry takes over (it accepts the
 // push under the claimed ids); or a record holding a job that may not be in the log, which a
@@ -214,13 +214,6 @@ func (s *Service) accept(rctx *fasthttp.RequestCtx, c *api.Call, n *push.Notific
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(rctx), writeTimeout)
 	defer cancel()
 	fresh := true // n's objectId is the one newRecord generated, not a claim's
-	if n.ReqID == "" && s.joint != nil && !scheduled {
-		_, _, done, err := s.acceptJoint(ctx, rctx, n, job)
-		if err == nil && !done {
-			err = errors.New("BUG: a push without req_id was refused as a duplicate")
-		}
-		return err
-	}
 	if n.ReqID != "" {
 		// Calls of this process with one req_id go one at a time: a retry that comes while the
 		// first call is still writing waits for its outcome, instead of answering 200 for a
@@ -230,52 +223,60 @@ func (s *Service) accept(rctx *fasthttp.RequestCtx, c *api.Call, n *push.Notific
 			return push.Errorf(push.CodeUnavailable, "a push with req_id %s is still being accepted: retry", n.ReqID)
 		}
 		defer unlock()
-		var (
-			prev    store.ReqClaim
-			claimed bool
-		)
-		if s.joint != nil && !scheduled {
-			var done bool
-			prev, claimed, done, err = s.acceptJoint(ctx, rctx, n, job)
-			if done || err != nil {
-				return err
-			}
-		} else {
-			claim := s.st.ClaimReqID
-			if s.noSync != nil && s.jobSyncsStore {
-				// Durable with the record and the job (RecordNoSyncer), both written before the
-				// answer; a scheduled push's record write is synced too.
-				claim = s.noSync.ClaimReqIDNoSync
-			}
-			prev, claimed, err = claim(ctx, app.ID, n.ReqID, store.ReqClaim{ObjectID: n.ObjectID, CreatedAt: n.CreatedAt}, ReqIDWindow)
-			if err != nil {
-				return fmt.Errorf("cannot claim req_id of app %s: %w", app.ID, err)
-			}
-		}
-		if !claimed {
-			done, err := s.retried(ctx, rctx, app.ID, prev)
-			if done || err != nil {
-				return err
-			}
-			// The claim has no record: the call that claimed it died before writing one.
-			// This call is that push: it is accepted under the claimed ids.
-			adopt(n, job, prev)
-			fresh = false
-		}
-		fpAfterClaim.Hit()
 	}
-	err := s.persist(ctx, n, job, scheduled, fresh)
-	if errors.Is(err, store.ErrExists) && n.ReqID != "" {
-		// Another node took the claim over (or wrote the record) first: that record answers.
-		done, rerr := s.retried(ctx, rctx, app.ID, store.ReqClaim{ObjectID: n.ObjectID, CreatedAt: n.CreatedAt})
-		if done || rerr != nil {
-			return rerr
+	var (
+		prev    store.ReqClaim
+		claimed = true  // no live claim of another call holds n's req_id (or n has none)
+		written = false // n and its job are written whole (JointAccepter)
+		err     error
+	)
+	switch {
+	case s.joint != nil && !scheduled:
+		if prev, claimed, err = s.writeJoint(ctx, n, job); err != nil {
+			return err
 		}
-		return push.Errorf(push.CodeUnavailable, "the push with req_id %s is being accepted elsewhere: retry", n.ReqID)
+		if !claimed && n.ReqID == "" {
+			return errors.New("BUG: a push without req_id was refused as a duplicate")
+		}
+		written = claimed
+	case n.ReqID != "":
+		claim := s.st.ClaimReqID
+		if s.noSync != nil && s.jobSyncsStore {
+			// Durable with the record and the job (RecordNoSyncer), both written before the
+			// answer; a scheduled push's record write is synced too.
+			claim = s.noSync.ClaimReqIDNoSync
+		}
+		if prev, claimed, err = claim(ctx, app.ID, n.ReqID, store.ReqClaim{ObjectID: n.ObjectID, CreatedAt: n.CreatedAt}, ReqIDWindow); err != nil {
+			return fmt.Errorf("cannot claim req_id of app %s: %w", app.ID, err)
+		}
 	}
-	if err != nil {
-		s.releaseClaim(n)
-		return err
+	if !claimed {
+		done, err := s.retried(ctx, rctx, app.ID, prev)
+		if done || err != nil {
+			return err
+		}
+		// The claim has no record: the call that claimed it died before writing one.
+		// This call is that push: it is accepted under the claimed ids.
+		adopt(n, job, prev)
+		fresh = false
+	}
+	if !written {
+		if n.ReqID != "" {
+			fpAfterClaim.Hit()
+		}
+		err := s.persist(ctx, n, job, scheduled, fresh)
+		if errors.Is(err, store.ErrExists) && n.ReqID != "" {
+			// Another node took the claim over (or wrote the record) first: that record answers.
+			done, rerr := s.retried(ctx, rctx, app.ID, store.ReqClaim{ObjectID: n.ObjectID, CreatedAt: n.CreatedAt})
+			if done || rerr != nil {
+				return rerr
+			}
+			return push.Errorf(push.CodeUnavailable, "the push with req_id %s is being accepted elsewhere: retry", n.ReqID)
+		}
+		if err != nil {
+			s.releaseClaim(n)
+			return err
+		}
 	}
 	if scheduled {
 		s.scheduled.Inc()
@@ -286,26 +287,23 @@ func (s *Service) accept(rctx *fasthttp.RequestCtx, c *api.Call, n *push.Notific
 	return nil
 }
 
-// acceptJoint writes n and its job whole (JointAccepter) and answers, done true; or returns the
-// live claim another call holds on n's req_id (claimed false, nothing written), for accept to
+// writeJoint writes n and its job whole (JointAccepter), claimed true; or returns the live
+// claim another call holds on n's req_id, claimed false and nothing written, for accept to
 // answer or take over.
-func (s *Service) acceptJoint(ctx context.Context, rctx *fasthttp.RequestCtx, n *push.Notification, job *push.Job) (prev store.ReqClaim, claimed, done bool, err error) {
+func (s *Service) writeJoint(ctx context.Context, n *push.Notification, job *push.Job) (prev store.ReqClaim, claimed bool, err error) {
 	n.Status = push.StatusInQueue // its job is in the log with it: no copy to hold
 	rec, err := s.jobRecord(job)
 	if err != nil {
-		return store.ReqClaim{}, false, false, err
+		return store.ReqClaim{}, false, err
 	}
 	prev, claimed, err = s.joint.AcceptJoint(ctx, *n, ReqIDWindow, queue.TopicJobs, rec)
 	if err != nil {
-		return store.ReqClaim{}, false, false, fmt.Errorf("cannot store the push and its job of app %s: %w", n.AppID, err)
+		return store.ReqClaim{}, false, fmt.Errorf("cannot store the push and its job of app %s: %w", n.AppID, err)
 	}
-	if !claimed {
-		return prev, false, false, nil
+	if claimed {
+		fpAfterJob.Hit()
 	}
-	fpAfterJob.Hit()
-	s.accepted.Inc()
-	writeAccepted(rctx, n.ObjectID, n.CreatedAt)
-	return prev, true, true, nil
+	return prev, claimed, nil
 }
 
 // releaseClaim undoes the req_id claim of a push that failed (none without a req_id), with a
