@@ -178,12 +178,12 @@ func progressKey(dst []byte, job, task string) []byte {
 	return appendStr(appendStr(append(dst, tProgress), job), task)
 }
 
-// prefixEnd is the smallest key greater than every key starting with prefix: the exclusive
-// upper bound of a prefix scan. Every prefix here starts with a table byte below 0xFF.
 // keyBuf is the size of the stack buffers keys are built in on the hot paths: an app id, an
 // objectId and a notification id with their escapes fit; a longer key grows onto the heap.
 const keyBuf = 128
 
+// prefixEnd is the smallest key greater than every key starting with prefix: the exclusive
+// upper bound of a prefix scan. Every prefix here starts with a table byte below 0xFF.
 func prefixEnd(prefix []byte) []byte {
 	end := append([]byte(nil), prefix...)
 	for i := len(end) - 1; i >= 0; i-- {

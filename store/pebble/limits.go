@@ -58,10 +58,7 @@ func (s *Store) claimReqID(appID, reqID string, claim store.ReqClaim, ttl time.D
 	}
 	defer s.locks.lock(stripeOf("r", appID, reqID))()
 	key := reqIDKey(nil, appID, reqID)
-	if prev, live, err := s.liveClaim(key, claim.CreatedAt); err != nil || live {
-		if err != nil {
-			err = fmt.Errorf("cannot read req_id claim of app %s: %w", appID, err)
-		}
+	if prev, live, err := s.liveClaim(appID, key, claim.CreatedAt); err != nil || live {
 		return prev, false, err
 	}
 	expires := claim.CreatedAt.Add(ttl)
@@ -75,7 +72,7 @@ func (s *Store) claimReqID(appID, reqID string, claim store.ReqClaim, ttl time.D
 // liveClaim returns the claim stored under key, the req_id claim row of a caller holding its
 // stripe, when it is still live at time at (at before its expiry). A key the memo vouches for
 // is not read.
-func (s *Store) liveClaim(key []byte, at time.Time) (store.ReqClaim, bool, error) {
+func (s *Store) liveClaim(appID string, key []byte, at time.Time) (store.ReqClaim, bool, error) {
 	if !s.claims.mayHold(key, at) { // no claim is live: nothing to read (claims.go)
 		return store.ReqClaim{}, false, nil
 	}
@@ -83,8 +80,11 @@ func (s *Store) liveClaim(key []byte, at time.Time) (store.ReqClaim, bool, error
 		s.afterClaimRead()
 	}
 	v, found, err := s.getInto(nil, key)
-	if err != nil || !found {
-		return store.ReqClaim{}, false, err
+	if err != nil {
+		return store.ReqClaim{}, false, fmt.Errorf("cannot read req_id claim of app %s: %w", appID, err)
+	}
+	if !found {
+		return store.ReqClaim{}, false, nil
 	}
 	if prev, expires, ok := decodeClaim(v); ok && at.Before(expires) {
 		return prev, true, nil
@@ -120,10 +120,7 @@ func (s *Store) CreateNotificationWith(ctx context.Context, n push.Notification,
 	var key []byte
 	if n.ReqID != "" {
 		key = reqIDKey(kb[:0], n.AppID, n.ReqID)
-		if prev, live, err := s.liveClaim(key, claim.CreatedAt); err != nil || live {
-			if err != nil {
-				err = fmt.Errorf("cannot read req_id claim of app %s: %w", n.AppID, err)
-			}
+		if prev, live, err := s.liveClaim(n.AppID, key, claim.CreatedAt); err != nil || live {
 			return prev, false, err
 		}
 	}
