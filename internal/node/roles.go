@@ -356,7 +356,7 @@ func registerPush(p *parts, srv *api.Server, set *metrics.Set) error {
 	// The embedded store and log share a database: a push is written whole, record and job in
 	// one synced commit (internal/jointaccept).
 	var joint pushapi.JointAccepter
-	if lg, ok := p.queue.(*embedded.Log); ok && p.pebble != nil && p.cfg.Log == "embedded" {
+	if lg, ok := p.queue.(*embedded.Log); ok && p.pebble != nil {
 		if joint, err = jointaccept.New(p.pebble, lg); err != nil {
 			return err
 		}
