@@ -130,8 +130,8 @@ type Conn struct {
 
 	// Reader only.
 	dec           *hpack.Decoder
-	cur           *stream // stream whose header block is being decoded; nil: unknown stream
-	curEnd        bool    // that block's HEADERS frame ended the stream
+	curID         uint32 // stream whose header block is being decoded
+	curEnd        bool   // that block's HEADERS frame ended the stream
 	curStatus     int
 	curRetryAfter string
 	recvUnacked   int // connection-level bytes received since the last WINDOW_UPDATE
@@ -185,8 +185,10 @@ type op struct {
 	data      []byte
 }
 
-// stream is one request's state; pooled. Fields under Conn.mu: id, sent, sendWin, recvd.
-// status, retryAfter and body are written by the reader before done and read by Do after.
+// stream is one request's state; pooled. Fields under Conn.mu: id, sent, sendWin, recvd,
+// status, retryAfter and body. The reader finds a stream by its id in Conn.streams and
+// touches it only under Conn.mu while it is there: once a stream left the map (any goroutine
+// may end it, and fail empties the map) its waiter may have pooled it for another request.
 type stream struct {
 	req        Request
 	id         uint32
@@ -404,10 +406,11 @@ func (c *Conn) finishLocked(s *stream) {
 	}
 }
 
-// complete ends a started stream with err (nil: the response is in s).
-func (c *Conn) complete(s *stream, err error) {
+// complete ends the started stream id, which was s, with err (nil: the response is in s).
+// s's fields are not read unless it is still id's stream: otherwise it may be reused.
+func (c *Conn) complete(id uint32, s *stream, err error) {
 	c.mu.Lock()
-	if c.streams[s.id] != s {
+	if c.streams[id] != s {
 		c.mu.Unlock()
 		return // cancelled
 	}

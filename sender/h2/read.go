@@ -22,7 +22,7 @@ func (c *Conn) readLoop() {
 				c.mu.Unlock()
 				c.kick()
 				if s != nil {
-					c.complete(s, &StreamError{Code: se.Code})
+					c.complete(se.StreamID, s, &StreamError{Code: se.Code})
 				}
 				continue
 			}
@@ -58,10 +58,7 @@ func (c *Conn) handle(f http2.Frame) error {
 	case *http2.WindowUpdateFrame:
 		return c.onWindowUpdate(f.StreamID, f.Increment)
 	case *http2.HeadersFrame:
-		c.mu.Lock()
-		c.cur = c.streams[f.StreamID]
-		c.mu.Unlock()
-		c.curEnd, c.curStatus, c.curRetryAfter = f.StreamEnded(), 0, ""
+		c.curID, c.curEnd, c.curStatus, c.curRetryAfter = f.StreamID, f.StreamEnded(), 0, ""
 		return c.onFragment(f.HeaderBlockFragment(), f.HeadersEnded())
 	case *http2.ContinuationFrame:
 		return c.onFragment(f.HeaderBlockFragment(), f.HeadersEnded())
@@ -75,9 +72,9 @@ func (c *Conn) handle(f http2.Frame) error {
 			return nil
 		}
 		if f.ErrCode == http2.ErrCodeRefusedStream {
-			c.complete(s, errRefused)
+			c.complete(f.StreamID, s, errRefused)
 		} else {
-			c.complete(s, &StreamError{Code: f.ErrCode})
+			c.complete(f.StreamID, s, &StreamError{Code: f.ErrCode})
 		}
 	case *http2.GoAwayFrame:
 		c.onGoAway(f.LastStreamID)
@@ -174,27 +171,27 @@ func (c *Conn) onFragment(frag []byte, end bool) error {
 	if err := c.dec.Close(); err != nil {
 		return fmt.Errorf("cannot decode http2 headers: %w", err)
 	}
-	s := c.cur
-	c.cur = nil
-	if s == nil {
-		return nil
-	}
+	id := c.curID
+	c.curID = 0
+	var err error
+	c.mu.Lock()
+	s := c.streams[id]
 	switch {
+	case s == nil: // not ours, or ended meanwhile
 	case s.status != 0: // trailers
 	case c.curStatus >= 100 && c.curStatus < 200:
 		if !c.curEnd {
-			return nil // informational: the final answer follows
+			s = nil // informational: the final answer follows
 		}
-		c.complete(s, &StreamError{Code: http2.ErrCodeProtocol})
-		return nil
+		err = &StreamError{Code: http2.ErrCodeProtocol}
 	case c.curStatus == 0:
-		c.complete(s, &StreamError{Code: http2.ErrCodeProtocol})
-		return nil
+		err = &StreamError{Code: http2.ErrCodeProtocol}
 	default:
 		s.status, s.retryAfter = c.curStatus, c.curRetryAfter
 	}
-	if c.curEnd {
-		c.complete(s, nil)
+	c.mu.Unlock()
+	if s != nil && (c.curEnd || err != nil) {
+		c.complete(id, s, err)
 	}
 	return nil
 }
@@ -209,32 +206,33 @@ func (c *Conn) onData(f *http2.DataFrame) {
 		c.ctl.connWindow += uint32(c.recvUnacked)
 		c.recvUnacked, kick = 0, true
 	}
-	if s != nil && !f.StreamEnded() {
-		s.recvd += n
-		if s.recvd >= recvStreamWindow/2 {
-			c.ctl.streamWins = append(c.ctl.streamWins, idVal{s.id, uint32(s.recvd)})
-			s.recvd, kick = 0, true
+	var err error
+	end := f.StreamEnded()
+	switch {
+	case s == nil:
+	case s.status == 0: // DATA before HEADERS
+		err, end = &StreamError{Code: http2.ErrCodeProtocol}, true
+	default:
+		if s.status != 200 {
+			if room := c.cfg.MaxBody - len(s.body); room > 0 {
+				d := f.Data()
+				s.body = append(s.body, d[:min(room, len(d))]...)
+			}
+		}
+		if !end {
+			s.recvd += n
+			if s.recvd >= recvStreamWindow/2 {
+				c.ctl.streamWins = append(c.ctl.streamWins, idVal{s.id, uint32(s.recvd)})
+				s.recvd, kick = 0, true
+			}
 		}
 	}
 	c.mu.Unlock()
 	if kick {
 		c.kick()
 	}
-	if s == nil {
-		return
-	}
-	if s.status == 0 {
-		c.complete(s, &StreamError{Code: http2.ErrCodeProtocol}) // DATA before HEADERS
-		return
-	}
-	if s.status != 200 {
-		if room := c.cfg.MaxBody - len(s.body); room > 0 {
-			d := f.Data()
-			s.body = append(s.body, d[:min(room, len(d))]...)
-		}
-	}
-	if f.StreamEnded() {
-		c.complete(s, nil)
+	if s != nil && end {
+		c.complete(f.StreamID, s, err)
 	}
 }
 
@@ -243,17 +241,21 @@ func (c *Conn) onData(f *http2.DataFrame) {
 func (c *Conn) onGoAway(last uint32) {
 	c.mu.Lock()
 	c.goAway = true
-	var refused []*stream
+	type idStream struct {
+		id uint32
+		s  *stream
+	}
+	var refused []idStream
 	for id, s := range c.streams {
 		if id > last {
-			refused = append(refused, s)
+			refused = append(refused, idStream{id, s})
 		}
 	}
 	waiting := c.waiting
 	c.waiting = nil
 	c.mu.Unlock()
-	for _, s := range refused {
-		c.complete(s, errAboveGoAway)
+	for _, r := range refused {
+		c.complete(r.id, r.s, errAboveGoAway)
 	}
 	for _, s := range waiting {
 		s.err = errAboveGoAway
