@@ -113,3 +113,60 @@ func FuzzH2ServerFrames(f *testing.F) {
 		}
 	})
 }
+
+// A connection closed while its reader still has frames in its buffer: Close ends the
+// requests, their callers pool their streams, and the next connection's requests take them
+// while the old reader decodes the rest (a burst of PINGs, then each stream's answer in a
+// HEADERS and a CONTINUATION frame). The reader must not touch a stream that has left its
+// connection; under -race this fails if it does (FuzzH2ServerFrames found it once in CI).
+func TestH2ClosedConnReaderLeavesPooledStreamsAlone(t *testing.T) {
+	burst := serverFrames(func(fr *http2.Framer, enc func(...string) []byte) {
+		for i := range 64 {
+			_ = fr.WritePing(false, [8]byte{byte(i)})
+		}
+		for _, id := range []uint32{1, 3, 5} {
+			b := enc(":status", "410", "retry-after", "1")
+			_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: b[:1], EndStream: true})
+			_ = fr.WriteContinuation(id, true, b[1:])
+		}
+	})
+	for range 100 {
+		cc, sc := net.Pipe()
+		go func() {
+			buf := make([]byte, len(http2.ClientPreface))
+			if _, err := io.ReadFull(sc, buf); err != nil {
+				return
+			}
+			go func() { _ = http2.NewFramer(sc, nil).WriteSettings() }()
+			sfr := http2.NewFramer(io.Discard, sc)
+			for headers := 0; headers < 3; {
+				fr, err := sfr.ReadFrame()
+				if err != nil {
+					return
+				}
+				if _, ok := fr.(*http2.HeadersFrame); ok {
+					headers++
+				}
+			}
+			go func() { _, _ = io.Copy(io.Discard, sc) }() // the client's PING acks
+			_, _ = sc.Write(burst)
+		}()
+		c, err := NewConn(cc, Config{RequestTimeout: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 3)
+		for range 3 {
+			go func() { done <- c.Do(context.Background(), testRequest("t", `{"aps":{}}`), &Response{}) }()
+		}
+		// Close as soon as the first answer is in: the reader is somewhere in the burst.
+		first := <-done
+		c.Close()
+		for _, err := range []error{first, <-done, <-done} {
+			if err != nil && !errors.Is(err, ErrConnLost) && !errors.Is(err, ErrNotProcessed) {
+				t.Fatalf("unclassified error %v", err)
+			}
+		}
+		_ = sc.Close()
+	}
+}
