@@ -187,8 +187,9 @@ type op struct {
 
 // stream is one request's state; pooled. Fields under Conn.mu: id, sent, sendWin, recvd,
 // status, retryAfter and body. The reader finds a stream by its id in Conn.streams and
-// touches it only under Conn.mu while it is there: once a stream left the map (any goroutine
-// may end it, and fail empties the map) its waiter may have pooled it for another request.
+// touches it only under Conn.mu while it is there, taking it off (endLocked) under the same
+// lock when its answer is complete: once a stream left the map (any goroutine may end it, and
+// fail empties the map) its waiter may have pooled it for another request.
 type stream struct {
 	req        Request
 	id         uint32
@@ -363,15 +364,14 @@ func (c *Conn) cancel(s *stream) bool {
 		return true
 	}
 	if s.id != 0 && c.streams[s.id] == s {
-		c.finishLocked(s)
+		idle := c.endLocked(s)
 		c.ctl.resets = append(c.ctl.resets, idVal{s.id, uint32(http2.ErrCodeCancel)})
-		idle := c.goAway && c.active == 0
 		c.mu.Unlock()
 		c.kick()
 		if idle {
 			c.fail(errUnusable)
 		}
-		return true // s is dropped, not pooled: the reader may still hold it
+		return true // s is dropped, not pooled (a rare path)
 	}
 	c.mu.Unlock()
 	return false
@@ -406,17 +406,16 @@ func (c *Conn) finishLocked(s *stream) {
 	}
 }
 
-// complete ends the started stream id, which was s, with err (nil: the response is in s).
-// s's fields are not read unless it is still id's stream: otherwise it may be reused.
-func (c *Conn) complete(id uint32, s *stream, err error) {
-	c.mu.Lock()
-	if c.streams[id] != s {
-		c.mu.Unlock()
-		return // cancelled
-	}
+// endLocked takes s, a started stream found in c.streams under the c.mu held, off c. It
+// returns whether that left c idle after a GOAWAY, for ended.
+func (c *Conn) endLocked(s *stream) (idle bool) {
 	c.finishLocked(s)
-	idle := c.goAway && c.active == 0
-	c.mu.Unlock()
+	return c.goAway && c.active == 0
+}
+
+// ended signals the waiter of s, taken off c by endLocked, with err (nil: the response is in
+// s), and closes c when endLocked found it idle.
+func (c *Conn) ended(s *stream, err error, idle bool) {
 	s.err = err
 	s.signal()
 	if idle {

@@ -18,11 +18,15 @@ func (c *Conn) readLoop() {
 			if errors.As(err, &se) { // a malformed frame of one stream: that stream ends
 				c.mu.Lock()
 				s := c.streams[se.StreamID]
+				var idle bool
+				if s != nil {
+					idle = c.endLocked(s)
+				}
 				c.ctl.resets = append(c.ctl.resets, idVal{se.StreamID, uint32(se.Code)})
 				c.mu.Unlock()
 				c.kick()
 				if s != nil {
-					c.complete(se.StreamID, s, &StreamError{Code: se.Code})
+					c.ended(s, &StreamError{Code: se.Code}, idle)
 				}
 				continue
 			}
@@ -67,14 +71,18 @@ func (c *Conn) handle(f http2.Frame) error {
 	case *http2.RSTStreamFrame:
 		c.mu.Lock()
 		s := c.streams[f.StreamID]
+		var idle bool
+		if s != nil {
+			idle = c.endLocked(s)
+		}
 		c.mu.Unlock()
 		if s == nil {
 			return nil
 		}
 		if f.ErrCode == http2.ErrCodeRefusedStream {
-			c.complete(f.StreamID, s, errRefused)
+			c.ended(s, errRefused, idle)
 		} else {
-			c.complete(f.StreamID, s, &StreamError{Code: f.ErrCode})
+			c.ended(s, &StreamError{Code: f.ErrCode}, idle)
 		}
 	case *http2.GoAwayFrame:
 		c.onGoAway(f.LastStreamID)
@@ -173,25 +181,32 @@ func (c *Conn) onFragment(frag []byte, end bool) error {
 	}
 	id := c.curID
 	c.curID = 0
-	var err error
+	var (
+		err  error
+		done = c.curEnd
+		idle bool
+	)
 	c.mu.Lock()
 	s := c.streams[id]
 	switch {
 	case s == nil: // not ours, or ended meanwhile
 	case s.status != 0: // trailers
 	case c.curStatus >= 100 && c.curStatus < 200:
-		if !c.curEnd {
-			s = nil // informational: the final answer follows
+		if done { // else informational: the final answer follows
+			err = &StreamError{Code: http2.ErrCodeProtocol}
 		}
-		err = &StreamError{Code: http2.ErrCodeProtocol}
 	case c.curStatus == 0:
-		err = &StreamError{Code: http2.ErrCodeProtocol}
+		err, done = &StreamError{Code: http2.ErrCodeProtocol}, true
 	default:
 		s.status, s.retryAfter = c.curStatus, c.curRetryAfter
 	}
+	done = done && s != nil
+	if done {
+		idle = c.endLocked(s)
+	}
 	c.mu.Unlock()
-	if s != nil && (c.curEnd || err != nil) {
-		c.complete(id, s, err)
+	if done {
+		c.ended(s, err, idle)
 	}
 	return nil
 }
@@ -227,12 +242,17 @@ func (c *Conn) onData(f *http2.DataFrame) {
 			}
 		}
 	}
+	end = end && s != nil
+	var idle bool
+	if end {
+		idle = c.endLocked(s)
+	}
 	c.mu.Unlock()
 	if kick {
 		c.kick()
 	}
-	if s != nil && end {
-		c.complete(f.StreamID, s, err)
+	if end {
+		c.ended(s, err, idle)
 	}
 }
 
@@ -241,29 +261,26 @@ func (c *Conn) onData(f *http2.DataFrame) {
 func (c *Conn) onGoAway(last uint32) {
 	c.mu.Lock()
 	c.goAway = true
-	type idStream struct {
-		id uint32
-		s  *stream
-	}
-	var refused []idStream
+	var refused []*stream
 	for id, s := range c.streams {
 		if id > last {
-			refused = append(refused, idStream{id, s})
+			refused = append(refused, s)
 		}
+	}
+	for _, s := range refused {
+		c.finishLocked(s)
 	}
 	waiting := c.waiting
 	c.waiting = nil
+	idle := c.active == 0
 	c.mu.Unlock()
-	for _, r := range refused {
-		c.complete(r.id, r.s, errAboveGoAway)
+	for _, s := range refused {
+		c.ended(s, errAboveGoAway, false)
 	}
 	for _, s := range waiting {
 		s.err = errAboveGoAway
 		s.signal()
 	}
-	c.mu.Lock()
-	idle := c.active == 0
-	c.mu.Unlock()
 	if idle {
 		c.fail(errUnusable)
 	}
