@@ -429,7 +429,9 @@ func (s *Service) persist(ctx context.Context, n *push.Notification, job *push.J
 		fpAfterRecord.Hit()
 		return s.checkScheduledCap(ctx, n, id)
 	}
-	s.queued(n, job)
+	n.Status = push.StatusInQueue
+	pj := *job
+	n.PendingJob, n.PendingBy = &pj, s.incarnation
 	// The record needs no fsync of its own when the job's synced append covers it
 	// (RecordNoSyncer): lost with the append, it leaves a claim without a record, which a
 	// retry takes over.
@@ -446,34 +448,16 @@ func (s *Service) persist(ctx context.Context, n *push.Notification, job *push.J
 		return fmt.Errorf("cannot store push record of app %s: %w", app, err)
 	}
 	fpAfterRecord.Hit()
-	if err := s.appendOrUndo(ctx, n, job); err != nil {
+	if err := s.appendJob(ctx, job); err != nil {
+		undo, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if derr := s.st.DeleteNotification(undo, app, n.ObjectID); derr != nil && !errors.Is(derr, store.ErrNotFound) {
+			s.zl.Warn("cannot remove the record of a push that failed", zap.String("app_id", app), zap.Error(derr))
+		}
 		return err
 	}
 	fpAfterJob.Hit()
 	return nil
-}
-
-// queued makes n the record of a push waiting in the log: in queue, holding a copy of job
-// until the planner takes it.
-func (s *Service) queued(n *push.Notification, job *push.Job) {
-	n.Status = push.StatusInQueue
-	pj := *job
-	n.PendingJob, n.PendingBy = &pj, s.incarnation
-}
-
-// appendOrUndo appends job, whose record n is written; when the append fails, it removes the
-// record (with a context of its own) and returns the append's error.
-func (s *Service) appendOrUndo(ctx context.Context, n *push.Notification, job *push.Job) error {
-	err := s.appendJob(ctx, job)
-	if err == nil {
-		return nil
-	}
-	undo, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if derr := s.st.DeleteNotification(undo, n.AppID, n.ObjectID); derr != nil && !errors.Is(derr, store.ErrNotFound) {
-		s.zl.Warn("cannot remove the record of a push that failed", zap.String("app_id", n.AppID), zap.Error(derr))
-	}
-	return err
 }
 
 // jobRecord is job as the jobs topic carries it: keyed, and so partitioned, by its app.
