@@ -59,7 +59,7 @@ func TestE2EAcceptCrashLosesNoPush(t *testing.T) {
 		name := tc.point + tc.path
 		t.Run(name, func(t *testing.T) {
 			nid := fmt.Sprintf("crash%d", i)
-			body := pushBody(tc.path, name, nid, tokens)
+			body := pushBody(tc.path == query, name, nid, tokens)
 			before := s.stats.mustGet(t, true).PerToken
 
 			p := startArmed(t, data, tc.point, args...)
@@ -109,7 +109,7 @@ func TestE2EAcceptCrashLosesNoPush(t *testing.T) {
 		point, path := tc.point, tc.path
 		t.Run(point+" not crossed"+path, func(t *testing.T) {
 			nid := fmt.Sprintf("whole%d", i)
-			body := pushBody(path, nid, nid, tokens)
+			body := pushBody(path == query, nid, nid, tokens)
 			before := s.stats.mustGet(t, true).PerToken
 			p := startArmed(t, data, point, args...)
 			c.base = p.base
@@ -156,12 +156,11 @@ func TestE2EAcceptCrashLosesNoPush(t *testing.T) {
 	}
 }
 
-// startArmed starts pushd with the fault point armed (PUSHD_FAULTPOINT in its environment).
 // pushBody is the crash test's push with req_id and notification_id nid: to channel "crash"
 // by query, or to tokens as a devices push.
-func pushBody(path, alert, nid string, tokens []string) map[string]any {
+func pushBody(byQuery bool, alert, nid string, tokens []string) map[string]any {
 	body := map[string]any{"data": map[string]any{"alert": alert}, "req_id": nid, "notification_id": nid}
-	if path == "/1.1/push" {
+	if byQuery {
 		body["channels"] = []string{"crash"}
 	} else {
 		body["device_type"] = "ios"
@@ -170,6 +169,7 @@ func pushBody(path, alert, nid string, tokens []string) map[string]any {
 	return body
 }
 
+// startArmed starts pushd with the fault point armed (PUSHD_FAULTPOINT in its environment).
 func startArmed(t *testing.T, data, point string, args ...string) *pushd {
 	t.Helper()
 	if err := os.Setenv(faultpoint.Env, point); err != nil {
