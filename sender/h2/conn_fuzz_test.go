@@ -29,6 +29,29 @@ func serverFrames(write func(fr *http2.Framer, enc func(fields ...string) []byte
 	return out.Bytes()
 }
 
+// awaitThree plays the server on sc: it reads the client's preface, sends its SETTINGS and
+// returns true once the client has started three streams (false if sc failed first). The
+// caller reads on: net.Pipe does not buffer, and the client writes acks.
+func awaitThree(sc net.Conn) bool {
+	buf := make([]byte, len(http2.ClientPreface))
+	if _, err := io.ReadFull(sc, buf); err != nil {
+		return false
+	}
+	// The SETTINGS go out while the loop below reads.
+	go func() { _ = http2.NewFramer(sc, nil).WriteSettings() }()
+	sfr := http2.NewFramer(io.Discard, sc)
+	for headers := 0; headers < 3; {
+		fr, err := sfr.ReadFrame()
+		if err != nil {
+			return false
+		}
+		if _, ok := fr.(*http2.HeadersFrame); ok {
+			headers++
+		}
+	}
+	return true
+}
+
 // FuzzH2ServerFrames feeds arbitrary server bytes to a connection with three requests in
 // flight (streams 1, 3, 5): no panic, every Do returns, and every error is one of the kinds
 // the senders classify.
@@ -61,24 +84,9 @@ func FuzzH2ServerFrames(f *testing.F) {
 		defer sc.Close()
 		seen := make(chan struct{})
 		go func() {
-			buf := make([]byte, len(http2.ClientPreface))
-			if _, err := io.ReadFull(sc, buf); err != nil {
-				return
-			}
-			sfr := http2.NewFramer(sc, sc)
-			// net.Pipe does not buffer: the SETTINGS go out while the loop below reads.
-			go func() { _ = http2.NewFramer(sc, nil).WriteSettings() }()
-			headers := 0
-			for {
-				fr, err := sfr.ReadFrame()
-				if err != nil {
-					return
-				}
-				if _, ok := fr.(*http2.HeadersFrame); ok {
-					if headers++; headers == 3 {
-						close(seen)
-					}
-				}
+			if awaitThree(sc) {
+				close(seen)
+				_, _ = io.Copy(io.Discard, sc)
 			}
 		}()
 		c, err := NewConn(cc, Config{RequestTimeout: time.Minute})
@@ -133,23 +141,10 @@ func TestH2ClosedConnReaderLeavesPooledStreamsAlone(t *testing.T) {
 	for range 100 {
 		cc, sc := net.Pipe()
 		go func() {
-			buf := make([]byte, len(http2.ClientPreface))
-			if _, err := io.ReadFull(sc, buf); err != nil {
-				return
+			if awaitThree(sc) {
+				go func() { _, _ = io.Copy(io.Discard, sc) }() // the client's PING acks
+				_, _ = sc.Write(burst)
 			}
-			go func() { _ = http2.NewFramer(sc, nil).WriteSettings() }()
-			sfr := http2.NewFramer(io.Discard, sc)
-			for headers := 0; headers < 3; {
-				fr, err := sfr.ReadFrame()
-				if err != nil {
-					return
-				}
-				if _, ok := fr.(*http2.HeadersFrame); ok {
-					headers++
-				}
-			}
-			go func() { _, _ = io.Copy(io.Discard, sc) }() // the client's PING acks
-			_, _ = sc.Write(burst)
 		}()
 		c, err := NewConn(cc, Config{RequestTimeout: time.Minute})
 		if err != nil {
