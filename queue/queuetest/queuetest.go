@@ -144,6 +144,36 @@ func consume(t *testing.T, l queue.Log, group string, h queue.Handler) (stop fun
 	return stop
 }
 
+// ExpectValues consumes topic of l in group and requires the values it reads first to be want,
+// in order, each within the suite's timeout; the consumer is stopped before it returns.
+func ExpectValues(t *testing.T, l queue.Log, topic, group string, want ...string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan string)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = l.Consume(ctx, topic, group, func(ctx context.Context, m queue.Message) error {
+			select {
+			case got <- string(m.Value):
+			case <-ctx.Done():
+			}
+			return nil
+		})
+	}()
+	defer func() { cancel(); <-done }()
+	for _, w := range want {
+		select {
+		case v := <-got:
+			if v != w {
+				t.Fatalf("read %q from topic %s, want %q", v, topic, w)
+			}
+		case <-time.After(timeout):
+			t.Fatalf("%q not read from topic %s within %s", w, topic, timeout)
+		}
+	}
+}
+
 func appendAll(t *testing.T, l queue.Log, recs ...queue.Record) {
 	t.Helper()
 	if err := l.Append(context.Background(), Topic, recs...); err != nil {

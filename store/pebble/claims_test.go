@@ -12,6 +12,7 @@ import (
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/queue"
 	"github.com/pushd/pushd/queue/embedded"
+	"github.com/pushd/pushd/queue/queuetest"
 	"github.com/pushd/pushd/store"
 )
 
@@ -243,23 +244,5 @@ func TestStorePushWrittenWholeWithItsJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lg2.Close()
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	got := make(chan string, 4)
-	go func() {
-		_ = lg2.Consume(cctx, queue.TopicJobs, "g", func(_ context.Context, m queue.Message) error {
-			got <- string(m.Value)
-			return nil
-		})
-	}()
-	for _, want := range []string{"job-whole", "job-plain"} { // the refused call's offset skipped
-		select {
-		case v := <-got:
-			if v != want {
-				t.Fatalf("job after the crash: %q, want %q", v, want)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("job %q not read after the crash", want)
-		}
-	}
+	queuetest.ExpectValues(t, lg2, queue.TopicJobs, "g", "job-whole", "job-plain") // the refused call's offset skipped
 }
