@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -142,18 +143,19 @@ func TestIntakeRequestsAreValid(t *testing.T) {
 	for _, i := range []int64{0, 1, 2, 3, 1e6, 1e9} {
 		for _, tc := range []struct {
 			fn         RequestFunc
+			app        App
 			path, key  string
 			wantFields []string
 		}{
-			{push, "/1.1/push", apps[i%2].MasterKey + ",master", []string{"data", "req_id"}},
-			{ups, "/1.1/installations", apps[i%2].AppKey, []string{"deviceType", "installationId", "channels"}},
+			{push, apps[i%2], "/1.1/push", apps[i%2].MasterKey + ",master", []string{"data", "req_id"}},
+			{ups, apps[i%3%2], "/1.1/installations", apps[i%3%2].AppKey, []string{"deviceType", "installationId", "channels"}},
 		} {
 			raw := tc.fn([]byte("junk"), i)[len("junk"):]
 			req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(raw)))
 			if err != nil {
 				t.Fatalf("request %d to %s: %v\n%s", i, tc.path, err, raw)
 			}
-			if req.Method != "POST" || req.URL.Path != tc.path || req.Header.Get(headerAppID) != apps[i%2].ID || req.Header.Get(headerKey) != tc.key || req.Header.Get("Content-Type") != "application/json" {
+			if req.Method != "POST" || req.URL.Path != tc.path || req.Header.Get(headerAppID) != tc.app.ID || req.Header.Get(headerKey) != tc.key || req.Header.Get("Content-Type") != "application/json" {
 				t.Fatalf("request %d: %s %s %v", i, req.Method, req.URL, req.Header)
 			}
 			var body map[string]any
@@ -172,5 +174,42 @@ func TestIntakeRequestsAreValid(t *testing.T) {
 				seen[id] = true
 			}
 		}
+	}
+}
+
+// TestUpsertPassesUpdate: every pass over the devices sends device d to the same app with the
+// same installationId, so that the passes after the first are updates, whatever the numbers
+// of apps and devices (32 apps and 30,000 devices, the intake's default, sent each device's
+// second pass to another app, where it was created again).
+func TestUpsertPassesUpdate(t *testing.T) {
+	apps := make([]App, 32)
+	for i := range apps {
+		apps[i] = App{ID: "app" + strconv.Itoa(i), AppKey: "key" + strconv.Itoa(i)}
+	}
+	const devices = 30000
+	ups := UpsertRequests(apps, "h:1", "a1b2c3", devices)
+	target := func(i int64) (app, installationID string) {
+		req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(ups(nil, i))))
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		var body struct{ InstallationID string }
+		if err := json.NewDecoder(req.Body).Decode(&body); err != nil || body.InstallationID == "" {
+			t.Fatalf("request %d: installationId %q, %v", i, body.InstallationID, err)
+		}
+		return req.Header.Get(headerAppID), body.InstallationID
+	}
+	firstApps := map[string]bool{}
+	for _, i := range []int64{0, 1, 17, 29999} {
+		app, id := target(i)
+		firstApps[app] = true
+		for pass := int64(1); pass <= 2; pass++ {
+			if a, d := target(i + pass*devices); a != app || d != id {
+				t.Fatalf("device %d: pass %d goes to %s as %s, the first to %s as %s", i, pass, a, d, app, id)
+			}
+		}
+	}
+	if len(firstApps) < 3 {
+		t.Fatalf("devices 0, 1, 17 and 29999 went to %d apps, want them spread over the apps", len(firstApps))
 	}
 }

@@ -68,19 +68,22 @@ func PushRequests(apps []App, host, run string) RequestFunc {
 	}
 }
 
-// UpsertRequests makes POST /1.1/installations with the app keys of the apps in turn, for
-// device i mod devices: the first pass over the devices creates them, later passes update
-// them (a new appVersion every time), as SDKs do at every start. Android installations with
-// two channels, one of seven.
+// UpsertRequests makes POST /1.1/installations for device i mod devices, with the app keys
+// of the device's app (the apps in turn over the devices): the first pass over the devices
+// creates them, later passes update them (a new appVersion every time), as SDKs do at every
+// start. Android installations with two channels, one of seven.
 func UpsertRequests(apps []App, host, run string, devices int64) RequestFunc {
 	hs := heads(apps, host, "/1.1/installations", false)
 	return func(dst []byte, i int64) []byte {
-		dst = append(dst, hs[i%int64(len(hs))]...)
+		// The app follows the device, not i: a device sent to another app on its next
+		// pass would be created there again, and no upsert would ever be an update.
+		d := i % devices
+		dst = append(dst, hs[d%int64(len(hs))]...)
 		var b [512]byte
 		body := append(b[:0], `{"deviceType":"android","installationId":"`...)
 		body = append(body, run...)
 		body = append(body, "-dev-"...)
-		body = strconv.AppendInt(body, i%devices, 10)
+		body = strconv.AppendInt(body, d, 10)
 		body = append(body, `","channels":["news","c`...)
 		body = strconv.AppendInt(body, i%7, 10)
 		body = append(body, `"],"appVersion":"1.`...)
