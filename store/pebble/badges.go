@@ -103,8 +103,10 @@ func (s *Store) IncrementBadges(ctx context.Context, appID string, buckets int, 
 		return nil
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
+		s.forgetRows(b)
 		return fmt.Errorf("cannot write badges of app %s: %w", appID, err)
 	}
+	s.learnRows(b) // under the stripes, released by the deferred unlock
 	return nil
 }
 

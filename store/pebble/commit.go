@@ -4,10 +4,10 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// commitUnlockSync commits b synced, tells the device cache what b did to device rows (the
-// values it wrote once committed, all of them forgotten if the commit failed), then calls
-// unlock (the caller's stripes), exactly once whatever happens. The cache is told under the
-// stripes, so the next writer of a device row finds the value b left (devcache.go). The
+// commitUnlockSync commits b synced, tells the row caches what b did to device and primary rows
+// (the values it wrote once committed, all of them forgotten if the commit failed), then calls
+// unlock (the caller's stripes), exactly once whatever happens. The caches are told under the
+// stripes, so the next writer of such a row finds the value b left (rowcache.go). The
 // stripes are held across the fsync: only writers of the same records wait for it, and Pebble
 // group-commits the syncs of concurrent batches.
 //
@@ -28,9 +28,9 @@ import (
 func (s *Store) commitUnlockSync(b *pebble.Batch, unlock func()) error {
 	err := b.Commit(pebble.Sync)
 	if err == nil {
-		s.learnDevices(b)
+		s.learnRows(b)
 	} else {
-		s.forgetDevices(b)
+		s.forgetRows(b)
 	}
 	unlock()
 	return err

@@ -264,8 +264,8 @@ func (s *Store) importPass(b *pebble.Batch, appID string, buckets int, insts []p
 	if !b.Empty() {
 		locked = false
 		err := b.Commit(pebble.NoSync)
+		s.forgetRows(b) // under the stripes: their next writer must not find what b replaced
 		unlock()
-		s.forgetDevices(b)
 		if err != nil {
 			return nil, true, err
 		}

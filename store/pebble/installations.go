@@ -74,22 +74,29 @@ func decodeInstHead(v []byte) (stored, error) {
 
 // readInst returns the stored installation, or store.ErrNotFound.
 func (s *Store) readInst(appID, objectID string) (stored, error) {
-	v, closer, err := s.db.Get(instKey(nil, appID, objectID))
-	if err != nil {
-		if errors.Is(err, pebble.ErrNotFound) {
-			return stored{}, store.ErrNotFound
-		}
-		return stored{}, err
-	}
-	defer closer.Close()
-	return decodeInstValue(v)
+	return s.readInstWith(appID, objectID, decodeInstValue)
 }
 
 // readInstRoute is readInst without the document (stored.inst.Doc stays nil), for writers
 // that only need the previous version's keys.
 func (s *Store) readInstRoute(appID, objectID string) (stored, error) {
+	return s.readInstWith(appID, objectID, decodeInstHead)
+}
+
+// readInstWith decodes the primary row of objectID with decode (which copies what it keeps),
+// from the installation cache or from Pebble, which then fills the cache.
+func (s *Store) readInstWith(appID, objectID string, decode func([]byte) (stored, error)) (stored, error) {
 	var buf [128]byte
-	v, closer, err := s.db.Get(instKey(buf[:0], appID, objectID))
+	key := instKey(buf[:0], appID, objectID)
+	var gen uint64
+	if s.insts != nil {
+		v, g, ok := s.insts.get(key)
+		if ok {
+			return decode(v)
+		}
+		gen = g
+	}
+	v, closer, err := s.db.Get(key)
 	if err != nil {
 		if errors.Is(err, pebble.ErrNotFound) {
 			return stored{}, store.ErrNotFound
@@ -97,7 +104,10 @@ func (s *Store) readInstRoute(appID, objectID string) (stored, error) {
 		return stored{}, err
 	}
 	defer closer.Close()
-	return decodeInstHead(v)
+	if s.insts != nil {
+		s.insts.fill(key, append([]byte(nil), v...), gen)
+	}
+	return decode(v)
 }
 
 // GetInstallation implements store.Store.
@@ -128,24 +138,33 @@ func (s *Store) LookupDevice(ctx context.Context, appID string, kind push.IDKind
 	if s.devices != nil {
 		oid, g, ok := s.devices.get(key)
 		if ok {
+			if oid == "" {
+				return "", store.ErrNotFound
+			}
 			return oid, nil
 		}
 		gen = g
 	}
 	v, closer, err := s.db.Get(key)
-	if err != nil {
-		if errors.Is(err, pebble.ErrNotFound) {
-			return "", store.ErrNotFound
-		}
+	var oid string
+	switch {
+	case err == nil:
+		oid = string(v)
+		_ = closer.Close()
+	case errors.Is(err, pebble.ErrNotFound):
+		// Remembered too: an upsert of a new device looks its id up, then reads the row again
+		// under its stripe to refuse a duplicate (putInstBatch).
+	default:
 		return "", fmt.Errorf("cannot look up a %s of app %s: %w", kind, appID, err)
 	}
-	oid := string(v)
-	_ = closer.Close()
 	if s.afterDeviceRead != nil {
 		s.afterDeviceRead()
 	}
 	if s.devices != nil {
 		s.devices.fill(key, oid, gen)
+	}
+	if oid == "" {
+		return "", store.ErrNotFound
 	}
 	return oid, nil
 }
@@ -225,19 +244,19 @@ func (s *Store) putInstBatch(w *rowsWrite, appID string, buckets int, inst *push
 	// owned[i]: the device row of ids[i] already points at inst, so it need not be rewritten.
 	var ownedBuf [3]bool
 	owned := ownedBuf[:len(ids)]
-	var key, v []byte
+	var key []byte
+	var v [64]byte
 	for i, d := range ids {
 		if slices.Contains(oldIDs, d) {
 			owned[i] = true
 			continue
 		}
 		key = deviceKey(key[:0], appID, string(d.Kind), d.ID)
-		var ok bool
-		v, ok, err = s.getInto(v[:0], key)
+		holder, ok, err := s.deviceHolder(key, v[:0])
 		if err != nil {
 			return nil, err
 		}
-		if ok && string(v) != inst.ObjectID {
+		if ok && holder != inst.ObjectID {
 			return nil, fmt.Errorf("%s: %w", d.Kind, store.ErrDuplicate)
 		}
 		owned[i] = ok
@@ -261,6 +280,19 @@ func (s *Store) putInstBatch(w *rowsWrite, appID string, buckets int, inst *push
 		}
 	}
 	return b, nil
+}
+
+// deviceHolder returns the object id that the device row key holds (ok false: none), from the
+// device cache or from Pebble (read into buf). The caller holds the row's stripe, so what the
+// cache says is what the last writer of the row left (rowcache.go).
+func (s *Store) deviceHolder(key, buf []byte) (oid string, ok bool, err error) {
+	if s.devices != nil {
+		if oid, _, hit := s.devices.get(key); hit {
+			return oid, oid != "", nil
+		}
+	}
+	v, ok, err := s.getInto(buf, key)
+	return string(v), ok, err
 }
 
 // putInstRows adds to b the rows of inst and the deletions of old's rows that inst's do not
@@ -418,7 +450,7 @@ func (s *Store) deleteInst(appID, objectID string) error {
 		return err
 	}
 	err = b.Commit(pebble.Sync)
-	s.forgetDevices(b)
+	s.forgetRows(b)
 	return err
 }
 
@@ -514,7 +546,7 @@ func (s *Store) sweepInactive(appID, oid string, rowKey []byte, cutoff time.Time
 		return false, err
 	}
 	err = b.Commit(pebble.NoSync)
-	s.forgetDevices(b)
+	s.forgetRows(b)
 	return inactive, err
 }
 

@@ -35,7 +35,7 @@ func (s *Store) SeedInstallations(appID string, buckets int, insts []push.Instal
 			}
 		}
 		err := b.Commit(pebble.NoSync)
-		s.forgetDevices(b)
+		s.forgetRows(b)
 		_ = b.Close()
 		if err != nil {
 			return fmt.Errorf("cannot seed installations of app %s: %w", appID, err)

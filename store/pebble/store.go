@@ -44,6 +44,10 @@ type Options struct {
 	// to skip Pebble in LookupDevice (devcache.go; about 200 bytes each). Zero means
 	// DefaultDeviceCacheEntries; negative means no cache.
 	DeviceCacheEntries int
+	// InstallationCacheSize bounds the bytes of installations' primary rows the store
+	// remembers, to skip Pebble when an update reads the stored installation (rowcache.go).
+	// Zero means DefaultInstallationCacheSize; negative means no cache.
+	InstallationCacheSize int
 	// Logger receives Pebble's own log lines (default: discarded).
 	Logger *zap.Logger
 	// Now is the clock used where a caller gives no time (default time.Now).
@@ -60,13 +64,16 @@ const (
 	DefaultWALMinSyncInterval = 300 * time.Microsecond
 	// DefaultDeviceCacheEntries is the default Options.DeviceCacheEntries (about 25 MiB).
 	DefaultDeviceCacheEntries = 1 << 17
+	// DefaultInstallationCacheSize is the default Options.InstallationCacheSize.
+	DefaultInstallationCacheSize = 32 << 20
 
 	// maxWALMinSyncInterval bounds what a synced write may wait for company.
 	maxWALMinSyncInterval = 10 * time.Millisecond
 )
 
 // RegisterFlags registers the options as flags named prefix+"cache-size",
-// prefix+"memtable-size", prefix+"wal-min-sync-interval" and prefix+"device-cache-entries".
+// prefix+"memtable-size", prefix+"wal-min-sync-interval", prefix+"device-cache-entries" and
+// prefix+"installation-cache-size".
 func (o *Options) RegisterFlags(fs *flag.FlagSet, prefix string) {
 	fs.Int64Var(&o.CacheSize, prefix+"cache-size", defaultCacheSize, "Pebble block cache size in bytes, on top of the room Pebble reserves in it for the memtables")
 	fs.Uint64Var(&o.MemTableSize, prefix+"memtable-size", defaultMemTableSize, "Pebble memtable size in bytes")
@@ -74,10 +81,13 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet, prefix string) {
 	fs.Var(noneFlag[time.Duration]{&o.WALMinSyncInterval, time.ParseDuration}, prefix+"wal-min-sync-interval", "least time between two fsyncs of the Pebble WAL; synced writes arriving meanwhile share the next one (0: none, at most 10ms)")
 	o.DeviceCacheEntries = DefaultDeviceCacheEntries
 	fs.Var(noneFlag[int]{&o.DeviceCacheEntries, strconv.Atoi}, prefix+"device-cache-entries", "how many device ids the store remembers the installation of, about 200 bytes each (0: none)")
+	o.InstallationCacheSize = DefaultInstallationCacheSize
+	fs.Var(noneFlag[int]{&o.InstallationCacheSize, strconv.Atoi}, prefix+"installation-cache-size", "bytes of installations the store remembers, read or written last (0: none)")
 }
 
 // noneFlag is the flag of an option whose zero value means its default and whose negative
-// means none (WALMinSyncInterval, DeviceCacheEntries): the 0 a user writes means none.
+// means none (WALMinSyncInterval, DeviceCacheEntries, InstallationCacheSize): the 0 a user
+// writes means none.
 type noneFlag[T int | time.Duration] struct {
 	v     *T
 	parse func(string) (T, error)
@@ -129,6 +139,11 @@ func (o *Options) deviceCacheEntries() int {
 	return resolveNone(o.DeviceCacheEntries, DefaultDeviceCacheEntries)
 }
 
+// installationCacheSize is the size Open gives the installation cache; 0 means none.
+func (o *Options) installationCacheSize() int {
+	return resolveNone(o.InstallationCacheSize, DefaultInstallationCacheSize)
+}
+
 // resolveNone is the value Open uses for an option whose zero value means def and whose
 // negative means none, which it returns as 0 (see noneFlag).
 func resolveNone[T int | time.Duration](v, def T) T {
@@ -167,13 +182,14 @@ type Store struct {
 	dir  string
 	now  func() time.Time
 
-	locks   stripes    // per-record write serialisation (locks.go)
-	devices *devCache  // device row → object id of recent lookups, or nil (devcache.go)
-	recs    *recCache  // the push records written last (reccache.go)
-	apps    appCache   // the apps read last (apps.go)
-	claims  *claimMemo // the live req_id claims (claims.go)
-	absence absence    // narrowed scans that found no row (absence.go)
-	dead    *deadApps  // the apps that may hold dead-token marks (deadapps.go)
+	locks   stripes           // per-record write serialisation (locks.go)
+	devices *rowCache[string] // device row → object id ("" for none) of recent reads and writes, or nil (rowcache.go)
+	insts   *rowCache[[]byte] // primary row → its value, of recent reads and writes, or nil (rowcache.go)
+	recs    *recCache         // the push records written last (reccache.go)
+	apps    appCache          // the apps read last (apps.go)
+	claims  *claimMemo        // the live req_id claims (claims.go)
+	absence absence           // narrowed scans that found no row (absence.go)
+	dead    *deadApps         // the apps that may hold dead-token marks (deadapps.go)
 
 	afterDeviceRead func() // test hook: runs in LookupDevice between reading Pebble and filling the cache
 	afterClaimRead  func() // test hook: runs when a req_id claim reads Pebble for an earlier claim
@@ -266,7 +282,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		_ = lock.Close()
 		return nil, fmt.Errorf("cannot open pebble store in %s: %w", dir, err)
 	}
-	s := &Store{db: db, lock: lock, dir: dir, now: opts.Now, idMax: map[string]int64{}, devices: newDevCache(opts.deviceCacheEntries()), recs: newRecCache(recCacheEntries, recCacheBytes)}
+	s := &Store{db: db, lock: lock, dir: dir, now: opts.Now, idMax: map[string]int64{}, devices: newRowCache[string](opts.deviceCacheEntries(), 0), insts: newRowCache[[]byte](0, opts.installationCacheSize()), recs: newRecCache(recCacheEntries, recCacheBytes)}
 	if s.now == nil {
 		s.now = time.Now
 	}
