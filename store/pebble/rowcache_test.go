@@ -201,46 +201,21 @@ func TestStoreDeviceCacheUnderConcurrentWriters(t *testing.T) {
 	ctx := context.Background()
 	const ids, objs, workers, rounds = 16, 6, 6, 400
 	iid := func(i int) string { return fmt.Sprintf("iid%d", i) }
-	var wg sync.WaitGroup
-	errc := make(chan error, workers)
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(w), 1))
-			for range rounds {
-				oid := fmt.Sprintf("o%d", rng.IntN(objs))
-				var err error
-				switch rng.IntN(8) {
-				case 0:
-					err = s.DeleteInstallation(ctx, "app", 4, oid)
-				case 1, 2:
-					err = s.PutInstallation(ctx, "app", 4, instAt(oid, iid(rng.IntN(ids)), time.Now()))
-				default:
-					_, err = s.LookupDevice(ctx, "app", push.KindIID, iid(rng.IntN(ids)))
-				}
-				if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrDuplicate) {
-					errc <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errc)
-	for err := range errc {
-		t.Fatal(err)
-	}
+	concurrently(t, workers, rounds, 1, func(rng *rand.Rand, _, _ int) error {
+		oid := fmt.Sprintf("o%d", rng.IntN(objs))
+		switch rng.IntN(8) {
+		case 0:
+			return s.DeleteInstallation(ctx, "app", 4, oid)
+		case 1, 2:
+			return s.PutInstallation(ctx, "app", 4, instAt(oid, iid(rng.IntN(ids)), time.Now()))
+		default:
+			_, err := s.LookupDevice(ctx, "app", push.KindIID, iid(rng.IntN(ids)))
+			return err
+		}
+	})
 	// A stale entry would answer these lookups; a missing one is read from Pebble.
 	for i := range ids {
-		key := deviceKey(nil, "app", string(push.KindIID), iid(i))
-		want, closer, err := s.db.Get(key)
-		if err == nil {
-			want = append([]byte(nil), want...)
-			_ = closer.Close()
-		} else if !errors.Is(err, pebble.ErrNotFound) {
-			t.Fatal(err)
-		}
+		want := pebbleValue(t, s, deviceKey(nil, "app", string(push.KindIID), iid(i)))
 		got, err := s.LookupDevice(ctx, "app", push.KindIID, iid(i))
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			t.Fatal(err)
@@ -251,21 +226,30 @@ func TestStoreDeviceCacheUnderConcurrentWriters(t *testing.T) {
 	}
 }
 
-func TestStoreDeviceCacheOptions(t *testing.T) {
-	s, err := Open(t.TempDir(), Options{DeviceCacheEntries: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if s.devices != nil {
-		t.Fatal("DeviceCacheEntries -1 made a cache")
-	}
+// TestStoreRowCacheOptions: each cache can be turned off (the store then reads Pebble), and
+// its flag gives Open the size asked for, the default, or none.
+func TestStoreRowCacheOptions(t *testing.T) {
 	ctx := context.Background()
-	if err := s.PutInstallation(ctx, "app", 4, instAt("o1", "iid1", time.Now())); err != nil {
-		t.Fatal(err)
-	}
-	if oid, err := s.LookupDevice(ctx, "app", push.KindIID, "iid1"); err != nil || oid != "o1" {
-		t.Fatalf("LookupDevice without a cache = %q, %v", oid, err)
+	for _, off := range []Options{{DeviceCacheEntries: -1}, {InstallationCacheSize: -1}} {
+		s, err := Open(t.TempDir(), off)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (off.DeviceCacheEntries < 0) != (s.devices == nil) || (off.InstallationCacheSize < 0) != (s.insts == nil) {
+			t.Fatalf("%+v: device cache %v, installation cache %v", off, s.devices != nil, s.insts != nil)
+		}
+		for _, ch := range []string{"a", "b"} {
+			if err := s.PutInstallation(ctx, "app", 4, instIn("o1", "iid1", time.Now(), ch)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if oid, err := s.LookupDevice(ctx, "app", push.KindIID, "iid1"); err != nil || oid != "o1" {
+			t.Fatalf("%+v: LookupDevice = %q, %v", off, oid, err)
+		}
+		if inst, err := s.GetInstallation(ctx, "app", "o1"); err != nil || !slices.Equal(inst.Channels, []string{"b"}) {
+			t.Fatalf("%+v: GetInstallation = %+v, %v", off, inst, err)
+		}
+		_ = s.Close()
 	}
 
 	parse := func(args ...string) (Options, error) {
@@ -275,30 +259,39 @@ func TestStoreDeviceCacheOptions(t *testing.T) {
 		o.RegisterFlags(fs, "pebble-")
 		return o, fs.Parse(args)
 	}
-	for _, tc := range []struct {
-		args []string
-		want int // what Open uses; 0 is none
+	for _, f := range []struct {
+		name string
+		def  int
+		size func(*Options) int // what Open uses; 0 is none
 	}{
-		{nil, DefaultDeviceCacheEntries},
-		{[]string{"--pebble-device-cache-entries", "0"}, 0},
-		{[]string{"--pebble-device-cache-entries", "5000"}, 5000},
+		{"--pebble-device-cache-entries", DefaultDeviceCacheEntries, (*Options).deviceCacheEntries},
+		{"--pebble-installation-cache-size", DefaultInstallationCacheSize, (*Options).installationCacheSize},
 	} {
-		o, err := parse(tc.args...)
-		if err != nil {
-			t.Errorf("%q: %v", tc.args, err)
-			continue
+		for _, tc := range []struct {
+			args []string
+			want int
+		}{
+			{nil, f.def},
+			{[]string{f.name, "0"}, 0},
+			{[]string{f.name, "5000"}, 5000},
+		} {
+			o, err := parse(tc.args...)
+			if err != nil {
+				t.Errorf("%q: %v", tc.args, err)
+				continue
+			}
+			if got := f.size(&o); got != tc.want {
+				t.Errorf("%q: Open would use %d, want %d", tc.args, got, tc.want)
+			}
 		}
-		if got := o.deviceCacheEntries(); got != tc.want {
-			t.Errorf("%q: Open would use %d entries, want %d", tc.args, got, tc.want)
+		for _, bad := range []string{"-1", "many"} {
+			if _, err := parse(f.name, bad); err == nil {
+				t.Errorf("%s %q accepted", f.name, bad)
+			}
 		}
-	}
-	for _, bad := range []string{"-1", "many"} {
-		if _, err := parse("--pebble-device-cache-entries", bad); err == nil {
-			t.Errorf("%q accepted", bad)
+		if got := f.size(&Options{}); got != f.def {
+			t.Errorf("zero Options: %s %d, want the default %d", f.name, got, f.def)
 		}
-	}
-	if got := (&Options{}).deviceCacheEntries(); got != DefaultDeviceCacheEntries {
-		t.Errorf("zero Options: %d entries, want the default %d", got, DefaultDeviceCacheEntries)
 	}
 }
 
@@ -333,13 +326,7 @@ func instCacheAgrees(t *testing.T, s *Store, oids ...string) {
 	t.Helper()
 	for _, oid := range oids {
 		key := instKey(nil, "app", oid)
-		want, closer, err := s.db.Get(key)
-		if err == nil {
-			want = append([]byte(nil), want...)
-			_ = closer.Close()
-		} else if !errors.Is(err, pebble.ErrNotFound) {
-			t.Fatal(err)
-		}
+		want := pebbleValue(t, s, key)
 		if got, _, ok := s.insts.get(key); ok && (want == nil || string(got) != string(want)) {
 			t.Fatalf("installation %s: the cache holds %q, Pebble %q", oid, got, want)
 		}
@@ -472,34 +459,48 @@ func TestStoreInstallationCacheUnderConcurrentWriters(t *testing.T) {
 	s := openTest(t)
 	ctx := context.Background()
 	const ids, objs, workers, rounds = 8, 6, 6, 300
+	chans := [][]string{nil, {"a"}, {"b"}, {"a", "b"}}
+	concurrently(t, workers, rounds, 2, func(rng *rand.Rand, w, r int) error {
+		inst := func() push.Installation {
+			return instIn(fmt.Sprintf("o%d", rng.IntN(objs)), fmt.Sprintf("iid%d", rng.IntN(ids)), time.Now(), chans[rng.IntN(len(chans))]...)
+		}
+		oid := fmt.Sprintf("o%d", rng.IntN(objs))
+		switch rng.IntN(10) {
+		case 0:
+			return s.DeleteInstallation(ctx, "app", 4, oid)
+		case 1, 2, 3:
+			return s.PutInstallation(ctx, "app", 4, inst())
+		case 4:
+			return s.IncrementBadges(ctx, "app", 4, fmt.Sprintf("p%d-%d", w, r), []string{oid}, make([]int64, 1))
+		case 5:
+			out, by := make([]store.ImportOutcome, 1), make([]string, 1)
+			return s.ImportInstallations(ctx, "app", 4, []push.Installation{inst()}, out, by)
+		default:
+			_, err := s.GetInstallation(ctx, "app", oid)
+			return err
+		}
+	})
+	oids := make([]string, objs)
+	for i := range oids {
+		oids[i] = fmt.Sprintf("o%d", i)
+	}
+	instCacheAgrees(t, s, oids...)
+}
+
+// concurrently runs op rounds times in each of workers goroutines at once (w the worker, r the
+// round, rng seeded by the worker and seed), and fails t on any error but store.ErrNotFound
+// and store.ErrDuplicate, which racing writers may meet.
+func concurrently(t *testing.T, workers, rounds int, seed uint64, op func(rng *rand.Rand, w, r int) error) {
+	t.Helper()
 	var wg sync.WaitGroup
 	errc := make(chan error, workers)
-	chans := [][]string{nil, {"a"}, {"b"}, {"a", "b"}}
 	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(w), 2))
-			inst := func() push.Installation {
-				return instIn(fmt.Sprintf("o%d", rng.IntN(objs)), fmt.Sprintf("iid%d", rng.IntN(ids)), time.Now(), chans[rng.IntN(len(chans))]...)
-			}
+			rng := rand.New(rand.NewPCG(uint64(w), seed))
 			for r := range rounds {
-				oid := fmt.Sprintf("o%d", rng.IntN(objs))
-				var err error
-				switch rng.IntN(10) {
-				case 0:
-					err = s.DeleteInstallation(ctx, "app", 4, oid)
-				case 1, 2, 3:
-					err = s.PutInstallation(ctx, "app", 4, inst())
-				case 4:
-					err = s.IncrementBadges(ctx, "app", 4, fmt.Sprintf("p%d-%d", w, r), []string{oid}, make([]int64, 1))
-				case 5:
-					out, by := make([]store.ImportOutcome, 1), make([]string, 1)
-					err = s.ImportInstallations(ctx, "app", 4, []push.Installation{inst()}, out, by)
-				default:
-					_, err = s.GetInstallation(ctx, "app", oid)
-				}
-				if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrDuplicate) {
+				if err := op(rng, w, r); err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrDuplicate) {
 					errc <- err
 					return
 				}
@@ -511,34 +512,18 @@ func TestStoreInstallationCacheUnderConcurrentWriters(t *testing.T) {
 	for err := range errc {
 		t.Fatal(err)
 	}
-	oids := make([]string, objs)
-	for i := range oids {
-		oids[i] = fmt.Sprintf("o%d", i)
-	}
-	instCacheAgrees(t, s, oids...)
 }
 
-func TestStoreInstallationCacheOptions(t *testing.T) {
-	s, err := Open(t.TempDir(), Options{InstallationCacheSize: -1})
+// pebbleValue is key's value in Pebble, read past the caches, or nil when it has none.
+func pebbleValue(t *testing.T, s *Store, key []byte) []byte {
+	t.Helper()
+	v, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	if s.insts != nil {
-		t.Fatal("InstallationCacheSize -1 made a cache")
-	}
-	ctx := context.Background()
-	if err := s.PutInstallation(ctx, "app", 4, instIn("o1", "iid1", time.Now(), "a")); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.PutInstallation(ctx, "app", 4, instIn("o1", "iid1", time.Now(), "b")); err != nil {
-		t.Fatal(err)
-	}
-	if inst, err := s.GetInstallation(ctx, "app", "o1"); err != nil || !slices.Equal(inst.Channels, []string{"b"}) {
-		t.Fatalf("GetInstallation without a cache = %+v, %v", inst, err)
-	}
-	d := openTest(t)
-	if _, b := d.insts.len(); d.insts == nil || d.insts.bytes*rowCacheShards != DefaultInstallationCacheSize || b != 0 {
-		t.Fatalf("the default cache: %+v", d.insts)
-	}
+	defer closer.Close()
+	return append([]byte(nil), v...)
 }
