@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/pushd/pushd/api/jsondoc"
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/push/render"
 )
@@ -105,7 +106,12 @@ func checkContentQueryTop(data json.RawMessage, top map[string]json.RawMessage, 
 	// such vendor instead of a render each. It comes first in cands, so a verdictBug names the
 	// same channel as rendering them all would. FuzzWireContentQueryMatchesRenderAll holds this
 	// against rendering every candidate.
-	topOK := top != nil || json.Unmarshal(data, &top) == nil
+	topOK := top != nil
+	if !topOK {
+		var decoded map[string]json.RawMessage // not top: taking its address would move it to the heap
+		topOK = json.Unmarshal(data, &decoded) == nil
+		top = decoded
+	}
 	var members map[string]json.RawMessage // decoded once for every candidate's render
 	if topOK {
 		members = top
@@ -184,13 +190,20 @@ func pinnedDeviceType(where json.RawMessage) string {
 	if len(where) == 0 {
 		return ""
 	}
-	var w map[string]json.RawMessage
-	if json.Unmarshal(where, &w) != nil {
-		return ""
+	w, ok := jsondoc.Members(where) // where is compact (DecodePush)
+	if !ok {
+		var all map[string]json.RawMessage
+		if json.Unmarshal(where, &all) != nil {
+			return ""
+		}
+		w = all
 	}
 	raw, ok := w["deviceType"]
 	if !ok {
 		return ""
+	}
+	if s, ok := jsondoc.PlainToken(raw); ok {
+		return s
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {

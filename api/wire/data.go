@@ -197,6 +197,9 @@ func vString(path string, raw json.RawMessage, _ *dataCtx) *push.Error {
 }
 
 func vBool(path string, raw json.RawMessage, _ *dataCtx) *push.Error {
+	if string(raw) == "true" || string(raw) == "false" {
+		return nil
+	}
 	var b bool
 	if json.Unmarshal(raw, &b) != nil {
 		return typeError(path, "a boolean")

@@ -136,7 +136,7 @@ func (r *PushRequest) MergedWhere() json.RawMessage {
 	if len(r.Channels) == 0 {
 		return r.Where
 	}
-	ch, _ := json.Marshal(map[string]any{"channels": map[string]any{"$in": r.Channels}})
+	ch := appendChannelsIn(nil, r.Channels)
 	var where map[string]json.RawMessage
 	if len(r.Where) == 0 || json.Unmarshal(r.Where, &where) != nil || len(where) == 0 {
 		return ch
@@ -155,6 +155,26 @@ func (r *PushRequest) MergedWhere() json.RawMessage {
 	b.Write(ch)
 	b.WriteString(`]}`)
 	return b.Bytes()
+}
+
+// appendChannelsIn appends `{"channels":{"$in":[...]}}` for channels, as encoding/json writes
+// it, without its reflection over two maps (a sixth of an accept's allocations). A valid channel
+// name (letters, digits, _, -, = and CJK ideographs) needs no escape; any other goes through
+// encoding/json.
+func appendChannelsIn(dst []byte, channels []string) []byte {
+	dst = append(dst, `{"channels":{"$in":[`...)
+	for i, ch := range channels {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		if push.ChannelNameChars(ch) {
+			dst = append(append(append(dst, '"'), ch...), '"')
+			continue
+		}
+		q, _ := json.Marshal(ch) // a string always encodes
+		dst = append(dst, q...)
+	}
+	return append(dst, "]}}"...)
 }
 
 // DecodePush decodes and validates a POST /1.1/push body. prodHeader is the X-SVC-Prod

@@ -292,6 +292,23 @@ func TestWirePushMergedWhere(t *testing.T) {
 	}
 }
 
+// TestWireChannelsInAsEncodingJSON: the channels condition is what encoding/json writes for
+// it, for valid names (CJK too) and for strings that need escapes.
+func TestWireChannelsInAsEncodingJSON(t *testing.T) {
+	for _, chans := range [][]string{
+		{"n"}, {"news", "c1", "a_b-c=d"}, {"新闻", "频道9"},
+		{`q"uote`, `back\slash`, "<b>&", "line\u2028sep", "\x00", string([]byte{0xff})},
+	} {
+		want, err := json.Marshal(map[string]any{"channels": map[string]any{"$in": chans}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendChannelsIn(nil, chans); string(got) != string(want) {
+			t.Errorf("%q: %s, encoding/json %s", chans, got, want)
+		}
+	}
+}
+
 func TestWireDevicesBad(t *testing.T) {
 	ids := func(n int) string {
 		s := make([]string, n)

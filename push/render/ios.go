@@ -66,8 +66,12 @@ func renderIOS(m attrs, opts Options) (*push.Message, error) {
 		switch {
 		case isString(alert) && hasTitle:
 			body, ok := jsondoc.PlainToken(alert)
-			if !ok && json.Unmarshal(alert, &body) != nil {
-				return nil, ErrBadData
+			if !ok {
+				var esc string // not body: taking its address would move it to the heap
+				if json.Unmarshal(alert, &esc) != nil {
+					return nil, ErrBadData
+				}
+				body = esc
 			}
 			aps["alert"] = alertObject(attrs{"body": mustString(body)}, title)
 		case isString(alert):
@@ -228,7 +232,14 @@ func writeIOSBody(aps, m attrs, badgeSlot bool) (body []byte, at int, err error)
 func normalizeAPS(aps attrs) (increment bool, err error) {
 	if v, ok := aps["badge"]; ok && isString(v) {
 		s, ok := jsondoc.PlainToken(v)
-		if !ok && json.Unmarshal(v, &s) != nil || s != badgeIncrement {
+		if !ok {
+			var esc string // not s: taking its address would move it to the heap
+			if json.Unmarshal(v, &esc) != nil {
+				return false, ErrBadData
+			}
+			s = esc
+		}
+		if s != badgeIncrement {
 			return false, ErrBadData
 		}
 		delete(aps, "badge")

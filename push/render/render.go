@@ -238,10 +238,11 @@ func (m attrs) str(k string) (s string, ok bool, err error) {
 	if s, ok := jsondoc.PlainToken(raw); ok {
 		return s, true, nil
 	}
-	if err := json.Unmarshal(raw, &s); err != nil {
+	var esc string // its own variable: the address json.Unmarshal takes moves it to the heap
+	if err := json.Unmarshal(raw, &esc); err != nil {
 		return "", false, ErrBadData
 	}
-	return s, true, nil
+	return esc, true, nil
 }
 
 // isPlainString says whether raw is a JSON string token with no escape, no inner quote and no
@@ -276,10 +277,17 @@ func (m attrs) boolean(k string) (b bool, ok bool, err error) {
 	if !ok {
 		return false, false, nil
 	}
-	if err := json.Unmarshal(raw, &b); err != nil {
+	switch string(raw) {
+	case "true":
+		return true, true, nil
+	case "false":
+		return false, true, nil
+	}
+	var v bool // its own variable, as in str
+	if err := json.Unmarshal(raw, &v); err != nil {
 		return false, false, ErrBadData
 	}
-	return b, true, nil
+	return v, true, nil
 }
 
 func isObject(raw json.RawMessage) bool {
