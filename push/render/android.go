@@ -88,7 +88,7 @@ func renderDirect(m attrs, opts Options) (*push.Message, error) {
 	}
 	var b bytes.Buffer
 	w := newObj(&b)
-	keys := sortedKeys(m, func(k string) bool { return !isIOSOnly(k) })
+	keys := sortedKeys(new(keyBuf)[:0], m, func(k string) bool { return !isIOSOnly(k) })
 	if _, ok := m["_notificationChannel"]; !ok && a.channel != "" {
 		keys = append(keys, "_notificationChannel")
 		slices.Sort(keys)
@@ -149,7 +149,7 @@ func renderFCM(m attrs, opts Options, now time.Time) (*push.Message, error) {
 		n.str("body", a.alert)
 		n.close()
 	}
-	custom := sortedKeys(m, isCustom)
+	custom := sortedKeys(new(keyBuf)[:0], m, isCustom)
 	if len(custom) > 0 || a.silent {
 		root.key("data")
 		d := newObj(&b)
@@ -251,7 +251,7 @@ func renderVendor(m, own attrs, channel string, opts Options) (*push.Message, er
 		NotificationID:      opts.NotificationID,
 		MessageClass:        opts.MessageClass,
 	}
-	if custom := sortedKeys(m, func(k string) bool {
+	if custom := sortedKeys(new(keyBuf)[:0], m, func(k string) bool {
 		_, fromOwn := own[k]
 		return isCustom(k) && !(fromOwn && slices.Contains(params, k))
 	}); len(custom) > 0 {
@@ -259,7 +259,7 @@ func renderVendor(m, own attrs, channel string, opts Options) (*push.Message, er
 			return nil, err
 		}
 	}
-	if ps := sortedKeys(own, func(k string) bool { return slices.Contains(params, k) && !isNull(own[k]) }); len(ps) > 0 {
+	if ps := sortedKeys(new(keyBuf)[:0], own, func(k string) bool { return slices.Contains(params, k) && !isNull(own[k]) }); len(ps) > 0 {
 		if vb.Params, err = subObject(own, ps); err != nil {
 			return nil, err
 		}

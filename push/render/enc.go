@@ -41,9 +41,11 @@ func isCustom(k string) bool {
 	return !IsPlatformKey(k) && !slices.Contains(IOSAttributes, k) && !slices.Contains(AndroidAttributes, k)
 }
 
-// sortedKeys returns the keys of m that keep says to keep, sorted, so output is deterministic.
-func sortedKeys(m attrs, keep func(string) bool) []string {
-	ks := make([]string, 0, len(m))
+// sortedKeys appends to dst the keys of m that keep says to keep, sorted, so output is
+// deterministic. Callers pass a small array of their own (keyBuf), which stays on their stack
+// when the keys fit.
+func sortedKeys(dst []string, m attrs, keep func(string) bool) []string {
+	ks := dst
 	for k := range m {
 		if keep == nil || keep(k) {
 			ks = append(ks, k)
@@ -52,6 +54,9 @@ func sortedKeys(m attrs, keep func(string) bool) []string {
 	slices.Sort(ks)
 	return ks
 }
+
+// keyBuf is the room sortedKeys' callers give it: most objects of a push have fewer keys.
+type keyBuf [16]string
 
 // objWriter writes one JSON object member by member.
 type objWriter struct {

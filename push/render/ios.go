@@ -212,13 +212,13 @@ func writeIOSBody(aps, m attrs, badgeSlot bool) (body []byte, at int, err error)
 			}
 		}
 	}
-	for _, k := range sortedKeys(aps, func(k string) bool { return !slices.Contains(apsOrder, k) }) {
+	for _, k := range sortedKeys(new(keyBuf)[:0], aps, func(k string) bool { return !slices.Contains(apsOrder, k) }) {
 		if err := w.raw(k, aps[k]); err != nil {
 			return nil, 0, err
 		}
 	}
 	w.close()
-	for _, k := range sortedKeys(m, isCustom) {
+	for _, k := range sortedKeys(new(keyBuf)[:0], m, isCustom) {
 		if err := root.raw(k, m[k]); err != nil {
 			return nil, 0, err
 		}
@@ -259,7 +259,7 @@ func normalizeAPS(aps attrs) (increment bool, err error) {
 			}
 			var b bytes.Buffer
 			w := newObj(&b)
-			for _, k := range sortedKeys(snd, nil) {
+			for _, k := range sortedKeys(new(keyBuf)[:0], snd, nil) {
 				if err := w.raw(k, snd[k]); err != nil {
 					return false, err
 				}
@@ -276,7 +276,7 @@ func alertObject(obj attrs, title string) json.RawMessage {
 	var b bytes.Buffer
 	w := newObj(&b)
 	w.str("title", title)
-	for _, k := range sortedKeys(obj, func(k string) bool { return k != "title" }) {
+	for _, k := range sortedKeys(new(keyBuf)[:0], obj, func(k string) bool { return k != "title" }) {
 		_ = w.raw(k, obj[k]) // members came from a decoded object: valid JSON
 	}
 	w.close()
