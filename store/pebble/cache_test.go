@@ -11,9 +11,10 @@ import (
 // so every Get read its blocks from the file. With the default options, repeated reads of
 // flushed installations must be served from the cache, and Gets of absent ids must be
 // answered by the tables' Bloom filters. The sizes are the test stores' (openTest); enough
-// installations are written for the memtables to grow to their full size.
+// installations are written for the memtables to grow to their full size. The installation
+// cache (rowcache.go), which would answer the reads before Pebble, is off.
 func TestStoreBlockCacheHoldsBlocks(t *testing.T) {
-	s := openTest(t)
+	s := openTestWith(t, Options{InstallationCacheSize: -1})
 	ctx := context.Background()
 	const written, n = 8000, 1000
 	putBenchInsts(t, s, written)

@@ -14,7 +14,14 @@ import (
 
 func openTest(t testing.TB) *Store {
 	t.Helper()
-	s, err := Open(t.TempDir(), Options{CacheSize: 8 << 20, MemTableSize: 4 << 20})
+	return openTestWith(t, Options{})
+}
+
+// openTestWith is openTest with o's other options.
+func openTestWith(t testing.TB, o Options) *Store {
+	t.Helper()
+	o.CacheSize, o.MemTableSize = 8<<20, 4<<20
+	s, err := Open(t.TempDir(), o)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
