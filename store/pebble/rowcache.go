@@ -122,12 +122,12 @@ func (c *rowCache[V]) put(sh *rowShard[V], key []byte, v V) {
 	if c.bytes > 0 && size > c.bytes {
 		return
 	}
-	for k, old := range sh.m {
-		if (c.entries <= 0 || len(sh.m) < c.entries) && (c.bytes <= 0 || sh.bytes+size <= c.bytes) {
+	for len(sh.m) > 0 && ((c.entries > 0 && len(sh.m) >= c.entries) || (c.bytes > 0 && sh.bytes+size > c.bytes)) {
+		for k, old := range sh.m {
+			delete(sh.m, k)
+			sh.bytes -= len(k) + len(old) + rowEntryOverhead
 			break
 		}
-		delete(sh.m, k)
-		sh.bytes -= len(k) + len(old) + rowEntryOverhead
 	}
 	sh.m[string(key)] = v
 	sh.bytes += size
