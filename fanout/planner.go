@@ -226,7 +226,7 @@ func (p *Planner) plan(ctx context.Context, job *push.Job, h *gateHold) error {
 			n.Status = push.StatusDone
 		}
 		n.UpdatedAt = time.Now()
-		if first {
+		if first && len(tasks) > 0 { // only a task run here reads it
 			fresh = &FreshPlan{Record: *n, ReadAt: readAt}
 		}
 		return nil
