@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -32,6 +33,10 @@ var androidAttrs = map[string]validator{
 	"_notificationChannel": vString,
 }
 
+// dataPaths are "data.<key>" for the keys checkDataMembers validates (the platform objects and
+// the attributes above), built once instead of for every push.
+var dataPaths map[string]string
+
 // apsAttrs validate the members of an aps object that the spec names; the others (Apple keeps
 // adding, e.g. interruption-level) pass through to APNs unchecked.
 var apsAttrs map[string]validator
@@ -52,6 +57,12 @@ func init() {
 		"thread-id":         vString,
 		"category":          vString,
 		"aps":               vAPS,
+	}
+	dataPaths = map[string]string{}
+	for _, keys := range [][]string{render.PlatformKeys, slices.Collect(maps.Keys(iosAttrs)), slices.Collect(maps.Keys(androidAttrs))} {
+		for _, k := range keys {
+			dataPaths[k] = "data." + k
+		}
 	}
 	apsAttrs = map[string]validator{}
 	for _, k := range []string{"alert", "badge", "sound", "content-available", "mutable-content",
@@ -91,25 +102,24 @@ func checkDataMembers(top map[string]json.RawMessage, ed push.Edition) *push.Err
 	}
 	for _, k := range sortedKeys(top) {
 		raw := top[k]
-		path := "data." + k
 		if isNull(raw) {
 			continue
 		}
 		switch {
 		case render.IsPlatformKey(k):
-			if perr := checkPlatform(path, k, raw, ed, c); perr != nil {
+			if perr := checkPlatform(dataPaths[k], k, raw, ed, c); perr != nil {
 				return perr
 			}
 		case iosAttrs[k] != nil:
-			if perr := iosAttrs[k](path, raw, c); perr != nil {
+			if perr := iosAttrs[k](dataPaths[k], raw, c); perr != nil {
 				return perr
 			}
 		case androidAttrs[k] != nil:
-			if perr := androidAttrs[k](path, raw, c); perr != nil {
+			if perr := androidAttrs[k](dataPaths[k], raw, c); perr != nil {
 				return perr
 			}
 		case reservedPlatformNames[k] != "" && isKind(raw, '{'):
-			return push.Errorf(push.CodeValidation, "%s is not a platform key: use data.%s", path, reservedPlatformNames[k])
+			return push.Errorf(push.CodeValidation, "data.%s is not a platform key: use data.%s", k, reservedPlatformNames[k])
 		}
 	}
 	return nil
