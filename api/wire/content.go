@@ -108,9 +108,9 @@ func checkContentQueryTop(data json.RawMessage, top map[string]json.RawMessage, 
 	// against rendering every candidate.
 	topOK := top != nil
 	if !topOK {
-		var decoded map[string]json.RawMessage // not top: taking its address would move it to the heap
-		topOK = json.Unmarshal(data, &decoded) == nil
-		top = decoded
+		var err error
+		top, err = object(data)
+		topOK = err == nil
 	}
 	var members map[string]json.RawMessage // decoded once for every candidate's render
 	if topOK {
@@ -190,13 +190,9 @@ func pinnedDeviceType(where json.RawMessage) string {
 	if len(where) == 0 {
 		return ""
 	}
-	w, ok := jsondoc.Members(where) // where is compact (DecodePush)
-	if !ok {
-		var all map[string]json.RawMessage
-		if json.Unmarshal(where, &all) != nil {
-			return ""
-		}
-		w = all
+	w, err := object(where)
+	if err != nil {
+		return ""
 	}
 	raw, ok := w["deviceType"]
 	if !ok {

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/pushd/pushd/api/jsondoc"
 	"github.com/pushd/pushd/push"
 )
 
@@ -65,13 +64,9 @@ func renderIOS(m attrs, opts Options) (*push.Message, error) {
 	if alert, ok := m["alert"]; ok {
 		switch {
 		case isString(alert) && hasTitle:
-			body, ok := jsondoc.PlainToken(alert)
+			body, ok := decodeString(alert)
 			if !ok {
-				var esc string // not body: taking its address would move it to the heap
-				if json.Unmarshal(alert, &esc) != nil {
-					return nil, ErrBadData
-				}
-				body = esc
+				return nil, ErrBadData
 			}
 			aps["alert"] = alertObject(attrs{"body": mustString(body)}, title)
 		case isString(alert):
@@ -231,15 +226,7 @@ func writeIOSBody(aps, m attrs, badgeSlot bool) (body []byte, at int, err error)
 // boolean critical into the 0/1 number APNs expects.
 func normalizeAPS(aps attrs) (increment bool, err error) {
 	if v, ok := aps["badge"]; ok && isString(v) {
-		s, ok := jsondoc.PlainToken(v)
-		if !ok {
-			var esc string // not s: taking its address would move it to the heap
-			if json.Unmarshal(v, &esc) != nil {
-				return false, ErrBadData
-			}
-			s = esc
-		}
-		if s != badgeIncrement {
+		if s, ok := decodeString(v); !ok || s != badgeIncrement {
 			return false, ErrBadData
 		}
 		delete(aps, "badge")

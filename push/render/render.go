@@ -235,14 +235,24 @@ func (m attrs) str(k string) (s string, ok bool, err error) {
 	if !ok {
 		return "", false, nil
 	}
-	if s, ok := jsondoc.PlainToken(raw); ok {
-		return s, true, nil
-	}
-	var esc string // its own variable: the address json.Unmarshal takes moves it to the heap
-	if err := json.Unmarshal(raw, &esc); err != nil {
+	s, ok = decodeString(raw)
+	if !ok {
 		return "", false, ErrBadData
 	}
-	return esc, true, nil
+	return s, true, nil
+}
+
+// decodeString decodes raw, a JSON string token; ok is false when it is not one. A plain token
+// is read without encoding/json.
+func decodeString(raw json.RawMessage) (string, bool) {
+	if s, ok := jsondoc.PlainToken(raw); ok {
+		return s, true
+	}
+	var esc string // not the result above: taking its address would move it to the heap
+	if json.Unmarshal(raw, &esc) != nil {
+		return "", false
+	}
+	return esc, true
 }
 
 // isPlainString says whether raw is a JSON string token with no escape, no inner quote and no
