@@ -72,20 +72,22 @@ func decodeInstHead(v []byte) (stored, error) {
 	return st, nil
 }
 
-// readInst returns the stored installation, or store.ErrNotFound.
+// readInst returns the stored installation, or store.ErrNotFound, for a writer of it: a row
+// read from Pebble does not fill the installation cache, since the writer's commit sets or
+// forgets the row there right after (learnRows, forgetRows).
 func (s *Store) readInst(appID, objectID string) (stored, error) {
-	return s.readInstWith(appID, objectID, decodeInstValue)
+	return s.readInstWith(appID, objectID, decodeInstValue, false)
 }
 
 // readInstRoute is readInst without the document (stored.inst.Doc stays nil), for writers
 // that only need the previous version's keys.
 func (s *Store) readInstRoute(appID, objectID string) (stored, error) {
-	return s.readInstWith(appID, objectID, decodeInstHead)
+	return s.readInstWith(appID, objectID, decodeInstHead, false)
 }
 
 // readInstWith decodes the primary row of objectID with decode (which copies what it keeps),
-// from the installation cache or from Pebble, which then fills the cache.
-func (s *Store) readInstWith(appID, objectID string, decode func([]byte) (stored, error)) (stored, error) {
+// from the installation cache or from Pebble, which then fills the cache when fill says so.
+func (s *Store) readInstWith(appID, objectID string, decode func([]byte) (stored, error), fill bool) (stored, error) {
 	var buf [128]byte
 	key := instKey(buf[:0], appID, objectID)
 	var gen uint64
@@ -104,7 +106,7 @@ func (s *Store) readInstWith(appID, objectID string, decode func([]byte) (stored
 		return stored{}, err
 	}
 	defer closer.Close()
-	if s.insts != nil {
+	if fill && s.insts != nil {
 		s.insts.fill(key, append([]byte(nil), v...), gen)
 	}
 	return decode(v)
@@ -116,7 +118,9 @@ func (s *Store) GetInstallation(ctx context.Context, appID, objectID string) (pu
 		return push.Installation{}, err
 	}
 	defer s.exit()
-	st, err := s.readInst(appID, objectID)
+	// A reader fills the cache: the upsert that reads the installation here writes it next,
+	// and the store's read of the route under the stripes then finds it there.
+	st, err := s.readInstWith(appID, objectID, decodeInstValue, true)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return push.Installation{}, err
