@@ -70,8 +70,12 @@ func TestDirectEpollIdleConnectionsHoldNoGoroutine(t *testing.T) {
 				waitfor.True(t, 10*time.Second, "no goroutine per idle connection", func() bool {
 					return runtime.NumGoroutine()-before < n/10
 				})
-			} else if g := runtime.NumGoroutine() - before; g < n {
-				t.Errorf("%d more goroutines for %d connections on the goroutine loop, want one each", g, n)
+			} else {
+				// One goroutine each; the margin is for goroutines counted in before that
+				// end meanwhile (the rig's own start-up), which made an exact count flaky.
+				waitfor.True(t, 10*time.Second, "a goroutine per connection on the goroutine loop", func() bool {
+					return runtime.NumGoroutine()-before >= n-n/10
+				})
 			}
 			for _, c := range open {
 				_ = c.Close()
