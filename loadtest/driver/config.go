@@ -44,7 +44,7 @@ type Config struct {
 	SimDir     string // pushsim's -dir: AuthKey_<keyid>.p8, service-account.json, ca.pem
 
 	Installations   int     // main population, default 20,000
-	IOSFraction     float64 // share of iOS installations, default 0.5 (the rest are FCM Android)
+	IOSFraction     float64 // share of iOS installations (the rest are FCM Android); the flag's default is 0.5, and 0 means Android only
 	Concurrency     int     // installation upserts in flight, default 128
 	SeedImport      bool    // seed through the bulk import (JSON lines) instead of upserts
 	Pushes          []string
@@ -201,9 +201,6 @@ func (c *Config) withDefaults() Config {
 	out := *c
 	if out.Installations == 0 {
 		out.Installations = 20000
-	}
-	if out.IOSFraction == 0 {
-		out.IOSFraction = 0.5
 	}
 	if out.Concurrency <= 0 {
 		out.Concurrency = 128
