@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,16 +21,27 @@ import (
 	"github.com/pushd/pushd/push"
 )
 
-// The floor: after the scenarios, the driver sends the same kind of request pushd sent
-// (POST /3/device/<token> with a JWT, topic and push type, an alert body of the same size)
-// to the same APNs simulator with h2load (nghttp2, C) and with a minimal Go HTTP/2 client
-// (loadtest/cmd/h2floor), each in its own process, and measures that process's CPU (its
-// rusage) and rate. pushd's figures of the compared scenario are then given as ratios to
-// them: how many times the floor's CPU per request pushd spends per delivery.
+// The floor: after the scenarios, the driver sends the same kind of request pushd sent to
+// the same simulators, each tool in its own process, and measures that process's CPU (its
+// rusage) and rate. To APNs (POST /3/device/<token> with a JWT, topic and push type, an alert
+// body of the same size): h2load (nghttp2, C) and a minimal Go HTTP/2 client
+// (loadtest/cmd/h2floor). To FCM (POST /v1/projects/<id>/messages:send with an OAuth2 access
+// token from the simulator's token endpoint, a message of the same size): h2load. pushd's
+// figures of the compared scenario are then given as ratios to them: how many times the
+// floor's CPU per request pushd spends per delivery; for a scenario that reached both, also to
+// h2load's mix of the two in the scenario's proportions.
 
-// FloorRun is one floor tool's run.
+// Floor gateways and the derived mix's tool name.
+const (
+	floorAPNs  = "apns"
+	floorFCM   = "fcm"
+	floorMixed = "h2load mix"
+)
+
+// FloorRun is one floor tool's run against one simulator.
 type FloorRun struct {
-	Tool                string  `json:"tool"` // h2load or go-http2
+	Tool                string  `json:"tool"`    // h2load, go-http2, or "h2load mix" (derived)
+	Gateway             string  `json:"gateway"` // apns or fcm; "apns+fcm" for the mix
 	Requests            int64   `json:"requests,omitempty"`
 	OK                  int64   `json:"ok,omitempty"` // answered 200
 	Seconds             float64 `json:"seconds,omitempty"`
@@ -41,15 +55,26 @@ type FloorRun struct {
 	Skipped   string  `json:"skipped,omitempty"` // why the tool did not run or its figures are missing
 }
 
+// Name is the run's label in the reports: tool and gateway.
+func (fr FloorRun) Name() string {
+	if fr.Tool == floorMixed {
+		return fr.Tool
+	}
+	return fr.Tool + " " + fr.Gateway
+}
+
 // Floor is the floor measured in this run and what it is compared with.
 type Floor struct {
-	Scenario                  string     `json:"scenario"` // whose pushd figures the ratios use
-	StartT                    float64    `json:"startT"`   // seconds since the run started
-	PushdCPUMicrosPerDelivery float64    `json:"pushdCpuMicrosPerDelivery"`
-	PushdDeliveriesPerSecond  float64    `json:"pushdDeliveriesPerSecond"`
-	Connections               int        `json:"connections"`
-	Streams                   int        `json:"streams"` // in flight per connection
-	Runs                      []FloorRun `json:"runs"`
+	Scenario                  string  `json:"scenario"` // whose pushd figures the ratios use
+	StartT                    float64 `json:"startT"`   // seconds since the run started
+	PushdCPUMicrosPerDelivery float64 `json:"pushdCpuMicrosPerDelivery"`
+	PushdDeliveriesPerSecond  float64 `json:"pushdDeliveriesPerSecond"`
+	// FCMShare is the share of the scenario's APNs and FCM deliveries that went to FCM: 0 for
+	// an iOS-only push, 1 for an Android-only one.
+	FCMShare    float64    `json:"fcmShare"`
+	Connections int        `json:"connections"`
+	Streams     int        `json:"streams"` // in flight per connection
+	Runs        []FloorRun `json:"runs"`
 }
 
 // Ratio is pushd's figure over the floor's, 0 when either is unknown.
@@ -58,6 +83,54 @@ func Ratio(pushd, floor float64) float64 {
 		return 0
 	}
 	return pushd / floor
+}
+
+// setFigures derives each run's rate and CPU per request from its counts, adds h2load's mix
+// when the scenario reached both gateways and both were measured, and sets the ratios.
+func (f *Floor) setFigures() {
+	for i := range f.Runs {
+		fr := &f.Runs[i]
+		if fr.Tool == floorMixed {
+			continue
+		}
+		if fr.OK > 0 && fr.Seconds > 0 {
+			fr.RequestsPerSecond = float64(fr.OK) / fr.Seconds
+			fr.CPUMicrosPerRequest = fr.CPUSeconds * 1e6 / float64(fr.OK)
+		}
+		if fr.Skipped == "" && fr.OK < fr.Requests*9/10 {
+			fr.Skipped = fmt.Sprintf("only %d of %d requests answered 200", fr.OK, fr.Requests)
+		}
+	}
+	f.Runs = slices.DeleteFunc(f.Runs, func(fr FloorRun) bool { return fr.Tool == floorMixed })
+	if m, ok := f.mix(); ok {
+		f.Runs = append(f.Runs, m)
+	}
+	f.setRatios()
+}
+
+// mix is h2load's floor for the scenario's proportions of APNs and FCM deliveries: the CPU
+// per request and the time per request of the two runs, weighted by FCMShare.
+func (f *Floor) mix() (FloorRun, bool) {
+	if f.FCMShare <= 0 || f.FCMShare >= 1 {
+		return FloorRun{}, false
+	}
+	var a, g *FloorRun
+	for i := range f.Runs {
+		switch fr := &f.Runs[i]; {
+		case fr.Tool != "h2load" || fr.Skipped != "" || fr.CPUMicrosPerRequest <= 0 || fr.RequestsPerSecond <= 0:
+		case fr.Gateway == floorAPNs:
+			a = fr
+		case fr.Gateway == floorFCM:
+			g = fr
+		}
+	}
+	if a == nil || g == nil {
+		return FloorRun{}, false
+	}
+	s := f.FCMShare
+	return FloorRun{Tool: floorMixed, Gateway: floorAPNs + "+" + floorFCM,
+		CPUMicrosPerRequest: (1-s)*a.CPUMicrosPerRequest + s*g.CPUMicrosPerRequest,
+		RequestsPerSecond:   1 / ((1-s)/a.RequestsPerSecond + s/g.RequestsPerSecond)}, true
 }
 
 // setRatios fills each run's ratios from f's pushd figures.
@@ -85,24 +158,82 @@ func compared(scs []ScenarioReport) *ScenarioReport {
 	return best
 }
 
-// floorBody is an alert of the size pushd renders for the scenarios' data.
-const floorBody = `{"aps":{"alert":{"title":"loadtest","body":"pushd load test: channel"}}}`
+// floorBody is an alert of the size pushd renders for the scenarios' data; fcmFloorBody the
+// FCM message of the same alert, for one registration token.
+const (
+	floorBody    = `{"aps":{"alert":{"title":"loadtest","body":"pushd load test: channel"}}}`
+	fcmFloorBody = `{"message":{"token":%q,"notification":{"title":"loadtest","body":"pushd load test: channel"}}}`
+)
 
-// runFloor measures the floor against the APNs simulator and sets r.rep.Floor.
+// runFloor measures the floor against the APNs and FCM simulators the compared scenario
+// reached and sets r.rep.Floor.
 func (r *run) runFloor(ctx context.Context, files simFiles) error {
 	sc := compared(r.rep.Scenarios)
 	if sc == nil {
 		r.logf("floor: skipped: no scenario of the main app with pushd's CPU measured")
 		return nil
 	}
-	apnsURL := ""
-	for _, s := range r.cfg.Sims {
-		if s.Name == push.ChannelAPNs {
-			apnsURL = s.URL
+	f := &Floor{Scenario: sc.Name, PushdCPUMicrosPerDelivery: sc.CPUMicrosPerDelivery, PushdDeliveriesPerSecond: sc.DeliveriesPerSecond,
+		Connections: r.cfg.FloorConnections, Streams: r.cfg.FloorStreams}
+	apnsSent, fcmSent := sc.ByChannel[push.ChannelAPNs].Sent, sc.ByChannel[push.ChannelFCM].Sent
+	if apnsSent+fcmSent > 0 {
+		f.FCMShare = float64(fcmSent) / float64(apnsSent+fcmSent)
+	}
+	f.StartT = time.Since(r.rep.StartedAt).Seconds()
+	dir, err := os.MkdirTemp("", "pushd-floor-")
+	if err != nil {
+		return fmt.Errorf("cannot make the floor's temp dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.WriteFile(filepath.Join(dir, "ca.pem"), files.ca, 0o600); err != nil {
+		return fmt.Errorf("cannot write the floor's ca.pem: %w", err)
+	}
+	if fcmSent == 0 || apnsSent > 0 {
+		if err := r.apnsFloor(ctx, f, files, dir, floorRequests(r.cfg.FloorRequests, apnsSent)); err != nil {
+			return err
 		}
 	}
+	if fcmSent > 0 {
+		if err := r.fcmFloor(ctx, f, files, dir, floorRequests(r.cfg.FloorRequests, fcmSent)); err != nil {
+			return err
+		}
+	}
+	if len(f.Runs) == 0 {
+		return nil
+	}
+	f.setFigures()
+	r.rep.Floor = f
+	for _, fr := range f.Runs {
+		if fr.Tool == floorMixed {
+			r.logf("floor %s: %.1f µs CPU per request at %.0f%% FCM", fr.Name(), fr.CPUMicrosPerRequest, 100*f.FCMShare)
+			continue
+		}
+		if fr.CPUMicrosPerRequest > 0 {
+			r.logf("floor %s: %d requests in %.2fs (%.0f/s), %.1f µs CPU per request", fr.Name(), fr.OK, fr.Seconds, fr.RequestsPerSecond, fr.CPUMicrosPerRequest)
+		}
+		if fr.Skipped != "" {
+			r.logf("floor %s: %s", fr.Name(), fr.Skipped)
+		}
+	}
+	return nil
+}
+
+// simURL is the URL of the simulator named name in -sim-stats ("" if none).
+func (r *run) simURL(name string) string {
+	for _, s := range r.cfg.Sims {
+		if s.Name == name {
+			return s.URL
+		}
+	}
+	return ""
+}
+
+// apnsFloor runs h2load and the Go floor against the APNs simulator, n requests each, and adds
+// their runs to f.
+func (r *run) apnsFloor(ctx context.Context, f *Floor, files simFiles, dir string, n int) error {
+	apnsURL := r.simURL(push.ChannelAPNs)
 	if apnsURL == "" {
-		r.logf("floor: skipped: no simulator named apns in -sim-stats")
+		r.logf("floor apns: skipped: no simulator named apns in -sim-stats")
 		return nil
 	}
 	var tokens []string
@@ -112,10 +243,9 @@ func (r *run) runFloor(ctx context.Context, files simFiles) error {
 		}
 	}
 	if len(tokens) == 0 {
-		r.logf("floor: skipped: the population has no iOS token")
+		r.logf("floor apns: skipped: the population has no iOS token")
 		return nil
 	}
-	n := floorRequests(r.cfg.FloorRequests, sc.ByChannel[push.ChannelAPNs].Sent)
 	key, err := sim.ParseAPNsKey(files.p8)
 	if err != nil {
 		return fmt.Errorf("cannot read the APNs key for the floor: %w", err)
@@ -124,49 +254,22 @@ func (r *run) runFloor(ctx context.Context, files simFiles) error {
 	if err != nil {
 		return fmt.Errorf("cannot sign the floor's APNs token: %w", err)
 	}
-	dir, err := os.MkdirTemp("", "pushd-floor-")
-	if err != nil {
-		return fmt.Errorf("cannot make the floor's temp dir: %w", err)
-	}
-	defer os.RemoveAll(dir)
 	var uris, toks strings.Builder
 	for i := range min(n, len(tokens)) {
 		fmt.Fprintf(&uris, "%s/3/device/%s\n", apnsURL, tokens[i])
 		fmt.Fprintf(&toks, "%s\n", tokens[i])
 	}
-	files2 := map[string]string{"uris.txt": uris.String(), "tokens.txt": toks.String(), "body.json": floorBody, "ca.pem": string(files.ca)}
+	files2 := map[string]string{"uris.txt": uris.String(), "tokens.txt": toks.String(), "body.json": floorBody}
 	for name, content := range files2 {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
 			return fmt.Errorf("cannot write the floor's %s: %w", name, err)
 		}
 	}
 	hdrs := []string{"authorization: bearer " + jwt, "apns-topic: " + r.cfg.Topic, "apns-push-type: alert", "apns-priority: 10", "content-type: application/json"}
-	f := &Floor{Scenario: sc.Name, PushdCPUMicrosPerDelivery: sc.CPUMicrosPerDelivery, PushdDeliveriesPerSecond: sc.DeliveriesPerSecond,
-		Connections: r.cfg.FloorConnections, Streams: r.cfg.FloorStreams}
 	c, m := strconv.Itoa(f.Connections), strconv.Itoa(f.Streams)
-	f.StartT = time.Since(r.rep.StartedAt).Seconds()
+	f.Runs = append(f.Runs, r.h2loadRun(ctx, floorAPNs, n, []string{"-i", filepath.Join(dir, "uris.txt"), "-d", filepath.Join(dir, "body.json")}, hdrs, c, m))
 
-	h2 := FloorRun{Tool: "h2load"}
-	if r.cfg.FloorH2load == "" {
-		h2.Skipped = "h2load not available (Debian package nghttp2-client; scripts/loadtest.sh installs it when run as root)"
-	} else {
-		args := []string{"-n", strconv.Itoa(n), "-c", c, "-m", m, "-t", "1", "-i", filepath.Join(dir, "uris.txt"), "-d", filepath.Join(dir, "body.json")}
-		for _, h := range hdrs {
-			args = append(args, "-H", h)
-		}
-		out, cpu, secs, err := runTool(ctx, r.cfg.FloorH2load, args)
-		h2.Requests, h2.CPUSeconds = int64(n), cpu
-		if err == nil {
-			h2.OK, h2.Seconds, err = ParseH2load(out)
-		}
-		if err != nil {
-			h2.Skipped = err.Error()
-			h2.Seconds = secs
-		}
-	}
-	f.Runs = append(f.Runs, h2)
-
-	g := FloorRun{Tool: "go-http2"}
+	g := FloorRun{Tool: "go-http2", Gateway: floorAPNs}
 	if r.cfg.FloorGo == "" {
 		g.Skipped = "no -floor-go binary (loadtest/cmd/h2floor)"
 	} else {
@@ -195,27 +298,106 @@ func (r *run) runFloor(ctx context.Context, files simFiles) error {
 		}
 	}
 	f.Runs = append(f.Runs, g)
-	for i := range f.Runs {
-		fr := &f.Runs[i]
-		if fr.OK > 0 && fr.Seconds > 0 {
-			fr.RequestsPerSecond = float64(fr.OK) / fr.Seconds
-			fr.CPUMicrosPerRequest = fr.CPUSeconds * 1e6 / float64(fr.OK)
-		}
-		if fr.Skipped == "" && fr.OK < fr.Requests*9/10 {
-			fr.Skipped = fmt.Sprintf("only %d of %d requests answered 200", fr.OK, fr.Requests)
-		}
-	}
-	f.setRatios()
-	r.rep.Floor = f
-	for _, fr := range f.Runs {
-		if fr.CPUMicrosPerRequest > 0 {
-			r.logf("floor %s: %d requests in %.2fs (%.0f/s), %.1f µs CPU per request", fr.Tool, fr.OK, fr.Seconds, fr.RequestsPerSecond, fr.CPUMicrosPerRequest)
-		}
-		if fr.Skipped != "" {
-			r.logf("floor %s: %s", fr.Tool, fr.Skipped)
-		}
-	}
 	return nil
+}
+
+// fcmFloor runs h2load against the FCM simulator, n requests with an access token the
+// simulator's token endpoint grants for the main app's service account, and adds its run to
+// f. Every request carries the same registration token (h2load sends one body).
+func (r *run) fcmFloor(ctx context.Context, f *Floor, files simFiles, dir string, n int) error {
+	fcmURL := r.simURL(push.ChannelFCM)
+	if fcmURL == "" {
+		r.logf("floor fcm: skipped: no simulator named fcm in -sim-stats")
+		return nil
+	}
+	token := ""
+	for i := range r.pop.Main {
+		if d := &r.pop.Main[i]; !d.IOS && !d.Dead {
+			token = d.Token
+			break
+		}
+	}
+	if token == "" {
+		r.logf("floor fcm: skipped: the population has no live FCM registration token")
+		return nil
+	}
+	var sa struct {
+		ProjectID string `json:"project_id"`
+	}
+	if err := json.Unmarshal(files.sa, &sa); err != nil || sa.ProjectID == "" {
+		return fmt.Errorf("cannot read the project of the floor's service account: %v", err)
+	}
+	access, err := r.fcmAccessToken(ctx, files.sa)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "fcm-body.json"), fmt.Appendf(nil, fcmFloorBody, token), 0o600); err != nil {
+		return fmt.Errorf("cannot write the floor's fcm-body.json: %w", err)
+	}
+	hdrs := []string{"authorization: Bearer " + access, "content-type: application/json"}
+	uri := fcmURL + "/v1/projects/" + sa.ProjectID + "/messages:send"
+	f.Runs = append(f.Runs, r.h2loadRun(ctx, floorFCM, n, []string{"-d", filepath.Join(dir, "fcm-body.json"), uri}, hdrs,
+		strconv.Itoa(f.Connections), strconv.Itoa(f.Streams)))
+	return nil
+}
+
+// fcmAccessToken is the access token the FCM simulator's token endpoint (the service
+// account's token_uri) grants for the service account saJSON, by the jwt-bearer grant pushd
+// uses.
+func (r *run) fcmAccessToken(ctx context.Context, saJSON []byte) (string, error) {
+	var sa struct {
+		TokenURI string `json:"token_uri"`
+	}
+	if err := json.Unmarshal(saJSON, &sa); err != nil || sa.TokenURI == "" {
+		return "", fmt.Errorf("cannot read the token_uri of the floor's service account: %v", err)
+	}
+	assertion, err := sim.NewFCMAssertion(saJSON, time.Now())
+	if err != nil {
+		return "", fmt.Errorf("cannot sign the floor's FCM assertion: %w", err)
+	}
+	form := url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:jwt-bearer"}, "assertion": {assertion}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sa.TokenURI, strings.NewReader(form.Encode()))
+	if err != nil {
+		return "", fmt.Errorf("cannot ask for the floor's FCM access token: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	res, err := r.sims.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("cannot get the floor's FCM access token: %w", err)
+	}
+	defer res.Body.Close()
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&tok); err != nil || res.StatusCode != http.StatusOK || tok.AccessToken == "" {
+		return "", fmt.Errorf("cannot get the floor's FCM access token: %s (%v)", res.Status, err)
+	}
+	return tok.AccessToken, nil
+}
+
+// h2loadRun runs h2load with n requests on c connections of m streams, the request's args
+// (-i uris or -d body and URI) and headers, as the floor run of gateway.
+func (r *run) h2loadRun(ctx context.Context, gateway string, n int, req, hdrs []string, c, m string) FloorRun {
+	h2 := FloorRun{Tool: "h2load", Gateway: gateway}
+	if r.cfg.FloorH2load == "" {
+		h2.Skipped = "h2load not available (Debian package nghttp2-client; scripts/loadtest.sh installs it when run as root)"
+		return h2
+	}
+	args := []string{"-n", strconv.Itoa(n), "-c", c, "-m", m, "-t", "1"}
+	for _, h := range hdrs {
+		args = append(args, "-H", h)
+	}
+	args = append(args, req...)
+	out, cpu, secs, err := runTool(ctx, r.cfg.FloorH2load, args)
+	h2.Requests, h2.CPUSeconds = int64(n), cpu
+	if err == nil {
+		h2.OK, h2.Seconds, err = ParseH2load(out)
+	}
+	if err != nil {
+		h2.Skipped = err.Error()
+		h2.Seconds = secs
+	}
+	return h2
 }
 
 // runTool runs a floor tool and returns its stdout, its CPU seconds and its wall seconds.

@@ -68,6 +68,41 @@ func TestDriverFloorRatios(t *testing.T) {
 	if r := f.Runs[2]; r.CPURatio != 0 || r.RateRatio != 0 {
 		t.Errorf("a skipped floor has ratios %v, %v", r.CPURatio, r.RateRatio)
 	}
+
+	// h2load's mix: the two gateways' runs weighed by the scenario's deliveries, once each,
+	// and only for a scenario that reached both and runs that were both measured.
+	runs := func() []FloorRun {
+		return []FloorRun{
+			{Tool: "h2load", Gateway: floorAPNs, Requests: 3000, OK: 3000, Seconds: 0.15, CPUSeconds: 0.03}, // 20,000/s, 10 µs
+			{Tool: "h2load", Gateway: floorFCM, Requests: 1000, OK: 1000, Seconds: 0.1, CPUSeconds: 0.006},  // 10,000/s, 6 µs
+		}
+	}
+	f = &Floor{PushdCPUMicrosPerDelivery: 18, PushdDeliveriesPerSecond: 6000, FCMShare: 0.25, Runs: runs()}
+	f.setFigures()
+	f.setFigures() // again: the mix is replaced, not added twice
+	if len(f.Runs) != 3 || f.Runs[2].Tool != floorMixed {
+		t.Fatalf("runs after setFigures: %+v, want the two and one mix", f.Runs)
+	}
+	m := f.Runs[2]
+	if math.Abs(m.CPUMicrosPerRequest-9) > 1e-9 || math.Abs(m.RequestsPerSecond-16000) > 1e-6 || math.Abs(m.CPURatio-2) > 1e-9 {
+		t.Errorf("mix %.3f µs, %.1f/s, ratio %.3f; want 9 µs (0.75×10 + 0.25×6), 16,000/s, 2", m.CPUMicrosPerRequest, m.RequestsPerSecond, m.CPURatio)
+	}
+	if r := f.Runs[1]; r.RequestsPerSecond != 10000 || r.CPUMicrosPerRequest != 6 || r.CPURatio != 3 {
+		t.Errorf("fcm run %+v, want 10,000/s, 6 µs, ratio 3", r)
+	}
+	for _, share := range []float64{0, 1} {
+		f = &Floor{PushdCPUMicrosPerDelivery: 18, FCMShare: share, Runs: runs()}
+		f.setFigures()
+		if len(f.Runs) != 2 {
+			t.Errorf("FCM share %v: %d runs, want no mix for a push to one gateway", share, len(f.Runs))
+		}
+	}
+	f = &Floor{PushdCPUMicrosPerDelivery: 18, FCMShare: 0.5, Runs: runs()}
+	f.Runs[1].OK = 10 // under nine tenths answered: not a floor
+	f.setFigures()
+	if len(f.Runs) != 2 || f.Runs[1].Skipped == "" {
+		t.Errorf("runs %+v: want the short fcm run skipped and no mix", f.Runs)
+	}
 }
 
 func TestDriverParseH2load(t *testing.T) {
@@ -118,9 +153,11 @@ func measuredReport() *Report {
 	r.PushLatency = Windows(r.PushCalls, 0.1)
 	r.UpsertLatency = Windows([]Call{{T: 0.2, Seconds: 0.01}, {T: 0.3, Seconds: 0.02}, {T: 1.1, Seconds: 0.03}}, 0.1)
 	r.Pushd = &ProcessUse{Samples: 60, CPUSeconds: 3, RSSStart: 40 << 20, RSSEnd: 99 << 20, PeakRSS: 99 << 20}
-	r.Floor = &Floor{Scenario: "channel", StartT: 5.5, PushdCPUMicrosPerDelivery: 400, PushdDeliveriesPerSecond: 50, Connections: 2, Streams: 100,
-		Runs: []FloorRun{{Tool: "h2load", OK: 2000, Requests: 2000, Seconds: 0.1, RequestsPerSecond: 20000, CPUMicrosPerRequest: 10, CPURatio: 40, RateRatio: 0.0025},
-			{Tool: "go-http2", Skipped: "no -floor-go binary"}}}
+	r.Floor = &Floor{Scenario: "channel", StartT: 5.5, PushdCPUMicrosPerDelivery: 400, PushdDeliveriesPerSecond: 50, FCMShare: 0.5, Connections: 2, Streams: 100,
+		Runs: []FloorRun{{Tool: "h2load", Gateway: "apns", OK: 2000, Requests: 2000, Seconds: 0.1, CPUSeconds: 0.02},
+			{Tool: "go-http2", Gateway: "apns", Skipped: "no -floor-go binary"},
+			{Tool: "h2load", Gateway: "fcm", OK: 2000, Requests: 2000, Seconds: 0.125, CPUSeconds: 0.016}}}
+	r.Floor.setFigures()
 	r.Finish()
 	return r
 }
@@ -153,7 +190,7 @@ func TestDriverReportHTML(t *testing.T) {
 	for _, want := range []string{
 		"Deliveries per second, per channel", "Push accept latency", "Accept → first and → last delivery",
 		"pushd CPU", "pushd memory", "Per-channel counts", "CPU per delivery: pushd and the floor",
-		`<span class="verdict ok">OK</span>`, "h2load", "40.00×", "no -floor-go binary",
+		`<span class="verdict ok">OK</span>`, "h2load apns", "40.00×", "no -floor-go binary", "h2load fcm", "h2load mix", "44.44×", "50% of its APNs and FCM deliveries went to FCM",
 		">apns<", ">fcm<", // legend and table entries
 		"&#34;upsertsPerSecond&#34;: 60", // the JSON report, escaped into the page
 	} {
@@ -205,9 +242,11 @@ func TestDriverReportTableResources(t *testing.T) {
 	for _, want := range []string{
 		"pushd process (/proc, every 0.10s, 60 samples): 3.0s CPU, RSS 40 MB at start, 99 MB at end (growth +59 MB), peak 99 MB",
 		"cpu-µs/delivery",
-		"compared with scenario channel: pushd 400.0 µs CPU/delivery, 50 deliveries/s",
-		"h2load    2000 requests in 0.10s = 20000/s, 10.0 µs CPU/request: pushd CPU/delivery = 40.00x the floor, pushd rate = 0.00x the floor",
-		"go-http2  no -floor-go binary",
+		"compared with scenario channel (50% of its APNs and FCM deliveries to FCM): pushd 400.0 µs CPU/delivery, 50 deliveries/s",
+		"h2load apns    2000 requests in 0.10s = 20000/s, 10.0 µs CPU/request: pushd CPU/delivery = 40.00x the floor, pushd rate = 0.00x the floor",
+		"go-http2 apns  no -floor-go binary",
+		"h2load fcm     2000 requests in 0.12s = 16000/s, 8.0 µs CPU/request: pushd CPU/delivery = 50.00x the floor",
+		"h2load mix     the scenario's mix of the two h2load runs = 17778/s, 9.0 µs CPU/request: pushd CPU/delivery = 44.44x the floor",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)

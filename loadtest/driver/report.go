@@ -39,7 +39,7 @@ type Report struct {
 	Error            string           `json:"error,omitempty"` // why the run stopped early
 
 	// Pushd is pushd's process over the run (sampled from /proc every SampleEvery seconds);
-	// Floor the floor measured against the APNs simulator after the scenarios.
+	// Floor the floor measured against the APNs and FCM simulators after the scenarios.
 	Pushd *ProcessUse `json:"pushdProcess,omitempty"`
 	Floor *Floor      `json:"floor,omitempty"`
 	// Latency is the latency comparison (--latency-compare).
@@ -262,15 +262,19 @@ func (r *Report) writeResources(b *strings.Builder) error {
 		}
 	}
 	if f := r.Floor; f != nil {
-		fmt.Fprintf(b, "floor against the same APNs simulator (%d connections x %d streams), compared with scenario %s: pushd %.1f µs CPU/delivery, %.0f deliveries/s\n",
-			f.Connections, f.Streams, f.Scenario, f.PushdCPUMicrosPerDelivery, f.PushdDeliveriesPerSecond)
+		fmt.Fprintf(b, "floor against the same simulators (%d connections x %d streams), compared with scenario %s (%.0f%% of its APNs and FCM deliveries to FCM): pushd %.1f µs CPU/delivery, %.0f deliveries/s\n",
+			f.Connections, f.Streams, f.Scenario, 100*f.FCMShare, f.PushdCPUMicrosPerDelivery, f.PushdDeliveriesPerSecond)
 		for _, fr := range f.Runs {
-			if fr.CPUMicrosPerRequest > 0 {
-				fmt.Fprintf(b, "  %-9s %d requests in %.2fs = %.0f/s, %.1f µs CPU/request: pushd CPU/delivery = %.2fx the floor, pushd rate = %.2fx the floor\n",
-					fr.Tool, fr.OK, fr.Seconds, fr.RequestsPerSecond, fr.CPUMicrosPerRequest, fr.CPURatio, fr.RateRatio)
+			switch {
+			case fr.Tool == floorMixed:
+				fmt.Fprintf(b, "  %-14s the scenario's mix of the two h2load runs = %.0f/s, %.1f µs CPU/request: pushd CPU/delivery = %.2fx the floor, pushd rate = %.2fx the floor\n",
+					fr.Name(), fr.RequestsPerSecond, fr.CPUMicrosPerRequest, fr.CPURatio, fr.RateRatio)
+			case fr.CPUMicrosPerRequest > 0:
+				fmt.Fprintf(b, "  %-14s %d requests in %.2fs = %.0f/s, %.1f µs CPU/request: pushd CPU/delivery = %.2fx the floor, pushd rate = %.2fx the floor\n",
+					fr.Name(), fr.OK, fr.Seconds, fr.RequestsPerSecond, fr.CPUMicrosPerRequest, fr.CPURatio, fr.RateRatio)
 			}
 			if fr.Skipped != "" {
-				fmt.Fprintf(b, "  %-9s %s\n", fr.Tool, fr.Skipped)
+				fmt.Fprintf(b, "  %-14s %s\n", fr.Name(), fr.Skipped)
 			}
 		}
 	}

@@ -412,7 +412,7 @@ func (r *Report) floorFigure() (Figure, error) {
 	vs := plotter.Values{f.PushdCPUMicrosPerDelivery}
 	for _, fr := range f.Runs {
 		if fr.CPUMicrosPerRequest > 0 {
-			names = append(names, fr.Tool)
+			names = append(names, fr.Name())
 			vs = append(vs, fr.CPUMicrosPerRequest)
 		}
 	}
@@ -425,11 +425,12 @@ func (r *Report) floorFigure() (Figure, error) {
 	p.Add(b)
 	nominal(p, names)
 	headroom(p, 1)
-	return figure(title, fmt.Sprintf("the floor: the same request shape to the same APNs simulator, %d connections × %d streams, each tool in its own process", f.Connections, f.Streams), p)
+	return figure(title, fmt.Sprintf("the floor: the same request shapes to the same APNs and FCM simulators, %d connections × %d streams, each tool in its own process; h2load mix weighs the two by the scenario's deliveries", f.Connections, f.Streams), p)
 }
 
 var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"mb": mb,
+	"mb":  mb,
+	"pct": func(share float64) float64 { return 100 * share },
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -478,10 +479,10 @@ pre { background: #f6f6f6; padding: 10px; overflow: auto; max-height: 480px; fon
 
 <h2>pushd and the floor</h2>
 {{with .R.Pushd}}{{if .Error}}<p class="note">{{.Error}}</p>{{else}}<p>pushd's process over the run ({{.Samples}} samples every {{printf "%.2f" $.R.SampleEvery}}s): {{printf "%.1f" .CPUSeconds}}s CPU; RSS {{printf "%.0f" (mb .RSSStart)}} MB at start, {{printf "%.0f" (mb .RSSEnd)}} MB at end, peak {{printf "%.0f" (mb .PeakRSS)}} MB{{if .Restarts}} ({{.Restarts}} restarts){{end}}.</p>{{end}}{{end}}
-{{with .R.Floor}}<p>Compared with scenario <b>{{.Scenario}}</b>: pushd {{printf "%.1f" .PushdCPUMicrosPerDelivery}} µs CPU per delivery, {{printf "%.0f" .PushdDeliveriesPerSecond}} deliveries/s. The floor sends the same request shape to the same APNs simulator ({{.Connections}} connections × {{.Streams}} streams).</p>
+{{with .R.Floor}}<p>Compared with scenario <b>{{.Scenario}}</b>: pushd {{printf "%.1f" .PushdCPUMicrosPerDelivery}} µs CPU per delivery, {{printf "%.0f" .PushdDeliveriesPerSecond}} deliveries/s. {{printf "%.0f" (pct .FCMShare)}}% of its APNs and FCM deliveries went to FCM. The floor sends the same request shapes to the same APNs and FCM simulators ({{.Connections}} connections × {{.Streams}} streams); h2load mix weighs the two h2load runs by the scenario's deliveries.</p>
 <table>
 <tr><th>floor</th><th>requests (200)</th><th>seconds</th><th>requests/s</th><th>CPU µs/request</th><th>pushd CPU / floor</th><th>pushd rate / floor</th><th>note</th></tr>
-{{range .Runs}}<tr><td>{{.Tool}}</td><td>{{.OK}}</td><td>{{printf "%.2f" .Seconds}}</td><td>{{printf "%.0f" .RequestsPerSecond}}</td><td>{{printf "%.1f" .CPUMicrosPerRequest}}</td><td>{{if .CPURatio}}{{printf "%.2f×" .CPURatio}}{{end}}</td><td>{{if .RateRatio}}{{printf "%.2f×" .RateRatio}}{{end}}</td><td>{{.Skipped}}</td></tr>
+{{range .Runs}}<tr><td>{{.Name}}</td><td>{{.OK}}</td><td>{{printf "%.2f" .Seconds}}</td><td>{{printf "%.0f" .RequestsPerSecond}}</td><td>{{printf "%.1f" .CPUMicrosPerRequest}}</td><td>{{if .CPURatio}}{{printf "%.2f×" .CPURatio}}{{end}}</td><td>{{if .RateRatio}}{{printf "%.2f×" .RateRatio}}{{end}}</td><td>{{.Skipped}}</td></tr>
 {{end}}</table>{{else}}<p class="note">No floor was measured.</p>{{end}}
 
 <h2>Plots</h2>
