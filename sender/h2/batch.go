@@ -128,18 +128,26 @@ func (p *Pool) attemptBatch(ctx context.Context, g *group, reqs []Request, res [
 	g.ents, g.conns = g.ents[:0], g.conns[:0]
 	g.left.Store(1) // the attempt's own reference, dropped once every stream is queued
 	timeout := p.timeout
+	// waitCtx bounds this attempt's waits for a stream, made at the first: one deadline for
+	// all of them rather than a context and a timer for each request that waits.
+	var waitCtx context.Context
 	for _, i := range g.idx {
 		errs[i] = nil
 		slot, ok := p.conns.TryAcquire()
 		if !ok {
 			// Every stream of the set is taken. The streams this attempt queued are sent
 			// first and give their slot back as each ends (signal), so waiting cannot wait on
-			// ourselves; the wait is bounded by the request timeout, after which the rest is
+			// ourselves; the waits are bounded by the request timeout, after which the rest is
 			// left for the next round (DoBatch), once this attempt's deadline has dealt with
 			// streams that never end.
 			g.kick()
+			if waitCtx == nil {
+				var cancel context.CancelFunc
+				waitCtx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
 			var err error
-			if slot, err = p.acquireFor(ctx, timeout); err != nil {
+			if slot, err = p.acquireFor(ctx, waitCtx); err != nil {
 				errs[i] = err
 				continue
 			}
@@ -203,10 +211,9 @@ func (p *Pool) attemptBatch(ctx context.Context, g *group, reqs []Request, res [
 	}
 }
 
-// acquireFor waits up to timeout for a stream of the set: errDeferred when none came in time.
-func (p *Pool) acquireFor(ctx context.Context, timeout time.Duration) (*gateway.Conn[*poolSlot], error) {
-	actx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+// acquireFor waits for a stream of the set until actx (ctx with the attempt's deadline) ends:
+// errDeferred when none came before the deadline.
+func (p *Pool) acquireFor(ctx, actx context.Context) (*gateway.Conn[*poolSlot], error) {
 	slot, err := p.conns.AcquireContext(actx)
 	switch {
 	case err == nil:

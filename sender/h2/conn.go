@@ -267,6 +267,9 @@ func NewConn(nc net.Conn, cfg Config) (*Conn, error) {
 	}
 	c.fr = http2.NewFramer(c.bw, bufio.NewReaderSize(nc, 16<<10))
 	c.fr.SetMaxReadFrameSize(16384) // what we advertise (the default)
+	// A DATA frame is valid until the next read: onData copies what it keeps (an error
+	// body), so the framer reuses one instead of allocating one per answer with a body (FCM's).
+	c.fr.SetReuseFrames()
 	c.dec = hpack.NewDecoder(4096, c.emit)
 	c.dec.SetMaxStringLength(16 << 10)
 	if err := c.handshake(); err != nil {
