@@ -42,6 +42,7 @@ const DefaultTokenURI = "https://oauth2.googleapis.com/token"
 // Credentials are an app's parsed service account. Safe for concurrent use.
 type Credentials struct {
 	projectID string
+	route     string // "project/" + projectID, built once: Route runs per delivery
 	keyID     string
 	email     string
 	tokenURI  string
@@ -85,6 +86,7 @@ func Load(raw []byte) (*Credentials, error) {
 	}
 	return &Credentials{
 		projectID: j.ProjectID,
+		route:     "project/" + j.ProjectID,
 		keyID:     j.PrivateKeyID,
 		email:     j.ClientEmail,
 		tokenURI:  j.TokenURI,
@@ -97,4 +99,4 @@ func Load(raw []byte) (*Credentials, error) {
 func (c *Credentials) ProjectID() string { return c.projectID }
 
 // Route is the pool key part of a delivery: FCM has one credential and no environment per app.
-func (c *Credentials) Route(*push.Delivery) (string, error) { return "project/" + c.projectID, nil }
+func (c *Credentials) Route(*push.Delivery) (string, error) { return c.route, nil }

@@ -15,6 +15,7 @@ import (
 type Profiles[T any] struct {
 	vendor string
 	byName map[string]T
+	routes map[string]string // name → routePrefix+name, built once: Route runs per delivery
 }
 
 // LoadProfiles parses raw, the app's credentials of vendor: a JSON object of named
@@ -28,7 +29,7 @@ func LoadProfiles[T any](vendor string, raw []byte, parse func(raw []byte) (T, e
 	if len(named) == 0 {
 		return nil, fmt.Errorf("cannot load %s credentials: no configuration (add at least %q)", vendor, push.DefaultProfile)
 	}
-	p := &Profiles[T]{vendor: vendor, byName: make(map[string]T, len(named))}
+	p := &Profiles[T]{vendor: vendor, byName: make(map[string]T, len(named)), routes: make(map[string]string, len(named))}
 	names := make([]string, 0, len(named))
 	for name := range named {
 		names = append(names, name)
@@ -43,6 +44,7 @@ func LoadProfiles[T any](vendor string, raw []byte, parse func(raw []byte) (T, e
 			return nil, fmt.Errorf("cannot load %s credentials of configuration %q: %w", vendor, name, err)
 		}
 		p.byName[name] = c
+		p.routes[name] = routePrefix + name
 	}
 	return p, nil
 }
@@ -58,10 +60,11 @@ func (p *Profiles[T]) Route(d *push.Delivery) (string, error) {
 	if name == "" {
 		name = push.DefaultProfile
 	}
-	if _, ok := p.byName[name]; !ok {
+	route, ok := p.routes[name]
+	if !ok {
 		return "", fmt.Errorf("hybrid push configuration %q of vendor %s is not configured for this app", clip(name), p.vendor)
 	}
-	return routePrefix + name, nil
+	return route, nil
 }
 
 // Get returns the configuration of a route returned by Route.

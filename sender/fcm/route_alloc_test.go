@@ -1,0 +1,29 @@
+package fcm
+
+import (
+	"testing"
+
+	"github.com/pushd/pushd/loadtest/sim"
+)
+
+// TestFCMRouteAllocatesNothing: the dispatcher asks Route for every delivery, so it answers
+// with the string built when the credentials load, not one per call.
+func TestFCMRouteAllocatesNothing(t *testing.T) {
+	sa, err := sim.NewServiceAccount("demo-chat", "https://127.0.0.1:1/token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(sa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := delivery(regToken(1))
+	var got string
+	allocs := testing.AllocsPerRun(100, func() { got, err = c.Route(d) })
+	if err != nil || got != "project/demo-chat" {
+		t.Fatalf("Route = %q, %v; want project/demo-chat", got, err)
+	}
+	if allocs != 0 {
+		t.Errorf("Route allocates %.0f times per call, want 0", allocs)
+	}
+}
