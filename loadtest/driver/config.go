@@ -86,6 +86,9 @@ type Config struct {
 	// SampleEvery is how often pushd's process (from /proc, by the pid in PushdPIDFile) and
 	// the simulators' counts are sampled, default 100 ms.
 	SampleEvery time.Duration
+	// SettleTimeout bounds the wait, after the seed, for pushd to go quiet before the
+	// scenarios (settle.go); 0: no wait.
+	SettleTimeout time.Duration
 	// The floor, measured after the scenarios against the APNs simulator: the h2load binary
 	// ("" skips it), the Go floor binary (loadtest/cmd/h2floor; "" skips it), the requests
 	// (0: the compared scenario's APNs deliveries, at least 2,000), connections (default 2)
@@ -133,6 +136,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, pushes, sims *string) {
 	fs.IntVar(&c.MixedPerChannel, "mixed-per-channel", 50, "devices per delivery channel of the mixed scenario ("+strings.Join(MixedChannels, ", ")+")")
 	fs.IntVar(&c.QuotaDevices, "quota-devices", 30, "quota scenario: devices of the push sent once the vivo simulator's day quota (pushsim --vivo-quota-profile) is spent")
 	fs.DurationVar(&c.QuotaExpiry, "quota-expiry", 3*time.Second, "quota scenario: expiration_interval of the push sent on the spent quota (its targets fail when it expires)")
+	fs.DurationVar(&c.SettleTimeout, "settle-timeout", 2*time.Minute, "after the seed, wait up to this long for pushd's CPU to fall below 5% of a core (its flushes and compactions of the seed) before the scenarios, so the first is not billed for them; 0: no wait")
 	fs.DurationVar(&c.SampleEvery, "sample-every", 100*time.Millisecond, "how often pushd's CPU and memory (from /proc, by -pushd-pid-file) and the simulators' counts are sampled")
 	fs.StringVar(&c.FloorH2load, "floor-h2load", "", "h2load binary for the floor (Debian nghttp2-client); empty: no h2load floor")
 	fs.StringVar(&c.FloorGo, "floor-go", "", "the Go floor binary (go build ./loadtest/cmd/h2floor); empty: no Go floor")

@@ -148,6 +148,7 @@ func (r *run) run(ctx context.Context) error {
 			return err
 		}
 	}
+	r.rep.Settle = r.settle(ctx)
 	if r.stats, err = fetchAll(ctx, r.sims, r.cfg.Sims); err != nil {
 		return err
 	}

@@ -30,6 +30,9 @@ func TestDriverEndToEndMeasures(t *testing.T) {
 	if !r.OK || len(r.Scenarios) != 2 {
 		t.Fatalf("report not OK or not 2 scenarios:\n%s", out)
 	}
+	if r.Settle == nil || r.Settle.Skipped != "" {
+		t.Errorf("no wait for pushd to settle after the seed: %+v", r.Settle)
+	}
 	p := r.Pushd
 	if p == nil || p.Error != "" || p.Samples < 2 || p.CPUSeconds <= 0 || p.RSSStart <= 0 || p.PeakRSS < p.RSSEnd {
 		t.Fatalf("pushd's process: %+v", p)

@@ -16,27 +16,29 @@ import (
 
 // Report is the outcome of one run, written as a table and as JSON.
 type Report struct {
-	PushdURL         string           `json:"pushd"`
-	StartedAt        time.Time        `json:"startedAt"`
-	AppID            string           `json:"appId,omitempty"`
-	HybridAppID      string           `json:"hybridAppId,omitempty"` // the China edition app of the direct and mixed scenarios
-	Installations    int              `json:"installations"`         // main population
-	IOS              int              `json:"ios"`
-	Android          int              `json:"android"`
-	InvalidCohort    int              `json:"invalidCohort,omitempty"` // extra installations of the invalid-token cohort
-	DeadTokens       int              `json:"deadTokens,omitempty"`
-	OwnChannel       int              `json:"ownChannel,omitempty"` // hybrid app: own-channel devices of the direct scenario
-	Mixed            int              `json:"mixed,omitempty"`      // hybrid app: devices of the mixed scenario
-	QuotaFill        int              `json:"quotaFill,omitempty"`  // hybrid app: devices of the quota-fill scenario (the simulator's day quota)
-	Quota            int              `json:"quota,omitempty"`      // hybrid app: devices of the quota scenario (beyond the quota)
-	Concurrency      int              `json:"concurrency"`
-	Upserts          int              `json:"upserts"` // installations created (main + cohort)
-	UpsertSeconds    float64          `json:"upsertSeconds"`
-	UpsertsPerSecond float64          `json:"upsertsPerSecond"`
-	Retries          int64            `json:"retries"` // requests retried after 429/503/transport errors
-	Scenarios        []ScenarioReport `json:"scenarios"`
-	OK               bool             `json:"ok"`
-	Error            string           `json:"error,omitempty"` // why the run stopped early
+	PushdURL         string    `json:"pushd"`
+	StartedAt        time.Time `json:"startedAt"`
+	AppID            string    `json:"appId,omitempty"`
+	HybridAppID      string    `json:"hybridAppId,omitempty"` // the China edition app of the direct and mixed scenarios
+	Installations    int       `json:"installations"`         // main population
+	IOS              int       `json:"ios"`
+	Android          int       `json:"android"`
+	InvalidCohort    int       `json:"invalidCohort,omitempty"` // extra installations of the invalid-token cohort
+	DeadTokens       int       `json:"deadTokens,omitempty"`
+	OwnChannel       int       `json:"ownChannel,omitempty"` // hybrid app: own-channel devices of the direct scenario
+	Mixed            int       `json:"mixed,omitempty"`      // hybrid app: devices of the mixed scenario
+	QuotaFill        int       `json:"quotaFill,omitempty"`  // hybrid app: devices of the quota-fill scenario (the simulator's day quota)
+	Quota            int       `json:"quota,omitempty"`      // hybrid app: devices of the quota scenario (beyond the quota)
+	Concurrency      int       `json:"concurrency"`
+	Upserts          int       `json:"upserts"` // installations created (main + cohort)
+	UpsertSeconds    float64   `json:"upsertSeconds"`
+	UpsertsPerSecond float64   `json:"upsertsPerSecond"`
+	Retries          int64     `json:"retries"` // requests retried after 429/503/transport errors
+	// Settle is the wait after the seed for pushd to go quiet (settle.go).
+	Settle    *Settle          `json:"settle,omitempty"`
+	Scenarios []ScenarioReport `json:"scenarios"`
+	OK        bool             `json:"ok"`
+	Error     string           `json:"error,omitempty"` // why the run stopped early
 
 	// Pushd is pushd's process over the run (sampled from /proc every SampleEvery seconds);
 	// Floor the floor measured against the APNs and FCM simulators after the scenarios.
@@ -152,8 +154,19 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(&b, "\nhybrid app %s (china edition): %d own-channel devices (direct scenario), %d devices of the mixed scenario",
 			r.HybridAppID, r.OwnChannel, r.Mixed)
 	}
-	fmt.Fprintf(&b, "\nupserts: %d in %.2fs = %.0f upserts/s (concurrency %d, %d retries)\n\n",
+	fmt.Fprintf(&b, "\nupserts: %d in %.2fs = %.0f upserts/s (concurrency %d, %d retries)\n",
 		r.Upserts, r.UpsertSeconds, r.UpsertsPerSecond, r.Concurrency, r.Retries)
+	if st := r.Settle; st != nil {
+		switch {
+		case st.Skipped != "":
+			fmt.Fprintf(&b, "settle: skipped (%s)\n", st.Skipped)
+		case st.Quiet:
+			fmt.Fprintf(&b, "settle: pushd quiet %.1fs after the seed (%.1f%% of a core), then the scenarios\n", st.Seconds, 100*st.Share)
+		default:
+			fmt.Fprintf(&b, "settle: pushd still at %.0f%% of a core %.1fs after the seed; the scenarios started anyway\n", 100*st.Share, st.Seconds)
+		}
+	}
+	b.WriteString("\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\trecords\ttargets\tsent\tfailed\tinvalid\tseconds\tdeliveries/s\tverification\t")
 	for _, s := range r.Scenarios {
