@@ -23,11 +23,10 @@ type Conns[T any] struct {
 	streams int64
 	dial    func() (T, error)
 	close   func(T)
-	// slots holds one token per request in flight, at most max*streams (NewBoundedConns);
-	// nil for a sharing set. With every slot holder counted in some connection's inflight,
-	// a holder always finds a connection below streams once max are open.
-	slots chan struct{}
-	done  chan struct{} // closed by Close: wakes AcquireContext
+	// slots counts the requests in flight, at most max*streams (NewBoundedConns); nil for a
+	// sharing set. With every slot holder counted in some connection's inflight, a holder
+	// always finds a connection below streams once max are open.
+	slots *slots
 
 	list atomic.Pointer[[]*Conn[T]] // immutable snapshot; replaced under mu
 
@@ -39,14 +38,14 @@ type Conns[T any] struct {
 type Conn[T any] struct {
 	C        T
 	inflight atomic.Int64
-	slots    chan struct{} // the set's (bounded sets only)
+	slots    *slots // the set's (bounded sets only)
 }
 
 // Release ends one request acquired on c.
 func (c *Conn[T]) Release() {
 	c.inflight.Add(-1) // before the slot goes back: a slot holder never sees it counted
 	if c.slots != nil {
-		<-c.slots
+		c.slots.give(1)
 	}
 }
 
@@ -59,7 +58,7 @@ func NewConns[T any](max, streams int, dial func() (T, error), closeFn func(T)) 
 	if streams < 1 {
 		streams = 1
 	}
-	c := &Conns[T]{max: max, streams: int64(streams), dial: dial, close: closeFn, done: make(chan struct{})}
+	c := &Conns[T]{max: max, streams: int64(streams), dial: dial, close: closeFn}
 	c.list.Store(&[]*Conn[T]{})
 	return c
 }
@@ -70,7 +69,7 @@ func NewConns[T any](max, streams int, dial func() (T, error), closeFn func(T)) 
 // limit (golang/go#70809), and without it opens connections beyond max.
 func NewBoundedConns[T any](max, streams int, dial func() (T, error), closeFn func(T)) *Conns[T] {
 	c := NewConns(max, streams, dial, closeFn)
-	c.slots = make(chan struct{}, c.max*int(c.streams))
+	c.slots = newSlots(c.max * int(c.streams))
 	return c
 }
 
@@ -103,13 +102,43 @@ func (c *Conns[T]) AcquireContext(ctx context.Context) (*Conn[T], error) {
 	if c.slots == nil {
 		return c.Acquire()
 	}
-	select {
-	case c.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-c.done:
-		return nil, ErrClosed
+	if _, err := c.slots.take(ctx, 1, 1); err != nil {
+		return nil, err
 	}
+	return c.place()
+}
+
+// AcquireUpTo is AcquireContext for up to most requests of a bounded set: it waits until at
+// least least streams are free (least is capped at the set's capacity), takes up to most and
+// appends their connections to dst. A batch at the stream limit waits once for several
+// answers instead of once for each. A connection that cannot be opened ends the call with
+// what was taken (the error only when that is nothing).
+func (c *Conns[T]) AcquireUpTo(ctx context.Context, least, most int, dst []*Conn[T]) ([]*Conn[T], error) {
+	if c.slots == nil {
+		panic("BUG: AcquireUpTo on a sharing gateway.Conns")
+	}
+	least = max(1, min(least, most, c.max*int(c.streams)))
+	n, err := c.slots.take(ctx, least, max(least, most))
+	if err != nil {
+		return dst, err
+	}
+	for k := range n {
+		cn, err := c.place()
+		if err != nil {
+			c.slots.give(n - k - 1) // place gave back its own
+			if k == 0 {
+				return dst, err
+			}
+			return dst, nil
+		}
+		dst = append(dst, cn)
+	}
+	return dst, nil
+}
+
+// place counts a request whose slot the caller holds on a connection below streams, opening
+// one if needed; on error the slot is given back.
+func (c *Conns[T]) place() (*Conn[T], error) {
 	for {
 		list := *c.list.Load()
 		if cn := c.reserve(list); cn != nil {
@@ -121,7 +150,7 @@ func (c *Conns[T]) AcquireContext(ctx context.Context) (*Conn[T], error) {
 			continue
 		}
 		if err := c.grow(len(list)); err != nil {
-			<-c.slots
+			c.slots.give(1)
 			return nil, err
 		}
 	}
@@ -134,24 +163,11 @@ func (c *Conns[T]) TryAcquire() (*Conn[T], bool) {
 		cn, err := c.Acquire()
 		return cn, err == nil
 	}
-	select {
-	case c.slots <- struct{}{}:
-	default:
+	if !c.slots.tryTake() {
 		return nil, false
 	}
-	for {
-		list := *c.list.Load()
-		if cn := c.reserve(list); cn != nil {
-			return cn, true
-		}
-		if len(list) >= c.max {
-			continue // as in AcquireContext
-		}
-		if err := c.grow(len(list)); err != nil {
-			<-c.slots
-			return nil, false
-		}
-	}
+	cn, err := c.place()
+	return cn, err == nil
 }
 
 // reserve counts one request on the least-loaded connection below streams, or returns nil.
@@ -215,7 +231,9 @@ func (c *Conns[T]) Close() {
 		return
 	}
 	c.closed = true
-	close(c.done)
+	if c.slots != nil {
+		c.slots.close()
+	}
 	list := *c.list.Load()
 	c.list.Store(&[]*Conn[T]{})
 	for _, cn := range list {

@@ -20,6 +20,9 @@ type group struct {
 	ents  []batchEntry
 	conns []*Conn // connections the attempt queued streams on (kicked once each)
 	idx   []int   // the indexes still to send (NotProcessed answers are sent again)
+	// taken holds the streams an attempt's wait took beyond the one it needed, used by the
+	// next requests; handed back if the attempt ends with some left.
+	taken []*gateway.Conn[*poolSlot]
 }
 
 // batchEntry is one request of an attempt.
@@ -131,26 +134,33 @@ func (p *Pool) attemptBatch(ctx context.Context, g *group, reqs []Request, res [
 	// waitCtx bounds this attempt's waits for a stream, made at the first: one deadline for
 	// all of them rather than a context and a timer for each request that waits.
 	var waitCtx context.Context
-	for _, i := range g.idx {
+	for k, i := range g.idx {
 		errs[i] = nil
-		slot, ok := p.conns.TryAcquire()
-		if !ok {
+		var slot *gateway.Conn[*poolSlot]
+		if n := len(g.taken); n > 0 {
+			slot, g.taken = g.taken[n-1], g.taken[:n-1]
+		} else if slot, _ = p.conns.TryAcquire(); slot == nil {
 			// Every stream of the set is taken. The streams this attempt queued are sent
 			// first and give their slot back as each ends (signal), so waiting cannot wait on
 			// ourselves; the waits are bounded by the request timeout, after which the rest is
 			// left for the next round (DoBatch), once this attempt's deadline has dealt with
-			// streams that never end.
+			// streams that never end. The wait is for several streams (refillStreams) when
+			// this many requests remain: woken once per few answers, not at each, it queues
+			// requests that the writer then sends together.
 			g.kick()
 			if waitCtx == nil {
 				var cancel context.CancelFunc
 				waitCtx, cancel = context.WithTimeout(ctx, timeout)
 				defer cancel()
 			}
+			rest := len(g.idx) - k
 			var err error
-			if slot, err = p.acquireFor(ctx, waitCtx); err != nil {
+			if g.taken, err = p.acquireFor(ctx, waitCtx, min(rest, refillStreams), rest, g.taken); err != nil {
 				errs[i] = err
 				continue
 			}
+			n := len(g.taken)
+			slot, g.taken = g.taken[n-1], g.taken[:n-1]
 		}
 		c, err := slot.C.conn(ctx)
 		if err != nil {
@@ -173,6 +183,13 @@ func (p *Pool) attemptBatch(ctx context.Context, g *group, reqs []Request, res [
 		g.ents = append(g.ents, batchEntry{i: i, s: s, c: c, slot: slot})
 		g.addConn(c)
 	}
+	// Every request took one stream from a wait's surplus, so none is left; were one left,
+	// it goes back rather than leak.
+	for _, slot := range g.taken {
+		slot.Release()
+	}
+	clear(g.taken)
+	g.taken = g.taken[:0]
 	g.kick()
 	// left counts the queued streams not yet ended; the attempt's own reference kept it above
 	// zero while streams were queued, so done is signalled only once all of them ended.
@@ -211,19 +228,24 @@ func (p *Pool) attemptBatch(ctx context.Context, g *group, reqs []Request, res [
 	}
 }
 
-// acquireFor waits for a stream of the set until actx (ctx with the attempt's deadline) ends:
-// errDeferred when none came before the deadline.
-func (p *Pool) acquireFor(ctx, actx context.Context) (*gateway.Conn[*poolSlot], error) {
-	slot, err := p.conns.AcquireContext(actx)
+// refillStreams is how many free streams a batch waiting at the set's limit waits for (when
+// it has that many requests left): few enough that the wait is a few answers long.
+const refillStreams = 16
+
+// acquireFor waits, until actx (ctx with the attempt's deadline) ends, for at least least
+// streams of the set and appends up to most to dst: errDeferred when none came before the
+// deadline.
+func (p *Pool) acquireFor(ctx, actx context.Context, least, most int, dst []*gateway.Conn[*poolSlot]) ([]*gateway.Conn[*poolSlot], error) {
+	dst, err := p.conns.AcquireUpTo(actx, least, most, dst)
 	switch {
 	case err == nil:
-		return slot, nil
+		return dst, nil
 	case ctx.Err() != nil:
-		return nil, ctx.Err()
+		return dst, ctx.Err()
 	case actx.Err() != nil:
-		return nil, errDeferred
+		return dst, errDeferred
 	}
-	return nil, errPoolClosed
+	return dst, errPoolClosed
 }
 
 // abandon takes the streams that have not ended off their connections (ctx ended or the
