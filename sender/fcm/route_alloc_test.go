@@ -27,3 +27,17 @@ func TestFCMRouteAllocatesNothing(t *testing.T) {
 		t.Errorf("Route allocates %.0f times per call, want 0", allocs)
 	}
 }
+
+// TestFCMConfigDefaults: FCM's pool may open enough connections of 100 streams to keep the
+// dispatcher's deliveries in flight at a slow gateway; a configured MaxConns stays.
+func TestFCMConfigDefaults(t *testing.T) {
+	c := Config{}.WithDefaults()
+	if c.MaxConns != DefaultMaxConns || c.StreamsPerConn != 100 || c.MaxConns*c.StreamsPerConn < 1000 {
+		t.Errorf("defaults: %d connections × %d streams, want %d × 100, at least 1,000 in flight", c.MaxConns, c.StreamsPerConn, DefaultMaxConns)
+	}
+	c = Config{}
+	c.MaxConns = 3
+	if got := c.WithDefaults().MaxConns; got != 3 {
+		t.Errorf("configured MaxConns 3 became %d", got)
+	}
+}
