@@ -100,7 +100,7 @@ func DefaultWorkerConfig() WorkerConfig {
 		BatchSize:       100,
 		CheckpointEvery: 0,
 		QueueBatches:    4,
-		SendAhead:       4,
+		SendAhead:       8,
 		Concurrency:     4,
 		BusyTasks:       1,
 		RecordCheck:     time.Second,
