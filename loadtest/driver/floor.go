@@ -88,11 +88,9 @@ func Ratio(pushd, floor float64) float64 {
 // setFigures derives each run's rate and CPU per request from its counts, adds h2load's mix
 // when the scenario reached both gateways and both were measured, and sets the ratios.
 func (f *Floor) setFigures() {
+	f.Runs = slices.DeleteFunc(f.Runs, func(fr FloorRun) bool { return fr.Tool == floorMixed })
 	for i := range f.Runs {
 		fr := &f.Runs[i]
-		if fr.Tool == floorMixed {
-			continue
-		}
 		if fr.OK > 0 && fr.Seconds > 0 {
 			fr.RequestsPerSecond = float64(fr.OK) / fr.Seconds
 			fr.CPUMicrosPerRequest = fr.CPUSeconds * 1e6 / float64(fr.OK)
@@ -101,7 +99,6 @@ func (f *Floor) setFigures() {
 			fr.Skipped = fmt.Sprintf("only %d of %d requests answered 200", fr.OK, fr.Requests)
 		}
 	}
-	f.Runs = slices.DeleteFunc(f.Runs, func(fr FloorRun) bool { return fr.Tool == floorMixed })
 	if m, ok := f.mix(); ok {
 		f.Runs = append(f.Runs, m)
 	}
@@ -267,7 +264,7 @@ func (r *run) apnsFloor(ctx context.Context, f *Floor, files simFiles, dir strin
 	}
 	hdrs := []string{"authorization: bearer " + jwt, "apns-topic: " + r.cfg.Topic, "apns-push-type: alert", "apns-priority: 10", "content-type: application/json"}
 	c, m := strconv.Itoa(f.Connections), strconv.Itoa(f.Streams)
-	f.Runs = append(f.Runs, r.h2loadRun(ctx, floorAPNs, n, []string{"-i", filepath.Join(dir, "uris.txt"), "-d", filepath.Join(dir, "body.json")}, hdrs, c, m))
+	f.Runs = append(f.Runs, r.h2loadRun(ctx, floorAPNs, n, []string{"-i", filepath.Join(dir, "uris.txt"), "-d", filepath.Join(dir, "body.json")}, hdrs))
 
 	g := FloorRun{Tool: "go-http2", Gateway: floorAPNs}
 	if r.cfg.FloorGo == "" {
@@ -321,13 +318,11 @@ func (r *run) fcmFloor(ctx context.Context, f *Floor, files simFiles, dir string
 		r.logf("floor fcm: skipped: the population has no live FCM registration token")
 		return nil
 	}
-	var sa struct {
-		ProjectID string `json:"project_id"`
+	var sa sim.ServiceAccount
+	if err := json.Unmarshal(files.sa, &sa); err != nil || sa.ProjectID == "" || sa.TokenURI == "" {
+		return fmt.Errorf("cannot read the project and token_uri of the floor's service account: %v", err)
 	}
-	if err := json.Unmarshal(files.sa, &sa); err != nil || sa.ProjectID == "" {
-		return fmt.Errorf("cannot read the project of the floor's service account: %v", err)
-	}
-	access, err := r.fcmAccessToken(ctx, files.sa)
+	access, err := r.fcmAccessToken(ctx, files.sa, sa.TokenURI)
 	if err != nil {
 		return err
 	}
@@ -336,27 +331,20 @@ func (r *run) fcmFloor(ctx context.Context, f *Floor, files simFiles, dir string
 	}
 	hdrs := []string{"authorization: Bearer " + access, "content-type: application/json"}
 	uri := fcmURL + "/v1/projects/" + sa.ProjectID + "/messages:send"
-	f.Runs = append(f.Runs, r.h2loadRun(ctx, floorFCM, n, []string{"-d", filepath.Join(dir, "fcm-body.json"), uri}, hdrs,
-		strconv.Itoa(f.Connections), strconv.Itoa(f.Streams)))
+	f.Runs = append(f.Runs, r.h2loadRun(ctx, floorFCM, n, []string{"-d", filepath.Join(dir, "fcm-body.json"), uri}, hdrs))
 	return nil
 }
 
-// fcmAccessToken is the access token the FCM simulator's token endpoint (the service
+// fcmAccessToken is the access token the FCM simulator's token endpoint (tokenURI, the service
 // account's token_uri) grants for the service account saJSON, by the jwt-bearer grant pushd
 // uses.
-func (r *run) fcmAccessToken(ctx context.Context, saJSON []byte) (string, error) {
-	var sa struct {
-		TokenURI string `json:"token_uri"`
-	}
-	if err := json.Unmarshal(saJSON, &sa); err != nil || sa.TokenURI == "" {
-		return "", fmt.Errorf("cannot read the token_uri of the floor's service account: %v", err)
-	}
+func (r *run) fcmAccessToken(ctx context.Context, saJSON []byte, tokenURI string) (string, error) {
 	assertion, err := sim.NewFCMAssertion(saJSON, time.Now())
 	if err != nil {
 		return "", fmt.Errorf("cannot sign the floor's FCM assertion: %w", err)
 	}
 	form := url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:jwt-bearer"}, "assertion": {assertion}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sa.TokenURI, strings.NewReader(form.Encode()))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, tokenURI, strings.NewReader(form.Encode()))
 	if err != nil {
 		return "", fmt.Errorf("cannot ask for the floor's FCM access token: %w", err)
 	}
@@ -375,15 +363,15 @@ func (r *run) fcmAccessToken(ctx context.Context, saJSON []byte) (string, error)
 	return tok.AccessToken, nil
 }
 
-// h2loadRun runs h2load with n requests on c connections of m streams, the request's args
-// (-i uris or -d body and URI) and headers, as the floor run of gateway.
-func (r *run) h2loadRun(ctx context.Context, gateway string, n int, req, hdrs []string, c, m string) FloorRun {
+// h2loadRun runs h2load with n requests on the floor's connections and streams, the request's
+// args (-i uris or -d body and URI) and headers, as the floor run of gateway.
+func (r *run) h2loadRun(ctx context.Context, gateway string, n int, req, hdrs []string) FloorRun {
 	h2 := FloorRun{Tool: "h2load", Gateway: gateway}
 	if r.cfg.FloorH2load == "" {
 		h2.Skipped = "h2load not available (Debian package nghttp2-client; scripts/loadtest.sh installs it when run as root)"
 		return h2
 	}
-	args := []string{"-n", strconv.Itoa(n), "-c", c, "-m", m, "-t", "1"}
+	args := []string{"-n", strconv.Itoa(n), "-c", strconv.Itoa(r.cfg.FloorConnections), "-m", strconv.Itoa(r.cfg.FloorStreams), "-t", "1"}
 	for _, h := range hdrs {
 		args = append(args, "-H", h)
 	}
