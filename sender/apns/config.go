@@ -40,7 +40,7 @@ func (c Config) WithDefaults() Config {
 	if c.Transport == "" {
 		c.Transport = DefaultTransport
 	}
-	c.ConnConfig = c.ConnConfig.WithDefaults(500)
+	c.ConnConfig = c.ConnConfig.WithDefaults(gateway.DefaultMaxConns, 500)
 	return c
 }
 

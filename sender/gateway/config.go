@@ -9,7 +9,8 @@ import (
 // ConnConfig are the connection settings every HTTP/2 gateway client shares; sender/apns and
 // sender/fcm embed it in their Config.
 type ConnConfig struct {
-	// MaxConns is the most HTTP/2 connections one pool opens (default 4).
+	// MaxConns is the most HTTP/2 connections one pool opens (the default is the gateway's: 16
+	// for FCM, 4 for the others).
 	MaxConns int
 	// StreamsPerConn is how many requests one connection carries before the pool opens
 	// another (the default is the gateway's: 500 for APNs, 100 for FCM).
@@ -25,10 +26,14 @@ type ConnConfig struct {
 	DialTimeout time.Duration
 }
 
-// WithDefaults fills zero fields; streams is the gateway's StreamsPerConn default.
-func (c ConnConfig) WithDefaults(streams int) ConnConfig {
+// DefaultMaxConns is the MaxConns default of a gateway that needs no other.
+const DefaultMaxConns = 4
+
+// WithDefaults fills zero fields; maxConns and streams are the gateway's MaxConns and
+// StreamsPerConn defaults.
+func (c ConnConfig) WithDefaults(maxConns, streams int) ConnConfig {
 	if c.MaxConns == 0 {
-		c.MaxConns = 4
+		c.MaxConns = maxConns
 	}
 	if c.StreamsPerConn == 0 {
 		c.StreamsPerConn = streams

@@ -39,7 +39,7 @@ func (c Config) WithDefaults() Config {
 	if c.Concurrency == 0 {
 		c.Concurrency = 8
 	}
-	c.ConnConfig = c.ConnConfig.WithDefaults(8)
+	c.ConnConfig = c.ConnConfig.WithDefaults(gateway.DefaultMaxConns, 8)
 	return c
 }
 

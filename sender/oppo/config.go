@@ -62,7 +62,7 @@ func (c Config) WithDefaults() Config {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	c.ConnConfig = c.ConnConfig.WithDefaults(8)
+	c.ConnConfig = c.ConnConfig.WithDefaults(gateway.DefaultMaxConns, 8)
 	return c
 }
 

@@ -55,7 +55,7 @@ func (c Config) WithDefaults() Config {
 	if c.TokenRefresh == 0 {
 		c.TokenRefresh = DefaultTokenRefresh
 	}
-	c.ConnConfig = c.ConnConfig.WithDefaults(8)
+	c.ConnConfig = c.ConnConfig.WithDefaults(gateway.DefaultMaxConns, 8)
 	return c
 }
 
