@@ -19,11 +19,11 @@ const (
 	settleShare  = 0.05 // of one core
 )
 
-// Settle is how the wait for pushd to go quiet after the seed ended.
+// Settle says how the wait for pushd to go quiet after the seed ended.
 type Settle struct {
 	Seconds float64 `json:"seconds"`           // waited
 	Share   float64 `json:"share"`             // pushd's CPU over the last window, in cores
-	Quiet   bool    `json:"quiet"`             // it fell below the threshold (false: timed out)
+	Quiet   bool    `json:"quiet"`             // it fell below the threshold (false: timed out, or the run ended)
 	Skipped string  `json:"skipped,omitempty"` // why there was no wait
 }
 
