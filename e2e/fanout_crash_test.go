@@ -19,7 +19,10 @@ import (
 // 2,000 iOS installations, lets the point kill pushd, restarts it on the same data without the
 // point, and reads the simulator's per-token ledger: every token reached at least once, no
 // stranger, duplicates at most the batches per task in flight (--fanout-send-ahead; the default
-// checkpoint after every batch), and the record's counts exact.
+// checkpoint after every batch) plus, where a task's per-batch writes are synced only every
+// --fanout-sync-every deliveries, those (the kill can land before the log handed the
+// unsynced ones to the OS), and the record's counts exact. Most cases sync every write, so
+// that each point lies between two durable writes.
 func TestE2EFanoutCrashAtFaultPoints(t *testing.T) {
 	const (
 		n           = 2000
@@ -39,23 +42,33 @@ func TestE2EFanoutCrashAtFaultPoints(t *testing.T) {
 		"--fanout-min-task-rows", "0",
 	}
 	for _, c := range []struct {
-		point string
-		at    int // the hit that kills
+		point     string
+		at        int // the hit that kills
+		syncEvery int // --fanout-sync-every
 	}{
-		{"fanout/planner-after-record", 1},
-		{"fanout/planner-after-tasks", 1},
-		{"fanout/worker-after-reserve", 6},
-		{"fanout/worker-after-send", 7},
-		{"fanout/worker-after-checkpoint", 6},
-		{"fanout/worker-after-final-progress", 3},
-		{"fanout/worker-after-complete", 3},
-		{"fanout/worker-after-complete", 8}, // the last task: the record is done, its offset not committed
+		{"fanout/planner-after-record", 1, 0},
+		{"fanout/planner-after-tasks", 1, 0},
+		{"fanout/worker-after-reserve", 6, 0},
+		{"fanout/worker-after-send", 7, 0},
+		{"fanout/worker-after-checkpoint", 6, 0},
+		{"fanout/worker-after-final-progress", 3, 0},
+		{"fanout/worker-after-complete", 3, 0},
+		{"fanout/worker-after-complete", 8, 0}, // the last task: the record is done, its offset not committed
+		// Reservations and checkpoints written without an fsync, synced every 2 batches.
+		{"fanout/worker-after-reserve", 6, 2 * batch},
+		{"fanout/worker-after-checkpoint", 6, 2 * batch},
+		{"fanout/worker-after-checkpoint", 7, 2 * batch},
 	} {
-		t.Run(c.point[len("fanout/"):]+"@"+strconv.Itoa(c.at), func(t *testing.T) {
+		name := c.point[len("fanout/"):] + "@" + strconv.Itoa(c.at)
+		if c.syncEvery > 0 {
+			name += "/sync-every-" + strconv.Itoa(c.syncEvery)
+		}
+		t.Run(name, func(t *testing.T) {
 			s := startPushsim(t, "-latency", "1ms")
 			data := t.TempDir()
 			cl, tokens := prepareData(t, data, s, push.DefaultSettings(), n, "crash")
-			all := append([]string{"--apns-endpoint", s.apnsURL, "--gateway-ca", filepath.Join(s.dir, "ca.pem")}, args...)
+			all := append([]string{"--apns-endpoint", s.apnsURL, "--gateway-ca", filepath.Join(s.dir, "ca.pem"),
+				"--fanout-sync-every", strconv.Itoa(c.syncEvery)}, args...)
 
 			var before int64
 			body := map[string]any{"data": map[string]any{"alert": "e2e crash"}, "channels": []string{"crash"}, "req_id": "crash1"}
@@ -63,7 +76,7 @@ func TestE2EFanoutCrashAtFaultPoints(t *testing.T) {
 			rec := cl.waitDone(t, oid)
 			st := s.stats.mustGet(t, true)
 			short, dups, strangers := deliveries(st.PerToken, tokens, 1)
-			bound := int64(concurrency * batch * sendAhead)
+			bound := int64(concurrency * (batch*sendAhead + c.syncEvery))
 			t.Logf("killed at %s@%d with %d accepted; after the restart %d accepted, %d duplicates (bound %d)",
 				c.point, c.at, before, st.Accepted, dups, bound)
 			if len(short) > 0 {
@@ -73,7 +86,7 @@ func TestE2EFanoutCrashAtFaultPoints(t *testing.T) {
 				t.Errorf("%d tokens that are not targets reached the simulator", len(strangers))
 			}
 			if dups > bound {
-				t.Errorf("%d duplicates after one kill: more than %d (%d batches of %d × %d tasks in flight)", dups, bound, sendAhead, batch, concurrency)
+				t.Errorf("%d duplicates after one kill: more than %d (%d batches of %d, and %d unsynced, × %d tasks in flight)", dups, bound, sendAhead, batch, c.syncEvery, concurrency)
 			}
 			if rec.Devices != n || rec.Successes != n || rec.IOSSuccesses != n || rec.Failures != 0 || rec.Expired != 0 || rec.InvalidTokens != 0 {
 				t.Errorf("record counts not exact: %+v, want devices = successes = iosSuccesses = %d, no failures", rec, n)

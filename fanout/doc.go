@@ -7,7 +7,9 @@
 // Delivery semantics: at least once per target. A task checkpoints its cursor and counts as
 // soon as its next batch could take the unrecorded deliveries past CheckpointEvery (by default
 // after every batch), so a crash re-delivers at most CheckpointEvery targets (by default the
-// batch being sent) per task in flight. A task's
+// batch being sent) per task in flight. On a store that can write them without an fsync of
+// their own (Pebble), a task's checkpoints and daily-volume reservations are synced only every
+// SyncEvery deliveries, so a machine crash re-delivers up to that many. A task's
 // queue offset is committed only after its final progress and its share of the record's counts
 // are written; see complete.go for how the counts are added exactly once.
 //

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
@@ -32,6 +33,8 @@ type env struct {
 	pcfg *PlannerConfig
 	// inv, when set, is given to the workers start runs (Worker.SetInvalidator).
 	inv TokenInvalidator
+	// fs, when set, is the store's file system (default the OS's, in dir).
+	fs vfs.FS
 }
 
 var testParts = map[string]int{queue.TopicJobs: 2, queue.TopicTasks: 8, queue.TopicDirect: 2}
@@ -46,7 +49,7 @@ func newEnv(t testing.TB) *env {
 
 func (e *env) open() {
 	e.t.Helper()
-	st, err := pebble.Open(e.dir, pebble.Options{})
+	st, err := pebble.Open(e.dir, pebble.Options{FS: e.fs})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -25,6 +25,14 @@ type ProgressNoSync interface {
 	PutTaskProgressNoSync(ctx context.Context, p push.TaskProgress) error
 }
 
+// VolumeNoSync is a store that can add to an app's daily volume without an fsync of its own,
+// durable with the next synced write (Pebble). A task reserves each batch's volume so when
+// WorkerConfig.SyncEvery is set; the checkpoint after the batch, synced at least every
+// SyncEvery deliveries, makes it durable.
+type VolumeNoSync interface {
+	AddDailyVolumeNoSync(ctx context.Context, appID, day string, n int64) (total int64, err error)
+}
+
 // TokenInvalidator deletes the installation of a token a gateway reported dead (objectID ""
 // for a listed device id, which is remembered dead instead); since is when the gateway
 // learned it, zero when it does not say. sender.TokenInvalidator's first method.

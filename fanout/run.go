@@ -45,14 +45,17 @@ type run struct {
 	size int           // batch size
 
 	// send side
-	tl      tally
-	cursor  []byte // the task cursor after the last final batch
-	since   int    // deliveries since the last checkpoint
-	pace    *pacer
-	reasons []string
-	stopped string
-	expires time.Time
-	recAt   time.Time
+	tl     tally
+	cursor []byte // the task cursor after the last final batch
+	since  int    // deliveries since the last checkpoint
+	// unsynced are the deliveries since the last synced checkpoint, those of the checkpoints
+	// written without an fsync included (SyncEvery).
+	unsynced int
+	pace     *pacer
+	reasons  []string
+	stopped  string
+	expires  time.Time
+	recAt    time.Time
 
 	day string // the UTC day whose volume the task counts
 	ev  Events // nil unless the app has a webhook
@@ -237,7 +240,7 @@ func (r *run) launch(ctx context.Context, b *batch, ahead bool) (inflight, error
 	// interval: a crash then repeats at most CheckpointEvery deliveries of this task, plus
 	// the batches in flight.
 	if !ahead && n > 0 && r.since > 0 && r.since+n > w.cfg.CheckpointEvery {
-		if err := r.checkpoint(ctx); err != nil {
+		if err := r.checkpoint(ctx, false); err != nil {
 			return f, err
 		}
 	}
@@ -309,7 +312,7 @@ func (r *run) finish(ctx context.Context, f inflight, serr error) error {
 	// nothing, and with the default interval (one batch) a crash repeats at most the batches
 	// being sent.
 	if !b.last && r.since > 0 && r.since+r.size > w.cfg.CheckpointEvery {
-		if err := r.checkpoint(ctx); err != nil {
+		if err := r.checkpoint(ctx, false); err != nil {
 			return err
 		}
 	}
@@ -514,7 +517,7 @@ func (r *run) reserve(ctx context.Context, n int) (int, error) {
 	}
 	job := &r.t.Job
 	ask := int64(n)
-	total, err := r.w.st.AddDailyVolume(ctx, job.AppID, r.day, ask)
+	total, err := r.addVolume(ctx, ask)
 	if err != nil {
 		return 0, fmt.Errorf("cannot count daily volume of app %s: %w", job.AppID, err)
 	}
@@ -526,6 +529,18 @@ func (r *run) reserve(ctx context.Context, n int) (int, error) {
 	return int(granted), nil
 }
 
+// addVolume adds n to the app's volume of the day. With SyncEvery it is not synced on its own
+// (VolumeNoSync): a reservation is then durable with the batch's checkpoint or an earlier
+// synced write, and one a crash loses belongs to a batch after the last durable checkpoint,
+// which the task sends again, reserving it again.
+func (r *run) addVolume(ctx context.Context, n int64) (int64, error) {
+	appID := r.t.Job.AppID
+	if ns, ok := r.w.st.(VolumeNoSync); ok && r.w.cfg.SyncEvery > 0 {
+		return ns.AddDailyVolumeNoSync(ctx, appID, r.day, n)
+	}
+	return r.w.st.AddDailyVolume(ctx, appID, r.day, n)
+}
+
 // release gives back k units reserved for targets that were not handed to a gateway for good
 // (a batch given up, a stop), so that the day's volume counts exactly the targets whose
 // delivery was final: sent, invalid token, or failed at the gateway.
@@ -535,7 +550,7 @@ func (r *run) release(ctx context.Context, k int) {
 	}
 	job := &r.t.Job
 	// Also when ctx has ended (a stop): the units are ours to give back, and the write is short.
-	if _, err := r.w.st.AddDailyVolume(context.WithoutCancel(ctx), job.AppID, r.day, -int64(k)); err != nil {
+	if _, err := r.addVolume(context.WithoutCancel(ctx), -int64(k)); err != nil {
 		r.w.logger.Warn("cannot return unused daily volume", zap.String(telemetry.KeyAppID, job.AppID), zap.Error(err))
 	}
 }
@@ -562,20 +577,34 @@ func (r *run) stop(ctx context.Context, reason string) error {
 	return nil
 }
 
-// checkpoint writes the cursor and counts of every final batch so far.
-func (r *run) checkpoint(ctx context.Context) error {
+// checkpoint writes the cursor and counts of every final batch so far. The write is synced
+// when durable is set, when the store cannot write it without (ProgressNoSync), or when the
+// next batch could take the deliveries since the last synced checkpoint past
+// SyncEvery; otherwise it is durable with the next synced write of the store.
+func (r *run) checkpoint(ctx context.Context, durable bool) error {
 	p := *r.prog
 	p.Cursor = r.cursor
 	p.Counts = r.tl.counts()
 	p.Done = false
 	p.Epoch++
-	if err := r.w.st.PutTaskProgress(ctx, p); err != nil {
+	unsynced := r.unsynced + r.since
+	put, synced := r.w.st.PutTaskProgress, true
+	if ns, ok := r.w.st.(ProgressNoSync); ok && !durable && unsynced+r.size <= r.w.cfg.SyncEvery {
+		put, synced = ns.PutTaskProgressNoSync, false
+	}
+	if err := put(ctx, p); err != nil {
 		return fmt.Errorf("cannot checkpoint task %s: %w", r.t.ID, err)
 	}
 	fpWorkerAfterCheckpt.Hit()
 	r.prog.Epoch = p.Epoch
-	r.since = 0
+	r.since, r.unsynced = 0, unsynced
+	if synced {
+		r.unsynced = 0
+		r.w.m.checkpointSyncs.Inc()
+	}
 	r.w.m.checkpoints.Inc()
+	// The deletions are synced writes of the same store, after the checkpoint: one that is
+	// durable makes the checkpoint durable first (ProgressNoSync).
 	r.dropDead(ctx)
 	return nil
 }

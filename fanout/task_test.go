@@ -135,6 +135,10 @@ func TestFanoutCrashResumesFromCheckpoint(t *testing.T) {
 	cfg := DefaultWorkerConfig()
 	cfg.BatchSize = 32
 	cfg.CheckpointEvery = 100
+	// One batch at the sender: the bound is the checkpoint interval's alone (the batches sent
+	// ahead add theirs: TestFanoutSendAheadCrashResumes). With more, how many were ahead at the
+	// crash depends on how fast the checkpoints are written.
+	cfg.SendAhead = 1
 	job, tasks := e.planDirect(push.Job{}, PlannerConfig{BucketsPerTask: 64, IDsPerTask: 1000})
 	if len(tasks) != 1 {
 		t.Fatalf("%d tasks", len(tasks))

@@ -63,7 +63,7 @@ type workerMetrics struct {
 	tasksDone, tasksSkipped, tasksCancelled, tasksFailed, tasksInvalid *metrics.Counter
 	rows, matched                                                      *metrics.Counter
 	sent, failed, expired, invalidTokens                               *metrics.Counter
-	batches, checkpoints                                               *metrics.Counter
+	batches, checkpoints, checkpointSyncs                              *metrics.Counter
 	presenceErrors, intakeWaits, deadTokenErrors                       *metrics.Counter
 	deferred, quotaFallbacks                                           *metrics.Counter
 	inflight                                                           *metrics.Histogram
@@ -110,6 +110,7 @@ func NewWorker(cfg WorkerConfig, st WorkerStore, cons Consumer, snd Sender, logg
 		deferred:        ms.NewCounter(`pushd_fanout_deliveries_total{outcome="deferred"}`),
 		quotaFallbacks:  ms.NewCounter(`pushd_fanout_quota_fallbacks_total`),
 		checkpoints:     ms.NewCounter(`pushd_fanout_checkpoints_total`),
+		checkpointSyncs: ms.NewCounter(`pushd_fanout_checkpoint_syncs_total`),
 		presenceErrors:  ms.NewCounter(`pushd_fanout_presence_errors_total`),
 		intakeWaits:     ms.NewCounter(`pushd_fanout_intake_waits_total`),
 		deadTokenErrors: ms.NewCounter(`pushd_fanout_dead_token_errors_total`),
@@ -248,7 +249,7 @@ func (w *Worker) runRead(ctx context.Context, t *push.Task, h *gateHold, prog pu
 		}
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if cerr := r.checkpoint(cctx); cerr != nil {
+		if cerr := r.checkpoint(cctx, true); cerr != nil {
 			w.logger.Warn("cannot checkpoint an interrupted task", zap.String(telemetry.KeyTaskID, t.ID), zap.Error(cerr))
 		}
 		return err

@@ -17,7 +17,7 @@ import (
 // crashReopen opens the state mem would have after a power cut now (only synced data kept).
 func crashReopen(t *testing.T, mem *vfs.MemFS) *Store {
 	t.Helper()
-	s, err := Open("/db", Options{fs: mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})})
+	s, err := Open("/db", Options{FS: mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})})
 	if err != nil {
 		t.Fatalf("reopen after crash: %v", err)
 	}
@@ -45,7 +45,7 @@ func closeReopen(t *testing.T, s *Store, dir string) *Store {
 func openCrashable(t *testing.T) (*Store, *vfs.MemFS) {
 	t.Helper()
 	mem := vfs.NewCrashableMem()
-	s, err := Open("/db", Options{fs: mem})
+	s, err := Open("/db", Options{FS: mem})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,8 @@ func testRecord(oid string) push.Notification {
 // UpdateNotificationNoSync followed by a synced write of the store. Everything acknowledged is there after the crash; a
 // CreateNotificationNoSync that no synced write followed is not, which shows that the file
 // system really drops what was not synced. The same for a task's final progress written
-// without its fsync right before the synced record update that completes the task.
+// without its fsync right before the synced record update that completes the task, and for
+// checkpoints and daily-volume reservations written without one between synced checkpoints.
 func TestStoreCrashWritesWithoutOwnSyncAreCoveredByLaterSync(t *testing.T) {
 	ctx := context.Background()
 	s, lg, mem := openCrashableWithLog(t)
@@ -147,6 +148,19 @@ func TestStoreCrashWritesWithoutOwnSyncAreCoveredByLaterSync(t *testing.T) {
 	if err := s.PutTaskProgress(ctx, push.TaskProgress{JobID: "j", TaskID: "planned"}); err != nil {
 		t.Fatal(err)
 	}
+	// Checkpoints and daily-volume reservations without their own fsync, then the task's
+	// synced checkpoint (fanout.WorkerConfig.SyncEvery).
+	for i := range 3 {
+		if _, err := s.AddDailyVolumeNoSync(ctx, "app", "2026-12-02", 100); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PutTaskProgressNoSync(ctx, push.TaskProgress{JobID: "j", TaskID: "batches", Epoch: int64(i + 1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.PutTaskProgress(ctx, push.TaskProgress{JobID: "j", TaskID: "batches", Epoch: 4}); err != nil {
+		t.Fatal(err)
+	}
 	afterAck := crashReopen(t, mem)
 
 	// The control: no synced write follows this one.
@@ -164,6 +178,15 @@ func TestStoreCrashWritesWithoutOwnSyncAreCoveredByLaterSync(t *testing.T) {
 		return nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := s.AddDailyVolumeNoSync(ctx, "app", "2026-12-02", 50); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutTaskProgressNoSync(ctx, push.TaskProgress{JobID: "j", TaskID: "batches", Epoch: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.DailyVolume(ctx, "app", "2026-12-02"); err != nil || v != 350 {
+		t.Fatalf("daily volume before the crash = %d, %v; want 350", v, err)
 	}
 	afterUnsynced := crashReopen(t, mem)
 
@@ -197,6 +220,15 @@ func TestStoreCrashWritesWithoutOwnSyncAreCoveredByLaterSync(t *testing.T) {
 		prev, ok, err := c.ClaimReqID(ctx, "app", "req-before-append", store.ReqClaim{ObjectID: "retry", CreatedAt: claimAt.Add(time.Second)}, time.Hour)
 		if err != nil || ok || prev.ObjectID != "before-append" {
 			t.Errorf("claim after the crash = %+v, claimed anew %v, %v; want the claim of before-append", prev, ok, err)
+		}
+	}
+	for _, c := range []*Store{afterAck, afterUnsynced} {
+		// The reservations and the checkpoint the synced one followed; not those after it.
+		if v, err := c.DailyVolume(ctx, "app", "2026-12-02"); err != nil || v != 300 {
+			t.Errorf("daily volume after the crash = %d, %v; want 300", v, err)
+		}
+		if p, err := c.GetTaskProgress(ctx, "j", "batches"); err != nil || p.Epoch != 4 {
+			t.Errorf("checkpoint after the crash = epoch %d, %v; want 4", p.Epoch, err)
 		}
 	}
 	if _, ok, err := afterUnsynced.ClaimReqID(ctx, "app", "req-never-synced", store.ReqClaim{ObjectID: "retry", CreatedAt: claimAt.Add(time.Second)}, time.Hour); err != nil || !ok {

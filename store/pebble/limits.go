@@ -150,6 +150,16 @@ func (s *Store) CreateNotificationWith(ctx context.Context, n push.Notification,
 
 // AddDailyVolume implements store.Store: read, add, synced write under the counter's stripe.
 func (s *Store) AddDailyVolume(ctx context.Context, appID, day string, n int64) (int64, error) {
+	return s.addDailyVolume(appID, day, n, pebble.Sync)
+}
+
+// AddDailyVolumeNoSync is AddDailyVolume without the fsync: the addition is durable with the
+// next synced write of the store (fanout.VolumeNoSync).
+func (s *Store) AddDailyVolumeNoSync(ctx context.Context, appID, day string, n int64) (int64, error) {
+	return s.addDailyVolume(appID, day, n, pebble.NoSync)
+}
+
+func (s *Store) addDailyVolume(appID, day string, n int64, opt *pebble.WriteOptions) (int64, error) {
 	if err := s.enter(); err != nil {
 		return 0, err
 	}
@@ -161,7 +171,7 @@ func (s *Store) AddDailyVolume(ctx context.Context, appID, day string, n int64) 
 		return 0, fmt.Errorf("cannot read daily volume of app %s: %w", appID, err)
 	}
 	total := cur + n
-	if err := s.db.Set(key, binary.BigEndian.AppendUint64(nil, uint64(total)), pebble.Sync); err != nil {
+	if err := s.db.Set(key, binary.BigEndian.AppendUint64(nil, uint64(total)), opt); err != nil {
 		return 0, fmt.Errorf("cannot add to daily volume of app %s: %w", appID, err)
 	}
 	return total, nil

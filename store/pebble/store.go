@@ -53,7 +53,9 @@ type Options struct {
 	// Now is the clock used where a caller gives no time (default time.Now).
 	Now func() time.Time
 
-	fs vfs.FS // test hook: the file system (default vfs.Default)
+	// FS is the file system the store lives on (default vfs.Default, the OS's). Tests cut
+	// the power on a vfs.NewCrashableMem with its CrashClone: what was not synced is lost.
+	FS vfs.FS
 }
 
 const (
@@ -216,7 +218,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	fs := opts.fs
+	fs := opts.FS
 	if fs == nil {
 		fs = vfs.Default
 	}

@@ -58,7 +58,7 @@ func TestStoreWALMinSyncIntervalSharesFsyncs(t *testing.T) {
 	const interval = maxWALMinSyncInterval
 	var syncs atomic.Int64
 	s, err := Open(t.TempDir(), Options{CacheSize: 8 << 20, MemTableSize: 4 << 20,
-		WALMinSyncInterval: interval, fs: syncCountFS{vfs.Default, &syncs}})
+		WALMinSyncInterval: interval, FS: syncCountFS{vfs.Default, &syncs}})
 	if err != nil {
 		t.Fatal(err)
 	}
