@@ -43,8 +43,10 @@ type TokenInvalidator interface {
 // RecordNoSync is a store that can update a push record without an fsync of its own: the
 // update is durable once a later synced write to the same store returns (store/pebble). The
 // planner records the plan of a job it runs itself with it (PlannerConfig.InlineSingle): the
-// task's checkpoints and the update that completes it are synced writes of that store, and a
-// task that ends with none (its push cancelled or gone) leaves nothing to keep.
+// task's synced checkpoints (at least every WorkerConfig.SyncEvery deliveries) and the update
+// that completes it are synced writes of that store, so a crash before the first of them
+// repeats at most what one before a synced checkpoint would; a task that ends with none (its
+// push cancelled or gone) leaves nothing to keep.
 type RecordNoSync interface {
 	UpdateNotificationNoSync(ctx context.Context, appID, objectID string, fn func(*push.Notification) error) (push.Notification, error)
 }
