@@ -72,9 +72,9 @@ type WorkerConfig struct {
 	// (the daily-volume reservation before a batch, the checkpoint after it) on a store that
 	// can write them without one of their own (ProgressNoSync, VolumeNoSync: Pebble). The
 	// writes between are durable with the next synced write of the store, and its log hands
-	// them to the OS within milliseconds. So a process crash repeats what CheckpointEvery
-	// says (up to SyncEvery when the kill lands in those milliseconds), and a machine crash up
-	// to SyncEvery deliveries per task, plus the batches in flight; those it repeats it also
+	// them to the OS within milliseconds (longer while it is in an fsync). So a process crash
+	// usually repeats what CheckpointEvery says, and at most, as a machine crash, SyncEvery
+	// deliveries per task, plus the batches in flight; those it repeats it also
 	// reserves again, as the reservations lost were theirs. A sync costs CPU beyond its I/O
 	// (the fdatasync, the Go runtime's handoff of the blocked thread's processor). A
 	// checkpoint is synced when the next batch could take the deliveries since the last
