@@ -535,7 +535,7 @@ func (r *run) reserve(ctx context.Context, n int) (int, error) {
 // which the task sends again, reserving it again.
 func (r *run) addVolume(ctx context.Context, n int64) (int64, error) {
 	appID := r.t.Job.AppID
-	if ns, ok := r.w.st.(VolumeNoSync); ok && r.w.cfg.SyncEvery > 0 {
+	if ns := r.w.volumeNoSync; ns != nil {
 		return ns.AddDailyVolumeNoSync(ctx, appID, r.day, n)
 	}
 	return r.w.st.AddDailyVolume(ctx, appID, r.day, n)
@@ -589,7 +589,7 @@ func (r *run) checkpoint(ctx context.Context, durable bool) error {
 	p.Epoch++
 	unsynced := r.unsynced + r.since
 	put, synced := r.w.st.PutTaskProgress, true
-	if ns, ok := r.w.st.(ProgressNoSync); ok && !durable && unsynced+r.size <= r.w.cfg.SyncEvery {
+	if ns := r.w.progressNoSync; ns != nil && !durable && unsynced+r.size <= r.w.cfg.SyncEvery {
 		put, synced = ns.PutTaskProgressNoSync, false
 	}
 	if err := put(ctx, p); err != nil {

@@ -77,21 +77,12 @@ func TestFanoutSyncEveryBoundsUnsyncedDeliveries(t *testing.T) {
 	e.createApp(64, withVolume)
 	e.seed(64, n)
 	want := expected(t, n, `{}`)
-	for _, c := range []struct {
-		syncEvery       int
-		synced, checks  int // synced checkpoints, checkpoints in all
-		unsyncedVolume  bool
-		batch, nBatches int
-	}{
-		{syncEvery: 0, unsyncedVolume: false},
-		{syncEvery: 400, unsyncedVolume: true},
-		{syncEvery: 250, unsyncedVolume: true}, // not a multiple of the batch
-	} {
-		t.Run(fmt.Sprintf("sync-every-%d", c.syncEvery), func(t *testing.T) {
+	for _, syncEvery := range []int{0, 400, 250} { // 250: not a multiple of the batch
+		t.Run(fmt.Sprintf("sync-every-%d", syncEvery), func(t *testing.T) {
 			cfg := DefaultWorkerConfig()
 			cfg.BatchSize = 100
 			cfg.SendAhead = 1 // batches final in order: the checkpoints' counts step by 100
-			cfg.SyncEvery = c.syncEvery
+			cfg.SyncEvery = syncEvery
 			st := &syncCountStore{Store: e.st}
 			job, tasks := e.planDirect(push.Job{}, PlannerConfig{BucketsPerTask: 64, IDsPerTask: 1000})
 			if len(tasks) != 1 {
@@ -113,12 +104,12 @@ func TestFanoutSyncEveryBoundsUnsyncedDeliveries(t *testing.T) {
 			}
 			prev := int64(0)
 			for _, at := range st.syncedCounted {
-				if c.syncEvery > 0 && at-prev > int64(c.syncEvery) {
-					t.Errorf("synced checkpoints at %v targets: %d between two, more than %d", st.syncedCounted, at-prev, c.syncEvery)
+				if syncEvery > 0 && at-prev > int64(syncEvery) {
+					t.Errorf("synced checkpoints at %v targets: %d between two, more than %d", st.syncedCounted, at-prev, syncEvery)
 				}
 				prev = at
 			}
-			if c.syncEvery == 0 {
+			if syncEvery == 0 {
 				if st.unsyncedChecks != 0 || st.unsyncedVolume != 0 || st.syncedVolume != batches {
 					t.Errorf("sync every 0: %d unsynced checkpoints, %d unsynced and %d synced volume additions; want 0, 0, %d",
 						st.unsyncedChecks, st.unsyncedVolume, st.syncedVolume, batches)
@@ -127,7 +118,7 @@ func TestFanoutSyncEveryBoundsUnsyncedDeliveries(t *testing.T) {
 			}
 			// Synced whenever the next batch could pass the bound: every
 			// floor(syncEvery/batch) batches.
-			per := c.syncEvery / cfg.BatchSize
+			per := syncEvery / cfg.BatchSize
 			if wantSynced := (batches - 1) / per; len(st.syncedCounted) != wantSynced {
 				t.Errorf("%d synced checkpoints (at %v targets), want %d", len(st.syncedCounted), st.syncedCounted, wantSynced)
 			}

@@ -21,15 +21,19 @@ import (
 // Worker consumes push.tasks as a member of the fan-out group and runs each task: scan, filter,
 // pace, send, checkpoint, complete.
 type Worker struct {
-	cfg    WorkerConfig
-	st     WorkerStore
-	cons   Consumer
-	snd    Sender
-	logger *zap.Logger
-	clock  Clock
-	sem    chan struct{}
-	jobs   *jobCache
-	pool   sync.Pool // *batch
+	cfg WorkerConfig
+	st  WorkerStore
+	// progressNoSync and volumeNoSync are st's writes without an fsync of their own (nil: it
+	// has none; volumeNoSync also with SyncEvery 0, which syncs every reservation).
+	progressNoSync ProgressNoSync
+	volumeNoSync   VolumeNoSync
+	cons           Consumer
+	snd            Sender
+	logger         *zap.Logger
+	clock          Clock
+	sem            chan struct{}
+	jobs           *jobCache
+	pool           sync.Pool // *batch
 	// newMessages builds a job's renderer (render.NewCache; tests may swap it).
 	newMessages func(*push.Job) Messages
 	m           workerMetrics
@@ -92,6 +96,10 @@ func NewWorker(cfg WorkerConfig, st WorkerStore, cons Consumer, snd Sender, logg
 	}
 	if w.clock == nil {
 		w.clock = wallClock{}
+	}
+	w.progressNoSync, _ = st.(ProgressNoSync)
+	if cfg.SyncEvery > 0 {
+		w.volumeNoSync, _ = st.(VolumeNoSync)
 	}
 	w.pool.New = func() any { return newBatch(cfg.BatchSize) }
 	w.m = workerMetrics{
@@ -261,10 +269,10 @@ func (w *Worker) runRead(ctx context.Context, t *push.Task, h *gateHold, prog pu
 	// The final progress need not be fsynced on its own when the record update after it is
 	// (ProgressNoSync): a crash that loses it loses the record update too, and the task
 	// then resumes from its last checkpoint, as after a crash just before it.
-	ns, lazy := w.st.(ProgressNoSync)
+	lazy := w.progressNoSync != nil
 	put := w.st.PutTaskProgress
 	if lazy {
-		put = ns.PutTaskProgressNoSync
+		put = w.progressNoSync.PutTaskProgressNoSync
 	}
 	if err := put(ctx, prog); err != nil {
 		return fmt.Errorf("cannot write final progress of task %s: %w", t.ID, err)
