@@ -237,12 +237,26 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
 		tc = cfg.TLS.Clone()
 	}
 	tc.NextProtos = []string{http2.NextProtoTLS}
-	d := tls.Dialer{NetDialer: &net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 15 * time.Second}, Config: tc}
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	if tc.ServerName == "" {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, fmt.Errorf("cannot connect to %s: %w", addr, err)
+		}
+		tc.ServerName = host
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
+	defer cancel()
+	d := net.Dialer{KeepAlive: 15 * time.Second}
+	raw, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("cannot connect to %s: %w", addr, err)
 	}
-	if p := nc.(*tls.Conn).ConnectionState().NegotiatedProtocol; p != http2.NextProtoTLS {
+	nc := tls.Client(wrapRawIO(raw), tc)
+	if err := nc.HandshakeContext(ctx); err != nil {
+		_ = raw.Close()
+		return nil, fmt.Errorf("cannot connect to %s: %w", addr, err)
+	}
+	if p := nc.ConnectionState().NegotiatedProtocol; p != http2.NextProtoTLS {
 		_ = nc.Close()
 		return nil, fmt.Errorf("cannot speak http2 to %s: the server chose protocol %q", addr, p)
 	}
