@@ -16,6 +16,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
+	"github.com/pushd/pushd/internal/rawtcp"
 	"github.com/pushd/pushd/sender/gateway"
 )
 
@@ -251,7 +252,7 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot connect to %s: %w", addr, err)
 	}
-	nc := tls.Client(wrapRawIO(raw), tc)
+	nc := tls.Client(rawtcp.Wrap(raw), tc)
 	if err := nc.HandshakeContext(ctx); err != nil {
 		_ = raw.Close()
 		return nil, fmt.Errorf("cannot connect to %s: %w", addr, err)

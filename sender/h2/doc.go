@@ -8,9 +8,8 @@
 // in order, within the server's SETTINGS_MAX_CONCURRENT_STREAMS and flow-control windows, and
 // flushes its buffered writer only when nothing more is queued, so a burst of requests costs
 // few syscalls. One reader goroutine parses responses into the stream's reused state: :status,
-// retry-after and a short body (kept only for statuses other than 200). On Linux the socket
-// under TLS is read and written with raw system calls (rawio_linux.go), which do not wake the
-// runtime's sysmon at each call.
+// retry-after and a short body (kept only for statuses other than 200). The socket under TLS
+// is an internal/rawtcp connection: its reads and writes do not wake the runtime's sysmon.
 //
 // "Was it processed" is exact: Do returns an error matching ErrNotProcessed when the server
 // cannot have acted on the request (a stream above a GOAWAY's last-stream-id, RST_STREAM

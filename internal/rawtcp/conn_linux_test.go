@@ -1,23 +1,19 @@
 //go:build linux
 
-package h2
+package rawtcp
 
 import (
-	"bytes"
-	"context"
 	"crypto/sha256"
-	"crypto/tls"
 	"errors"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"testing"
 	"time"
 )
 
-// rawPair returns a raw-I/O client connection and the server's end of it, on loopback.
-func rawPair(t *testing.T) (*rawIO, net.Conn) {
+// rawPair returns a wrapped client connection and the server's end of it, on loopback.
+func rawPair(t *testing.T) (*Conn, net.Conn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -41,9 +37,9 @@ func rawPair(t *testing.T) (*rawIO, net.Conn) {
 	if !ok {
 		t.Fatal("accept failed")
 	}
-	c, ok := wrapRawIO(nc).(*rawIO)
+	c, ok := Wrap(nc).(*Conn)
 	if !ok {
-		t.Fatalf("wrapRawIO(%T) did not wrap it", nc)
+		t.Fatalf("Wrap(%T) did not wrap it", nc)
 	}
 	t.Cleanup(func() { _ = c.Close(); _ = srv.Close() })
 	return c, srv
@@ -132,24 +128,5 @@ func TestRawIOReadDeadlineEOFAndClose(t *testing.T) {
 	}
 	if _, err := c2.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
 		t.Fatalf("write after Close: %v, want net.ErrClosed", err)
-	}
-}
-
-// Dial puts TLS on a raw-I/O socket, and HTTP/2 runs over it against Go's own server.
-func TestH2DialUsesRawIO(t *testing.T) {
-	c := goServer(t, nil, func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = w.Write(bytes.ToUpper(b))
-	})
-	if _, ok := c.nc.(*tls.Conn).NetConn().(*rawIO); !ok {
-		t.Fatalf("Dial's connection runs on %T, want *rawIO", c.nc.(*tls.Conn).NetConn())
-	}
-	var res Response
-	if err := c.Do(context.Background(), testRequest("x", `{"reason":"badtoken"}`), &res); err != nil {
-		t.Fatal(err)
-	}
-	if res.Status != 400 || string(res.Body) != `{"REASON":"BADTOKEN"}` {
-		t.Fatalf("got %d %q", res.Status, res.Body)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package h2
+package rawtcp
 
 import (
 	"io"
@@ -10,24 +10,15 @@ import (
 	"unsafe"
 )
 
-// rawIO is a TCP connection whose reads and writes are raw system calls on its non-blocking
-// socket, made from inside syscall.RawConn's Read and Write (which wait in the runtime's
-// poller, with the connection's deadlines, when the socket is not ready).
-//
-// Why: net.TCPConn's Read and Write go through syscall.Syscall, whose entersyscall wakes the
-// runtime's sysmon thread whenever every P was idle a moment before, and sysmon then polls
-// every 20 µs for a millisecond or more. A sender waiting on its gateway goes idle and wakes
-// up thousands of times a second, so sysmon's wake-ups were about a fifth of pushd's CPU over
-// a push (per-thread /proc counters; docs/decisions.md, "Gateway sockets without
-// entersyscall"). A non-blocking read or write never blocks, so the scheduler does not need
-// to hear of it, as for the runtime's own netpoll and futex calls.
-type rawIO struct {
+// Conn is a TCP connection whose reads and writes are raw system calls (see the package
+// doc). A raw call holds its thread only for the copy a non-blocking socket does.
+type Conn struct {
 	*net.TCPConn
 	rc syscall.RawConn
 }
 
-// wrapRawIO returns c with raw reads and writes when it is a TCP connection, else c.
-func wrapRawIO(c net.Conn) net.Conn {
+// Wrap returns c with raw reads and writes (a *Conn) when it is a *net.TCPConn, else c.
+func Wrap(c net.Conn) net.Conn {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
 		return c
@@ -36,10 +27,10 @@ func wrapRawIO(c net.Conn) net.Conn {
 	if err != nil {
 		return c
 	}
-	return &rawIO{TCPConn: tc, rc: rc}
+	return &Conn{TCPConn: tc, rc: rc}
 }
 
-func (c *rawIO) Read(p []byte) (int, error) {
+func (c *Conn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -69,7 +60,7 @@ func (c *rawIO) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (c *rawIO) Write(p []byte) (int, error) {
+func (c *Conn) Write(p []byte) (int, error) {
 	var n int
 	var errno syscall.Errno
 	err := c.rc.Write(func(fd uintptr) bool {
@@ -100,7 +91,7 @@ func (c *rawIO) Write(p []byte) (int, error) {
 // opError is the error net.TCPConn's Read or Write would give for err: RawConn's own errors
 // (a deadline, a closed connection) come as a *net.OpError of op "raw-read" or "raw-write",
 // whose cause is kept.
-func (c *rawIO) opError(op string, err error) error {
+func (c *Conn) opError(op string, err error) error {
 	if oe, ok := err.(*net.OpError); ok {
 		err = oe.Err
 	}
