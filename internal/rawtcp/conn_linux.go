@@ -30,6 +30,8 @@ func Wrap(c net.Conn) net.Conn {
 	return &Conn{TCPConn: tc, rc: rc}
 }
 
+// Read is net.TCPConn's Read: it waits in the poller until the socket has data (or the read
+// deadline passes), then reads with one raw read(2).
 func (c *Conn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
@@ -60,6 +62,9 @@ func (c *Conn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// Write is net.TCPConn's Write: raw write(2) calls until all of p is written, waiting in the
+// poller whenever the socket's buffer is full (or until the write deadline passes, with the
+// bytes written so far).
 func (c *Conn) Write(p []byte) (int, error) {
 	var n int
 	var errno syscall.Errno

@@ -245,6 +245,8 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
 		}
 		tc.ServerName = host
 	}
+	// TCP, then TLS by hand rather than tls.Dialer: TLS runs on a rawtcp connection, whose
+	// reads and writes do not wake the runtime's sysmon (package rawtcp).
 	ctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
 	defer cancel()
 	d := net.Dialer{KeepAlive: 15 * time.Second}
