@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"syscall"
 	"unsafe"
 )
@@ -14,7 +15,19 @@ import (
 // doc). A raw call holds its thread only for the copy a non-blocking socket does.
 type Conn struct {
 	*net.TCPConn
-	rc syscall.RawConn
+	rc   syscall.RawConn
+	r, w rawIO
+}
+
+// rawIO is one direction's call: the buffer and the result of the function RawConn calls
+// (fn, bound once in Wrap), kept here so that a Read or Write allocates no closure. mu holds
+// them for one call at a time (net.Conn allows concurrent calls).
+type rawIO struct {
+	mu    sync.Mutex
+	p     []byte
+	n     int
+	errno syscall.Errno
+	fn    func(fd uintptr) bool
 }
 
 // Wrap returns c with raw reads and writes (a *Conn) when it is a *net.TCPConn, else c.
@@ -27,7 +40,9 @@ func Wrap(c net.Conn) net.Conn {
 	if err != nil {
 		return c
 	}
-	return &Conn{TCPConn: tc, rc: rc}
+	rw := &Conn{TCPConn: tc, rc: rc}
+	rw.r.fn, rw.w.fn = rw.r.read, rw.w.write
+	return rw
 }
 
 // Read is net.TCPConn's Read: it waits in the poller until the socket has data (or the read
@@ -36,21 +51,12 @@ func (c *Conn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	var n int
-	var errno syscall.Errno
-	err := c.rc.Read(func(fd uintptr) bool {
-		for {
-			r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-			switch e {
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-				return false // wait until readable
-			}
-			n, errno = int(r), e
-			return true
-		}
-	})
+	c.r.mu.Lock()
+	defer c.r.mu.Unlock()
+	c.r.p, c.r.n, c.r.errno = p, 0, 0
+	err := c.rc.Read(c.r.fn)
+	n, errno := c.r.n, c.r.errno
+	c.r.p = nil // the caller's buffer is not ours to keep
 	switch {
 	case err != nil:
 		return 0, c.opError("read", err)
@@ -62,28 +68,31 @@ func (c *Conn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// read is RawConn.Read's function: false (wait until readable) while the socket has nothing.
+func (s *rawIO) read(fd uintptr) bool {
+	for {
+		r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&s.p[0])), uintptr(len(s.p)))
+		switch e {
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false
+		}
+		s.n, s.errno = int(r), e
+		return true
+	}
+}
+
 // Write is net.TCPConn's Write: raw write(2) calls until all of p is written, waiting in the
 // poller whenever the socket's buffer is full (or until the write deadline passes, with the
 // bytes written so far).
 func (c *Conn) Write(p []byte) (int, error) {
-	var n int
-	var errno syscall.Errno
-	err := c.rc.Write(func(fd uintptr) bool {
-		for n < len(p) {
-			r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[n])), uintptr(len(p)-n))
-			switch e {
-			case 0:
-				n += int(r)
-			case syscall.EINTR:
-			case syscall.EAGAIN:
-				return false // wait until writable
-			default:
-				errno = e
-				return true
-			}
-		}
-		return true
-	})
+	c.w.mu.Lock()
+	defer c.w.mu.Unlock()
+	c.w.p, c.w.n, c.w.errno = p, 0, 0
+	err := c.rc.Write(c.w.fn)
+	n, errno := c.w.n, c.w.errno
+	c.w.p = nil
 	switch {
 	case err != nil:
 		return n, c.opError("write", err)
@@ -91,6 +100,25 @@ func (c *Conn) Write(p []byte) (int, error) {
 		return n, c.opError("write", os.NewSyscallError("write", errno))
 	}
 	return n, nil
+}
+
+// write is RawConn.Write's function: it writes what is left of s.p, false (wait until
+// writable) whenever the socket's buffer is full.
+func (s *rawIO) write(fd uintptr) bool {
+	for s.n < len(s.p) {
+		r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&s.p[s.n])), uintptr(len(s.p)-s.n))
+		switch e {
+		case 0:
+			s.n += int(r)
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return false
+		default:
+			s.errno = e
+			return true
+		}
+	}
+	return true
 }
 
 // opError is the error net.TCPConn's Read or Write would give for err: RawConn's own errors

@@ -130,3 +130,30 @@ func TestRawIOReadDeadlineEOFAndClose(t *testing.T) {
 		t.Fatalf("write after Close: %v, want net.ErrClosed", err)
 	}
 }
+
+// A read or a write that succeeds allocates nothing: the gateway senders make about one of
+// each per few deliveries, and their pipeline allocates nothing per target (issue 16, item 3).
+func TestRawIOReadWriteAllocateNothing(t *testing.T) {
+	c, srv := rawPair(t)
+	msg := []byte("ping")
+	buf := make([]byte, 64)
+	writes := testing.AllocsPerRun(200, func() {
+		if _, err := c.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(srv, buf[:len(msg)]); err != nil {
+			t.Fatal(err)
+		}
+	})
+	reads := testing.AllocsPerRun(200, func() {
+		if _, err := srv.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, buf[:len(msg)]); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if writes != 0 || reads != 0 {
+		t.Fatalf("allocations per write %v, per read %v; want 0 (the server's end counted too: it allocates none)", writes, reads)
+	}
+}
