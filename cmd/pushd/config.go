@@ -16,9 +16,7 @@ import (
 	"github.com/pushd/pushd/fanout"
 	"github.com/pushd/pushd/internal/node"
 	"github.com/pushd/pushd/scheduler"
-	"github.com/pushd/pushd/sender/apns"
 	"github.com/pushd/pushd/sender/direct"
-	"github.com/pushd/pushd/sender/fcm"
 )
 
 // serveConfig is everything `pushd serve` reads (node.Config: the node runs it). Each flag
@@ -97,9 +95,7 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	c.Direct.RegisterFlags(fs, "direct-")
 	c.Webhook.RegisterFlags(fs, "webhook-")
 	fs.StringVar(&c.APNsEndpoint, "apns-endpoint", envOr("PUSHD_APNS_ENDPOINT", ""), "APNs base URL for both environments instead of Apple's (PUSHD_APNS_ENDPOINT)")
-	fs.StringVar(&c.APNsTransport, "apns-transport", envOr("PUSHD_APNS_TRANSPORT", apns.DefaultTransport), "APNs HTTP/2 client: lean (sender/h2: header blocks encoded once per push, no per-request objects) or apns2 (sideshow/apns2 over net/http, the previous one) (PUSHD_APNS_TRANSPORT)")
 	fs.StringVar(&c.FCMEndpoint, "fcm-endpoint", envOr("PUSHD_FCM_ENDPOINT", ""), "FCM base URL instead of Google's (PUSHD_FCM_ENDPOINT)")
-	fs.StringVar(&c.FCMTransport, "fcm-transport", envOr("PUSHD_FCM_TRANSPORT", fcm.DefaultTransport), "FCM HTTP/2 client: lean (sender/h2: header blocks encoded once, no per-request objects) or std (net/http over x/net/http2, the previous one) (PUSHD_FCM_TRANSPORT)")
 	fs.StringVar(&c.FCMTokenURL, "fcm-token-url", envOr("PUSHD_FCM_TOKEN_URL", ""), "OAuth2 token URL for every FCM service account instead of its token_uri (PUSHD_FCM_TOKEN_URL)")
 	fs.StringVar(&c.GatewayCA, "gateway-ca", envOr("PUSHD_GATEWAY_CA", ""), "PEM file of extra roots trusted for gateway TLS (PUSHD_GATEWAY_CA)")
 	fs.StringVar(&c.HMSEndpoint, "hms-endpoint", envOr("PUSHD_HMS_ENDPOINT", ""), "HMS Push Kit base URL instead of Huawei's, for credentials that name none (PUSHD_HMS_ENDPOINT)")
@@ -237,13 +233,14 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (*serveConfig, error) {
 	if c.Sim && c.ReceiptURL == "" {
 		c.ReceiptURL = simReceiptURL(c.Addr)
 	}
-	c.Sender.APNs.Transport = c.APNsTransport
-	if err := c.Sender.APNs.Validate(); err != nil {
-		return nil, fmt.Errorf("--apns-transport: %w", err)
+	if err := removedTransports(); err != nil {
+		return nil, err
 	}
-	c.Sender.FCM.Transport = c.FCMTransport
+	if err := c.Sender.APNs.Validate(); err != nil {
+		return nil, err
+	}
 	if err := c.Sender.FCM.Validate(); err != nil {
-		return nil, fmt.Errorf("--fcm-transport: %w", err)
+		return nil, err
 	}
 	codes, err := parseCodes(c.OppoInvalidRegIDCodes)
 	if err != nil {
@@ -368,4 +365,18 @@ func parseCodes(s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// removedTransports refuses a start that asks, through the environment, for an HTTP/2 client
+// pushd no longer has: PUSHD_APNS_TRANSPORT=apns2 or PUSHD_FCM_TRANSPORT=std meant the
+// previous clients, removed once sender/h2 had proven itself (docs/decisions.md, "Lean APNs
+// transport"). Their flags are gone, so a flag is refused as any unknown one; the environment
+// would otherwise be ignored without a word. "lean", the only transport, is accepted.
+func removedTransports() error {
+	for _, name := range []string{"PUSHD_APNS_TRANSPORT", "PUSHD_FCM_TRANSPORT"} {
+		if v := os.Getenv(name); v != "" && v != "lean" {
+			return fmt.Errorf("%s=%s: that HTTP/2 client was removed; sender/h2 (\"lean\") is the only one, unset %s", name, v, name)
+		}
+	}
+	return nil
 }

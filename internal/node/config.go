@@ -63,10 +63,6 @@ type Config struct {
 	// DryRun bounds the dry runs of pushes (the dry_run extension) on the api role.
 	DryRun pushapi.DryRunConfig
 
-	// APNsTransport is the APNs HTTP/2 client: apns.TransportLean or apns.TransportAPNs2.
-	APNsTransport string
-	// FCMTransport is the FCM HTTP/2 client: fcm.TransportLean or fcm.TransportStd.
-	FCMTransport string
 
 	// Gateways: endpoint overrides and extra trusted roots (simulators, staging).
 	APNsEndpoint string

@@ -5,29 +5,23 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"net"
-	"net/http"
 	"strings"
 	"time"
 
-	"github.com/sideshow/apns2"
 	"github.com/sideshow/apns2/token"
-	"golang.org/x/net/http2"
 
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/sender/gateway"
 )
 
 // Client delivers to APNs for one route (one team key or certificate, one environment) over
-// at most Config.MaxConns HTTP/2 connections, each an apns2.Client with its own transport
-// (StrictMaxConcurrentStreams: one connection per transport, requests wait for a free stream).
-// Requests go to the connection with the fewest in flight; another connection is opened only
-// when every open one carries Config.StreamsPerConn requests. Safe for concurrent use.
+// at most Config.MaxConns HTTP/2 connections of sender/h2, each carrying up to
+// Config.StreamsPerConn streams (fewer if the server's SETTINGS say so); another connection
+// opens only when every open one is full. Safe for concurrent use.
 type Client struct {
 	creds *Credentials
-	tok   *token.Token                  // token auth; nil with a certificate
-	conns *gateway.Conns[*apns2.Client] // TransportAPNs2
-	lean  *lean                         // TransportLean
+	tok   *token.Token // token auth; nil with a certificate
+	lean  *lean
 }
 
 // NewClient builds the client of one route key returned by Route. It does not connect:
@@ -72,89 +66,19 @@ func (c *Credentials) NewClient(route string, cfg Config) (*Client, error) {
 	if cl.tok == nil && cert == nil {
 		return nil, fmt.Errorf("cannot build apns client: no certificate for route %q", route)
 	}
-	if cfg.Transport == TransportLean {
-		l, err := newLean(cfg, host, cert)
-		if err != nil {
-			return nil, err
-		}
-		cl.lean = l
-		return cl, nil
+	l, err := newLean(cfg, host, cert)
+	if err != nil {
+		return nil, err
 	}
-	dial := func() (*apns2.Client, error) { return newConn(cfg, host, cl.tok, cert), nil }
-	cl.conns = gateway.NewBoundedConns(cfg.MaxConns, cfg.StreamsPerConn, dial, func(a *apns2.Client) { a.CloseIdleConnections() })
+	cl.lean = l
 	return cl, nil
 }
 
-// newConn builds one apns2.Client whose transport holds a single HTTP/2 connection.
-func newConn(cfg Config, host string, tok *token.Token, cert *tls.Certificate) *apns2.Client {
-	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	if cfg.TLS != nil {
-		tlsCfg = cfg.TLS.Clone()
-	}
-	if cert != nil {
-		tlsCfg.Certificates = []tls.Certificate{*cert}
-	}
-	dialer := &tls.Dialer{NetDialer: &net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: apns2.TCPKeepAlive}}
-	tr := &http2.Transport{
-		TLSClientConfig: tlsCfg,
-		DialTLSContext: func(ctx context.Context, network, addr string, c *tls.Config) (net.Conn, error) {
-			d := *dialer
-			d.Config = c
-			return d.DialContext(ctx, network, addr)
-		},
-		ReadIdleTimeout: cfg.ReadIdleTimeout,
-		PingTimeout:     cfg.PingTimeout,
-		// Not StrictMaxConcurrentStreams: with more callers than the server's limit (APNs allows
-		// one stream on a fresh token-auth connection) it stalls the connection until the
-		// request timeout (golang/go#70809, as in sender/fcm newConn). The bounded Conns keeps
-		// callers per connection at StreamsPerConn; above the server's limit the transport
-		// opens another connection rather than wait.
-	}
-	a := &apns2.Client{
-		Host:       host,
-		Token:      tok,
-		HTTPClient: &http.Client{Transport: retryAfterTransport{tr}, Timeout: cfg.RequestTimeout},
-	}
-	if cert != nil {
-		a.Certificate = *cert
-	}
-	return a
-}
-
-// retryAfterTransport records the reply's Retry-After into the holder the request context
-// carries: apns2.Response does not expose headers.
-type retryAfterTransport struct{ tr *http2.Transport }
-
-type retryAfterKey struct{}
-
-func (t retryAfterTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	res, err := t.tr.RoundTrip(r)
-	if err == nil && res.StatusCode != http.StatusOK {
-		if h, ok := r.Context().Value(retryAfterKey{}).(*time.Duration); ok {
-			*h = gateway.ParseRetryAfter(res.Header.Get("Retry-After"), time.Now())
-		}
-	}
-	return res, err
-}
-
-func (t retryAfterTransport) CloseIdleConnections() { t.tr.CloseIdleConnections() }
-
 // Conns is the number of open connections.
-func (cl *Client) Conns() int {
-	if cl.lean != nil {
-		return cl.lean.conns.Len()
-	}
-	return cl.conns.Len()
-}
+func (cl *Client) Conns() int { return cl.lean.conns.Len() }
 
 // Close closes the connections; call it once no Send is running.
-func (cl *Client) Close() {
-	if cl.lean != nil {
-		cl.lean.conns.Close()
-		return
-	}
-	cl.conns.Close()
-}
+func (cl *Client) Close() { cl.lean.conns.Close() }
 
 // topicOf is d's apns-topic: the request's, the installation's, or the app's default; false
 // (and the failure) when token auth has none to send.
@@ -169,47 +93,11 @@ func (cl *Client) topicOf(d *push.Delivery) (string, gateway.Reply, bool) {
 // Send makes one attempt to deliver d and classifies the reply. The topic is the request's,
 // else the installation's apnsTopic, else the app's default topic.
 func (cl *Client) Send(ctx context.Context, d *push.Delivery) gateway.Reply {
-	m := d.Message
 	topic, rep, ok := cl.topicOf(d)
 	if !ok {
 		return rep
 	}
-	if cl.lean != nil {
-		return cl.sendLean(ctx, d, topic)
-	}
-	n := &apns2.Notification{
-		DeviceToken: d.Target.DeviceID,
-		Topic:       topic,
-		Payload:     m.Body,
-		Priority:    m.Priority,
-		PushType:    apns2.EPushType(m.PushType),
-		CollapseID:  m.CollapseID,
-		Expiration:  m.Expiration,
-	}
-	conn, err := cl.conns.AcquireContext(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return gateway.TransportReply(ctx.Err(), "apns", "cannot reach apns")
-		}
-		return gateway.Reply{Kind: gateway.KindRetry, Reason: "apns client closed"}
-	}
-	defer conn.Release()
-	var retryAfter time.Duration
-	res, err := conn.C.PushWithContext(context.WithValue(ctx, retryAfterKey{}, &retryAfter), n)
-	if err != nil {
-		return gateway.TransportReply(err, "apns", "unreadable apns reply")
-	}
-	r := classify(res.StatusCode, res.Reason)
-	switch r.Kind {
-	case gateway.KindRetry:
-		r.RetryAfter = retryAfter
-	case gateway.KindInvalidToken:
-		r.Since = res.Timestamp.Time // zero unless a 410 says when
-	}
-	if r.Kind == gateway.KindAuth {
-		cl.expireToken()
-	}
-	return r
+	return cl.sendLean(ctx, d, topic)
 }
 
 // tokenRefreshFloor: Apple refuses (429 TooManyProviderTokenUpdates) a new JWT less than

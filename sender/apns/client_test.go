@@ -33,7 +33,7 @@ func newSim(t testing.TB, cfg sim.APNsConfig) *sim.APNs {
 }
 
 func simConfig(s *sim.APNs) Config {
-	return Config{ProdEndpoint: s.URL(), DevEndpoint: s.URL(), TLS: s.ClientTLS(), Transport: testTransport}
+	return Config{ProdEndpoint: s.URL(), DevEndpoint: s.URL(), TLS: s.ClientTLS()}
 }
 
 func tokenCreds(t testing.TB, s *sim.APNs, teams ...string) []byte {

@@ -1,9 +1,8 @@
 // Package apns owns delivery to Apple's APNs provider API: the app credentials JSON
 // (token-auth team keys and TLS certificates) and its validation, the choice of credential,
 // environment, topic and team for a delivery, the HTTP/2 connections of one route, and the
-// table mapping APNs replies to outcomes. Requests go over one of two transports
-// (Config.Transport): lean (sender/h2, header blocks encoded once per push; the default) or
-// apns2 (sideshow/apns2 over net/http). Both sign their JWTs with apns2's token package.
+// table mapping APNs replies to outcomes. Requests go over sender/h2 (header blocks encoded once
+// per push and shared by its targets); JWTs are signed with sideshow/apns2's token package.
 //
 // Concurrency: Credentials and Client are safe for concurrent use. A Client holds at most
 // Config.MaxConns connections; the JWT of a team is generated once and shared by every

@@ -33,7 +33,7 @@ func TestAPNsClientGoAwayKeepsStreamsInFlight(t *testing.T) {
 	srv.StartTLS()
 	defer srv.Close()
 	s := newSim(t, sim.APNsConfig{}) // only for a key: the server here checks no JWT
-	cfg := Config{ProdEndpoint: srv.URL, DevEndpoint: srv.URL, Transport: testTransport,
+	cfg := Config{ProdEndpoint: srv.URL, DevEndpoint: srv.URL,
 		TLS: srv.Client().Transport.(*http.Transport).TLSClientConfig}
 	cfg.MaxConns = 1
 	cl := mustClient(t, tokenCreds(t, s, testTeam), delivery(devToken(0)), cfg)

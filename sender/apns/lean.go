@@ -17,17 +17,8 @@ import (
 	"github.com/pushd/pushd/sender/h2"
 )
 
-// Transports of Config.Transport.
-const (
-	TransportAPNs2 = "apns2" // sideshow/apns2 over net/http and x/net/http2
-	TransportLean  = "lean"  // sender/h2: header blocks encoded once per push, no per-request objects
-
-	// DefaultTransport: lean passes the client tests both transports run and costs a fifth of
-	// apns2's CPU per delivery (docs/decisions.md, "Lean APNs transport").
-	DefaultTransport = TransportLean
-)
-
-// lean is the Client's state for TransportLean.
+// lean is the Client's sender/h2 transport: header blocks encoded once per push and reused
+// for its targets, no per-request objects (docs/decisions.md, "Lean APNs transport").
 type lean struct {
 	conns  *h2.Pool
 	static []byte // :authority and content-type, encoded once
@@ -116,7 +107,7 @@ func (cl *Client) authBlock() []byte {
 	return b
 }
 
-// sendLean is Send over TransportLean.
+// sendLean is Send over the connections.
 func (cl *Client) sendLean(ctx context.Context, d *push.Delivery, topic string) gateway.Reply {
 	var req h2.Request
 	cl.leanRequest(&req, d, topic)
@@ -131,13 +122,13 @@ func (cl *Client) leanRequest(req *h2.Request, d *push.Delivery, topic string) {
 	req.Header = [3][]byte{cl.lean.static, cl.lean.block(m, topic), cl.authBlock()}
 }
 
-// CanBatch says whether SendBatch sends its deliveries together (TransportLean).
-func (cl *Client) CanBatch() bool { return cl.lean != nil }
+// CanBatch says that SendBatch sends its deliveries together.
+func (cl *Client) CanBatch() bool { return true }
 
 // leanBatches holds SendBatch's scratch.
 var leanBatches = sync.Pool{New: func() any { return new(h2.Batch) }}
 
-// SendBatch is Send of every delivery of ds at once (TransportLean only, see CanBatch): reps[i]
+// SendBatch is Send of every delivery of ds at once: reps[i]
 // is what Send would have answered for ds[i]. The requests go out together and their answers
 // are waited for together: one wake-up and one deadline for the batch.
 func (cl *Client) SendBatch(ctx context.Context, ds []*push.Delivery, reps []gateway.Reply) {

@@ -137,9 +137,6 @@ func (s *scriptServer) counts() (reqs, conns int) {
 // process goes again at once (on a new connection after a GOAWAY), at most three times; one
 // it may have processed is a retry for the pool, never sent again by the client.
 func TestAPNsLeanProcessedSemantics(t *testing.T) {
-	if testTransport != TransportLean {
-		t.Skip("lean transport only")
-	}
 	keys := newSim(t, sim.APNsConfig{}) // only for a key: the server here checks no JWT
 	cases := []struct {
 		name              string
@@ -167,7 +164,7 @@ func TestAPNsLeanProcessedSemantics(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			srv := newScriptServer(t, c.script)
-			cfg := Config{ProdEndpoint: srv.url, DevEndpoint: srv.url, TLS: srv.tls, Transport: TransportLean}
+			cfg := Config{ProdEndpoint: srv.url, DevEndpoint: srv.url, TLS: srv.tls}
 			cl := mustClient(t, tokenCreds(t, keys, testTeam), delivery(devToken(0)), cfg)
 			if got := cl.Send(context.Background(), delivery(devToken(0))); got != c.want {
 				t.Fatalf("got %+v, want %+v", got, c.want)
@@ -183,9 +180,6 @@ func TestAPNsLeanProcessedSemantics(t *testing.T) {
 // transport waits for its SETTINGS and queues the rest on the connection, so a burst of
 // callers is all delivered within the limit.
 func TestAPNsLeanServerLimitOfOne(t *testing.T) {
-	if testTransport != TransportLean {
-		t.Skip("lean transport only")
-	}
 	s := newSim(t, sim.APNsConfig{MaxConcurrentStreams: 1})
 	cfg := simConfig(s)
 	cfg.MaxConns, cfg.StreamsPerConn = 1, 64

@@ -21,18 +21,11 @@ import (
 )
 
 // BenchmarkSenderAPNsPool measures deliveries/s through one sender pool (at most 4 HTTP/2
-// connections, token auth) on each transport (sub-benchmarks apns2 and lean) to the APNs
-// simulator, next to the raw ceiling sim.Ceiling reaches against the same simulator in the
+// connections, token auth) to the APNs simulator, next to the raw ceiling sim.Ceiling reaches against the same simulator in the
 // same run (one connection, 256 streams, bare x/net/http2). The simulator runs in a child
 // process (sendertest.StartSim), so cpu-µs/delivery is the sender's own CPU (and ceiling-cpu-µs/req the bare
 // client's). Run with e.g. -benchtime=40000x.
 func BenchmarkSenderAPNsPool(b *testing.B) {
-	for _, tr := range []string{apns.TransportAPNs2, apns.TransportLean} {
-		b.Run(tr, func(b *testing.B) { benchAPNsPool(b, tr) })
-	}
-}
-
-func benchAPNsPool(b *testing.B, transport string) {
 	s := sendertest.StartSim(b, push.ChannelAPNs)
 	simURL, simTLS := s.URL, s.TLS
 	var creds apns.CredentialsJSON
@@ -65,7 +58,7 @@ func benchAPNsPool(b *testing.B, transport string) {
 	measureCeiling()
 
 	d := sender.New(sender.Config{
-		APNs: apns.Config{ProdEndpoint: simURL, DevEndpoint: simURL, TLS: simTLS, Transport: transport},
+		APNs: apns.Config{ProdEndpoint: simURL, DevEndpoint: simURL, TLS: simTLS},
 	}, sendertest.Apps{App: s.App("bench")}, nil, zap.NewNop(), metrics.NewSet())
 	defer d.Close()
 	msg := &push.Message{Channel: push.ChannelAPNs, Body: []byte(`{"aps":{"alert":"hi"}}`), PushType: "alert", Priority: 10}

@@ -46,7 +46,7 @@ func newClient(t testing.TB, s *sim.FCM, project string) *Client {
 		t.Fatalf("Load: %v", err)
 	}
 	route, _ := c.Route(nil)
-	cl, err := c.NewClient(route, Config{Endpoint: s.URL(), TLS: s.ClientTLS(), Transport: testTransport})
+	cl, err := c.NewClient(route, Config{Endpoint: s.URL(), TLS: s.ClientTLS()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestFCMClientUntrustedServiceAccount(t *testing.T) {
 		t.Fatal(err)
 	}
 	route, _ := c.Route(nil)
-	cl, _ := c.NewClient(route, Config{Endpoint: s.URL(), TLS: s.ClientTLS(), Transport: testTransport})
+	cl, _ := c.NewClient(route, Config{Endpoint: s.URL(), TLS: s.ClientTLS()})
 	defer cl.Close()
 	r := cl.Send(context.Background(), delivery(regToken(0)))
 	if r.Kind != gateway.KindCredentials || !strings.HasPrefix(r.Reason, "oauth2 token refused") {
@@ -317,7 +317,7 @@ func TestFCMClientConcurrentSendsBeyondStreamLimit(t *testing.T) {
 			// The request timeout is far beyond the test's deadline: a stalled connection shows
 			// up as sends cut off by ctx, never as a retryable timeout that hides it.
 			cl, err := creds.NewClient(route, Config{
-				Endpoint: s.URL(), TLS: s.ClientTLS(), Transport: testTransport,
+				Endpoint: s.URL(), TLS: s.ClientTLS(),
 				ConnConfig: gateway.ConnConfig{MaxConns: c.maxConns, StreamsPerConn: c.streamsPerConn, RequestTimeout: 10 * time.Minute},
 			})
 			if err != nil {

@@ -2,7 +2,6 @@ package fcm
 
 import (
 	"crypto/tls"
-	"fmt"
 
 	"github.com/pushd/pushd/sender/gateway"
 )
@@ -23,12 +22,9 @@ type Config struct {
 	TokenURL string
 	// ConnConfig: connections and timeouts. StreamsPerConn defaults to 100 (what Google's
 	// front ends advertise) and is the most requests one connection carries: with MaxConns
-	// open, further sends wait for a free stream. A server advertising fewer streams gets an
-	// extra connection per transport rather than a queue on it.
+	// open, further sends wait for a free stream. A server advertising fewer streams is held to
+	// its figure.
 	gateway.ConnConfig
-	// Transport is the HTTP/2 client: TransportLean (sender/h2, the default) or TransportStd
-	// (net/http over x/net/http2); see docs/decisions.md, "Lean FCM transport".
-	Transport string
 	// TLS is the base client TLS configuration (nil: system roots); tests set the simulator's.
 	TLS *tls.Config
 }
@@ -47,19 +43,11 @@ func (c Config) WithDefaults() Config {
 	if c.Endpoint == "" {
 		c.Endpoint = DefaultEndpoint
 	}
-	if c.Transport == "" {
-		c.Transport = DefaultTransport
-	}
 	c.ConnConfig = c.ConnConfig.WithDefaults(DefaultMaxConns, 100)
 	return c
 }
 
 // Validate reports a configuration that cannot work.
 func (c Config) Validate() error {
-	switch c.Transport {
-	case "", TransportStd, TransportLean:
-	default:
-		return fmt.Errorf("fcm: unknown transport %q: want %s or %s", c.Transport, TransportLean, TransportStd)
-	}
 	return c.ConnConfig.Validate("fcm")
 }

@@ -12,17 +12,8 @@ import (
 	"github.com/pushd/pushd/sender/h2"
 )
 
-// Transports of Config.Transport.
-const (
-	TransportStd  = "std"  // net/http requests over x/net/http2's transport
-	TransportLean = "lean" // sender/h2: header blocks encoded once, no per-request objects
-
-	// DefaultTransport: lean passes the client tests both transports run and costs less CPU
-	// per delivery (docs/decisions.md, "Lean FCM transport").
-	DefaultTransport = TransportLean
-)
-
-// lean is the Client's state for TransportLean.
+// lean is the Client's sender/h2 transport: header blocks encoded once, no per-request
+// objects (docs/decisions.md, "Lean FCM transport").
 type lean struct {
 	conns  *h2.Pool // its Path: /v1/projects/<id>/messages:send
 	static []byte   // :authority and content-type, encoded once
@@ -64,7 +55,7 @@ func (l *lean) authBlock(bearer string) []byte {
 	return b
 }
 
-// sendLean is Send over TransportLean, after the access token.
+// sendLean is Send over the connections, after the access token.
 func (cl *Client) sendLean(ctx context.Context, d *push.Delivery, bearer string) gateway.Reply {
 	buf := bufs.Get().(*[]byte)
 	var err error
@@ -86,8 +77,8 @@ func (cl *Client) sendLean(ctx context.Context, d *push.Delivery, bearer string)
 	return cl.leanReply(ctx, res, err, bearer)
 }
 
-// CanBatch says whether SendBatch sends its deliveries together (TransportLean).
-func (cl *Client) CanBatch() bool { return cl.lean != nil }
+// CanBatch says that SendBatch sends its deliveries together.
+func (cl *Client) CanBatch() bool { return true }
 
 // leanBatch is SendBatch's scratch, pooled.
 type leanBatch struct {
@@ -97,7 +88,7 @@ type leanBatch struct {
 
 var leanBatches = sync.Pool{New: func() any { return new(leanBatch) }}
 
-// SendBatch is Send of every delivery of ds at once (TransportLean only, see CanBatch): reps[i]
+// SendBatch is Send of every delivery of ds at once: reps[i]
 // is what Send would have answered for ds[i]. The requests go out together and their answers
 // are waited for together: one wake-up and one deadline for the batch.
 func (cl *Client) SendBatch(ctx context.Context, ds []*push.Delivery, reps []gateway.Reply) {

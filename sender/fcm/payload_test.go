@@ -2,8 +2,6 @@ package fcm
 
 import (
 	"encoding/json"
-	"errors"
-	"io"
 	"testing"
 )
 
@@ -82,35 +80,4 @@ func FuzzFCMClassify(f *testing.F) {
 			t.Fatalf("classify(%d, %q) = %+v", status, body, r)
 		}
 	})
-}
-
-func TestFCMPayloadBodiesShareTheBufferUntilLastClose(t *testing.T) {
-	pl := newPayload()
-	*pl.buf = append((*pl.buf)[:0], `{"message":{}}`...)
-	first := pl.body()
-	replay, err := pl.getBody() // the transport replaying a refused stream
-	if err != nil {
-		t.Fatal(err)
-	}
-	pl.release() // Send returned; the transport still holds its bodies
-	for _, b := range []io.ReadCloser{first, replay} {
-		got, err := io.ReadAll(b)
-		if err != nil || string(got) != `{"message":{}}` {
-			t.Fatalf("read %q, %v", got, err)
-		}
-	}
-	if err := first.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := first.Read(make([]byte, 1)); !errors.Is(err, errBodyClosed) {
-		t.Fatalf("read after close: %v", err)
-	}
-	_ = first.Close() // a second Close releases nothing
-	if pl.buf == nil {
-		t.Fatal("buffer released while a body is open")
-	}
-	_ = replay.Close()
-	if pl.buf != nil || pl.refs != 0 {
-		t.Fatalf("buffer not released after the last close: refs %d", pl.refs)
-	}
 }

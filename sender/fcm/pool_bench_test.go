@@ -21,13 +21,26 @@ import (
 )
 
 // BenchmarkSenderFCMPool measures deliveries/s and the sender's CPU per delivery through one
-// sender pool (OAuth2 access token, real TLS) on each transport (sub-benchmarks std and
-// lean) to the FCM simulator, which runs in a child process so that this process's CPU is the
-// sender's alone. Run with e.g. -benchtime=40000x.
+// sender pool (OAuth2 access token, real TLS) to the FCM simulator, which runs in a child
+// process so that this process's CPU is the sender's alone. Run with e.g. -benchtime=40000x.
 func BenchmarkSenderFCMPool(b *testing.B) {
-	for _, tr := range []string{fcm.TransportStd, fcm.TransportLean} {
-		b.Run(tr, func(b *testing.B) { benchFCMPool(b, tr) })
+
+	simURL, simTLS, sa := startSimProcess(b)
+	app := push.App{ID: "bench", Credentials: map[string]json.RawMessage{"fcm": sa}}
+	d := sender.New(sender.Config{
+		FCM: fcm.Config{Endpoint: simURL, TLS: simTLS},
+	}, sendertest.Apps{App: app}, nil, zap.NewNop(), metrics.NewSet())
+	defer d.Close()
+	msg := &push.Message{Channel: push.ChannelFCM,
+		Body: []byte(`{"notification":{"title":"Ana","body":"hi"},"android":{"priority":"HIGH","ttl":"3600s"}}`)}
+	ds := make([]push.Delivery, b.N)
+	for i := range ds {
+		ds[i] = push.Delivery{AppID: "bench", Message: msg,
+			Target: push.Target{ObjectID: "o", Channel: push.ChannelFCM, DeviceType: "android", DeviceID: fmt.Sprintf("reg:APA91b%012d", i+1)}}
 	}
+	elapsed, cpu := sendertest.Drive(b, d, ds)
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "deliveries/s")
+	b.ReportMetric(cpu, "cpu-µs/delivery")
 }
 
 // startSimProcess runs the FCM simulator in a child process (this test binary, see
@@ -58,23 +71,4 @@ func startSimProcess(b *testing.B) (url string, tlsCfg *tls.Config, sa []byte) {
 		b.Fatal("simulator CA: no certificate")
 	}
 	return info.URL, &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}, []byte(info.SA)
-}
-
-func benchFCMPool(b *testing.B, transport string) {
-	simURL, simTLS, sa := startSimProcess(b)
-	app := push.App{ID: "bench", Credentials: map[string]json.RawMessage{"fcm": sa}}
-	d := sender.New(sender.Config{
-		FCM: fcm.Config{Endpoint: simURL, TLS: simTLS, Transport: transport},
-	}, sendertest.Apps{App: app}, nil, zap.NewNop(), metrics.NewSet())
-	defer d.Close()
-	msg := &push.Message{Channel: push.ChannelFCM,
-		Body: []byte(`{"notification":{"title":"Ana","body":"hi"},"android":{"priority":"HIGH","ttl":"3600s"}}`)}
-	ds := make([]push.Delivery, b.N)
-	for i := range ds {
-		ds[i] = push.Delivery{AppID: "bench", Message: msg,
-			Target: push.Target{ObjectID: "o", Channel: push.ChannelFCM, DeviceType: "android", DeviceID: fmt.Sprintf("reg:APA91b%012d", i+1)}}
-	}
-	elapsed, cpu := sendertest.Drive(b, d, ds)
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "deliveries/s")
-	b.ReportMetric(cpu, "cpu-µs/delivery")
 }
