@@ -22,7 +22,8 @@
 #                                         profiles of each scenario's push there (make profile)
 #   H2FLOOR_BIN                           prebuilt loadtest/cmd/h2floor (the Go floor)
 # Measurement: the driver samples pushd's own process from /proc (pushsim runs in its own
-# process, so the simulators' CPU is not counted) and, after the scenarios, measures the floor
+# process, so the simulators' CPU is not counted; the report names the build it measured: Go
+# version, CGO_ENABLED, GOAMD64) and, after the scenarios, measures the floor
 # against the same APNs simulator: h2load (Debian nghttp2-client, installed with apt-get when
 # missing and running as root) and loadtest/cmd/h2floor, each in its own process.
 # Kill scenario: with --kill-at F (e.g. 0.3) the driver runs the kill scenario: it SIGKILLs

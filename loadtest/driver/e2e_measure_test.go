@@ -37,6 +37,10 @@ func TestDriverEndToEndMeasures(t *testing.T) {
 	if p == nil || p.Error != "" || p.Samples < 2 || p.CPUSeconds <= 0 || p.RSSStart <= 0 || p.PeakRSS < p.RSSEnd {
 		t.Fatalf("pushd's process: %+v", p)
 	}
+	// The build measured is named (the script builds pushd with the toolchain's defaults).
+	if !strings.HasPrefix(p.Build, "go1.") || !strings.Contains(p.Build, "CGO_ENABLED=") || !bytes.Contains(out, []byte("pushd build: "+p.Build)) {
+		t.Errorf("pushd's build %q, not named in the report:\n%s", p.Build, out)
+	}
 	for _, s := range r.Scenarios {
 		if s.CPUSeconds <= 0 || s.CPUMicrosPerDelivery <= 0 || s.RSSStart <= 0 || s.RSSPeak < s.RSSEnd ||
 			s.LastDeliverySeconds <= 0 || s.LastDeliverySeconds < s.FirstDeliverySeconds {

@@ -48,6 +48,8 @@ type monitor struct {
 	upserts  []Call
 	pushes   []Call
 	procErr  string // the last reason pushd could not be sampled
+	build    string // how the pushd sampled last was built (procmon.Build), read once per pid
+	buildPID int
 	cancel   context.CancelFunc
 	sampling sync.WaitGroup
 }
@@ -93,6 +95,7 @@ func (m *monitor) proc() (procmon.Sample, int, bool) {
 	if err == nil {
 		var s procmon.Sample
 		if s, err = procmon.Read(pid); err == nil {
+			m.readBuild(pid)
 			return s, pid, true
 		}
 	}
@@ -100,6 +103,30 @@ func (m *monitor) proc() (procmon.Sample, int, bool) {
 	m.procErr = err.Error()
 	m.mu.Unlock()
 	return procmon.Sample{}, 0, false
+}
+
+// readBuild records how process pid was built, once per pid (a restarted pushd is read again).
+func (m *monitor) readBuild(pid int) {
+	m.mu.Lock()
+	seen := m.buildPID == pid
+	m.mu.Unlock()
+	if seen {
+		return
+	}
+	b, err := procmon.Build(pid)
+	if err != nil {
+		b = "unknown (" + err.Error() + ")"
+	}
+	m.mu.Lock()
+	m.build, m.buildPID = b, pid
+	m.mu.Unlock()
+}
+
+// buildOf is what readBuild recorded ("" before pushd was sampled).
+func (m *monitor) buildOf() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.build
 }
 
 func (m *monitor) sample(ctx context.Context) {
@@ -273,6 +300,7 @@ func (r *run) collect() {
 	if pu.Samples == 0 {
 		pu.Error = "pushd was not sampled: " + cmp.Or(procErr, "no -pushd-pid-file")
 	}
+	pu.Build = r.mon.buildOf()
 	rep.Pushd = pu
 }
 

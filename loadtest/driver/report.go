@@ -65,7 +65,10 @@ type ProcessUse struct {
 	RSSEnd     int64   `json:"rssEnd"`
 	PeakRSS    int64   `json:"peakRss"`  // VmHWM
 	Restarts   int     `json:"restarts"` // pid changes (the kill scenario)
-	Error      string  `json:"error,omitempty"`
+	// Build is how the (last) process's executable was built (procmon.Build): Go version,
+	// CGO_ENABLED, GOAMD64, commit.
+	Build string `json:"build,omitempty"`
+	Error string `json:"error,omitempty"`
 }
 
 // ScenarioReport is one push scenario's figures and verdict.
@@ -256,6 +259,9 @@ func (r *Report) writeResources(b *strings.Builder) error {
 				fmt.Fprintf(b, " (%d restarts: figures of the last process)", p.Restarts)
 			}
 			b.WriteString("\n")
+		}
+		if p.Build != "" {
+			fmt.Fprintf(b, "pushd build: %s\n", p.Build)
 		}
 	}
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -5,9 +5,12 @@ package procmon
 
 import (
 	"bytes"
+	"debug/buildinfo"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -105,4 +108,40 @@ func trunc(b []byte) []byte {
 		return b[:80]
 	}
 	return b
+}
+
+// Build describes how process pid's executable was built, from its Go build information:
+// the Go version and the settings that change what a measurement of it means (cgo, the
+// amd64 level, -trimpath, -race, the commit). The load test's figures name the build they
+// measured with it: the harness builds pushd with the toolchain's defaults (cgo on where a C
+// compiler is found) while deploy/Dockerfile ships CGO_ENABLED=0.
+func Build(pid int) (string, error) {
+	bi, err := buildinfo.ReadFile(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil {
+		return "", fmt.Errorf("cannot read the build of process %d: %w", pid, err)
+	}
+	return BuildSummary(bi), nil
+}
+
+// BuildSummary is Build's text of bi: "go1.26.8 CGO_ENABLED=1 GOAMD64=v1 vcs.revision=…".
+func BuildSummary(bi *debug.BuildInfo) string {
+	parts := []string{bi.GoVersion}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "CGO_ENABLED", "GOAMD64", "GOARCH", "-race", "-trimpath", "-pgo":
+			parts = append(parts, s.Key+"="+s.Value)
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if rev != "" {
+		if modified == "true" {
+			rev += "+modified"
+		}
+		parts = append(parts, "vcs.revision="+rev)
+	}
+	return strings.Join(parts, " ")
 }

@@ -3,6 +3,9 @@ package procmon
 import (
 	"os"
 	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,5 +69,42 @@ func TestProcmonReadChild(t *testing.T) {
 	})
 	if _, err := Read(1 << 30); err == nil {
 		t.Fatal("read a process that does not exist")
+	}
+}
+
+// TestProcmonBuild: the build of a running Go process (this test binary) names its Go version
+// and its cgo setting; a process that is not a Go program, or does not exist, is an error.
+func TestProcmonBuild(t *testing.T) {
+	if _, err := os.Stat("/proc/self/exe"); err != nil {
+		t.Skip("no /proc")
+	}
+	got, err := Build(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(got, runtime.Version()+" ") || !strings.Contains(got, "CGO_ENABLED=") {
+		t.Fatalf("Build(self) = %q, want the Go version %s and CGO_ENABLED", got, runtime.Version())
+	}
+	if _, err := Build(1 << 30); err == nil {
+		t.Fatal("read the build of a process that does not exist")
+	}
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Skip(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	if got, err := Build(cmd.Process.Pid); err == nil {
+		t.Fatalf("Build(sleep) = %q, want an error: not a Go program", got)
+	}
+}
+
+func TestProcmonBuildSummary(t *testing.T) {
+	bi := &debug.BuildInfo{GoVersion: "go1.26.8", Settings: []debug.BuildSetting{
+		{Key: "-buildmode", Value: "exe"}, {Key: "CGO_ENABLED", Value: "0"}, {Key: "GOARCH", Value: "amd64"},
+		{Key: "GOAMD64", Value: "v3"}, {Key: "vcs.revision", Value: "f36c513"}, {Key: "vcs.modified", Value: "true"},
+	}}
+	const want = "go1.26.8 CGO_ENABLED=0 GOARCH=amd64 GOAMD64=v3 vcs.revision=f36c513+modified"
+	if got := BuildSummary(bi); got != want {
+		t.Fatalf("BuildSummary = %q, want %q", got, want)
 	}
 }
