@@ -124,7 +124,8 @@ type Conn struct {
 	cfg    Config
 	nc     net.Conn
 	bw     *bufio.Writer
-	fr     *http2.Framer
+	fr     *http2.Framer // writes every frame; reads those rd leaves to it
+	rd     frameReader
 	wake   chan struct{}
 	closed chan struct{}
 	frames atomic.Uint64 // frames read, for the idle check
@@ -282,11 +283,10 @@ func NewConn(nc net.Conn, cfg Config) (*Conn, error) {
 		peerFrame:  16384,
 		nextID:     1,
 	}
-	c.fr = http2.NewFramer(c.bw, bufio.NewReaderSize(nc, 16<<10))
-	c.fr.SetMaxReadFrameSize(16384) // what we advertise (the default)
-	// A DATA frame is valid until the next read: onData copies what it keeps (an error
-	// body), so the framer reuses one instead of allocating one per answer with a body (FCM's).
-	c.fr.SetReuseFrames()
+	br := bufio.NewReaderSize(nc, readBufSize)
+	c.fr = http2.NewFramer(c.bw, br)
+	c.fr.SetMaxReadFrameSize(maxReadFrame) // what we advertise (the default)
+	c.rd = frameReader{br: br, fr: c.fr}
 	c.dec = hpack.NewDecoder(4096, c.emit)
 	c.dec.SetMaxStringLength(16 << 10)
 	if err := c.handshake(); err != nil {

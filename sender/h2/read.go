@@ -10,7 +10,7 @@ import (
 
 func (c *Conn) readLoop() {
 	for {
-		f, err := c.fr.ReadFrame()
+		in, f, err := c.rd.next()
 		if err != nil {
 			// se lives only on this path: errors.As makes it escape, an allocation per frame
 			// if it were declared for every frame.
@@ -34,14 +34,35 @@ func (c *Conn) readLoop() {
 			return
 		}
 		c.frames.Add(1)
-		if err := c.handle(f); err != nil {
+		if f == nil {
+			err = c.handleIn(&in)
+		} else {
+			err = c.handle(f)
+		}
+		if err != nil {
 			c.fail(err)
 			return
 		}
 	}
 }
 
-// handle applies one frame; an error is a connection error.
+// handleIn applies a frame of an answer (HEADERS, CONTINUATION, DATA); an error is a
+// connection error.
+func (c *Conn) handleIn(in *inFrame) error {
+	switch in.typ {
+	case http2.FrameHeaders:
+		c.curID, c.curEnd, c.curStatus, c.curRetryAfter = in.id, in.flags.Has(http2.FlagHeadersEndStream), 0, ""
+		return c.onFragment(in.data, in.flags.Has(http2.FlagHeadersEndHeaders))
+	case http2.FrameContinuation:
+		return c.onFragment(in.data, in.flags.Has(http2.FlagContinuationEndHeaders))
+	default:
+		c.onData(in.id, in.length, in.flags.Has(http2.FlagDataEndStream), in.data)
+	}
+	return nil
+}
+
+// handle applies one of the frames frameReader leaves to the Framer; an error is a
+// connection error.
 func (c *Conn) handle(f http2.Frame) error {
 	switch f := f.(type) {
 	case *http2.SettingsFrame:
@@ -61,13 +82,6 @@ func (c *Conn) handle(f http2.Frame) error {
 		}
 	case *http2.WindowUpdateFrame:
 		return c.onWindowUpdate(f.StreamID, f.Increment)
-	case *http2.HeadersFrame:
-		c.curID, c.curEnd, c.curStatus, c.curRetryAfter = f.StreamID, f.StreamEnded(), 0, ""
-		return c.onFragment(f.HeaderBlockFragment(), f.HeadersEnded())
-	case *http2.ContinuationFrame:
-		return c.onFragment(f.HeaderBlockFragment(), f.HeadersEnded())
-	case *http2.DataFrame:
-		c.onData(f)
 	case *http2.RSTStreamFrame:
 		c.mu.Lock()
 		s := c.streams[f.StreamID]
@@ -211,10 +225,11 @@ func (c *Conn) onFragment(frag []byte, end bool) error {
 	return nil
 }
 
-func (c *Conn) onData(f *http2.DataFrame) {
-	n := int(f.Header().Length) // padding counts against flow control too
+// onData takes a DATA frame of stream id: n bytes of payload (padding counts against flow
+// control too), of which d is the data; end is its END_STREAM.
+func (c *Conn) onData(id uint32, n int, end bool, d []byte) {
 	c.mu.Lock()
-	s := c.streams[f.StreamID]
+	s := c.streams[id]
 	c.recvUnacked += n
 	kick := false
 	if c.recvUnacked >= recvConnWindow/2 {
@@ -222,7 +237,6 @@ func (c *Conn) onData(f *http2.DataFrame) {
 		c.recvUnacked, kick = 0, true
 	}
 	var err error
-	end := f.StreamEnded()
 	switch {
 	case s == nil:
 	case s.status == 0: // DATA before HEADERS
@@ -230,7 +244,6 @@ func (c *Conn) onData(f *http2.DataFrame) {
 	default:
 		if s.status != 200 {
 			if room := c.cfg.MaxBody - len(s.body); room > 0 {
-				d := f.Data()
 				s.body = append(s.body, d[:min(room, len(d))]...)
 			}
 		}
