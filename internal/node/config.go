@@ -63,7 +63,6 @@ type Config struct {
 	// DryRun bounds the dry runs of pushes (the dry_run extension) on the api role.
 	DryRun pushapi.DryRunConfig
 
-
 	// Gateways: endpoint overrides and extra trusted roots (simulators, staging).
 	APNsEndpoint string
 	FCMEndpoint  string
