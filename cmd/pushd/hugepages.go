@@ -19,7 +19,7 @@ func hugePagesEnv(cmd string, environ []string) ([]string, bool) {
 	if cmd != "serve" && cmd != "import" {
 		return nil, false
 	}
-	at := -1
+	at, tunables := -1, ""
 	for i, kv := range environ {
 		k, v, _ := strings.Cut(kv, "=")
 		switch k {
@@ -31,17 +31,16 @@ func hugePagesEnv(cmd string, environ []string) ([]string, bool) {
 			if strings.Contains(v, "glibc.malloc.hugetlb=") {
 				return nil, false
 			}
-			at = i
+			at, tunables = i, v
 		}
 	}
 	env := append([]string(nil), environ...)
 	if at < 0 {
 		return append(env, "GLIBC_TUNABLES="+hugePagesTunable), true
 	}
-	if v := strings.TrimPrefix(env[at], "GLIBC_TUNABLES="); v != "" {
-		env[at] = "GLIBC_TUNABLES=" + v + ":" + hugePagesTunable
-	} else {
-		env[at] = "GLIBC_TUNABLES=" + hugePagesTunable
+	if tunables != "" {
+		tunables += ":"
 	}
+	env[at] = "GLIBC_TUNABLES=" + tunables + hugePagesTunable
 	return env, true
 }

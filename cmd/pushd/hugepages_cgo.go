@@ -3,8 +3,8 @@
 package main
 
 import (
-	"bytes"
 	"os"
+	"strings"
 	"syscall"
 )
 
@@ -21,9 +21,6 @@ func execWithHugePages(cmd string) {
 	if err != nil || len(raw) == 0 {
 		return
 	}
-	argv := make([]string, 0, 8)
-	for _, a := range bytes.Split(bytes.TrimSuffix(raw, []byte{0}), []byte{0}) {
-		argv = append(argv, string(a))
-	}
+	argv := strings.Split(strings.TrimSuffix(string(raw), "\x00"), "\x00")
 	_ = syscall.Exec("/proc/self/exe", argv, env)
 }
