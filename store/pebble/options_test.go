@@ -8,6 +8,8 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/pushd/pushd/push"
 )
 
 // Every table, flushed or compacted, is written with Pebble's fastest compression profile
@@ -65,5 +67,45 @@ func TestStoreLogsBackgroundWork(t *testing.T) {
 		if _, ok := es[0].ContextMap()["took"]; !ok {
 			t.Errorf("%q logged without how long it took: %v", msg, es[0].ContextMap())
 		}
+	}
+}
+
+// Tables are written in blocks of about 32 KiB, not Pebble's 4 KiB, and with a one-level
+// index while it fits in 256 KiB: see Open.
+func TestStoreTablesUseLargeBlocks(t *testing.T) {
+	s := openTest(t)
+	insts := make([]push.Installation, 5000)
+	for i := range insts {
+		insts[i] = benchInst(i)
+	}
+	if err := s.SeedInstallations(benchApp, benchBuckets, insts); err != nil {
+		t.Fatal(err)
+	}
+	flushAndCompact(t, s)
+	levels, err := s.db.SSTables(pebble.WithProperties())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw, blocks uint64
+	for _, tables := range levels {
+		for _, tb := range tables {
+			p := tb.Properties
+			t.Logf("table %s: %d data blocks, %d raw bytes, %d index partitions", tb.FileNum, p.NumDataBlocks, p.RawKeySize+p.RawValueSize, p.IndexPartitions)
+			raw += p.RawKeySize + p.RawValueSize
+			blocks += p.NumDataBlocks
+			if p.IndexPartitions != 0 {
+				t.Errorf("table %s has a two-level index (%d partitions), want one level", tb.FileNum, p.IndexPartitions)
+			}
+		}
+	}
+	if blocks < 10 {
+		t.Fatalf("%d data blocks of %d raw bytes in all: too few to measure their size", blocks, raw)
+	}
+	// Pebble ends a block between 90% of its target and a row past it; the raw sizes also
+	// count the documents moved to blob files (the primary rows'), so the average is a floor.
+	// 4 KiB blocks would average about 5 KiB here.
+	const want = 32 << 10 * 9 / 10
+	if avg := raw / blocks; avg < want {
+		t.Errorf("data blocks of %d raw bytes on average, want at least %d", avg, want)
 	}
 }

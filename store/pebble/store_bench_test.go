@@ -12,6 +12,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/pushd/pushd/bench/procstat"
 	"github.com/pushd/pushd/push"
 	"github.com/pushd/pushd/store"
 )
@@ -86,6 +87,9 @@ func TestMain(m *testing.M) {
 	}
 	if seeded.dir != "" {
 		_ = os.RemoveAll(seeded.dir)
+	}
+	for _, dir := range coldStores.dirs {
+		_ = os.RemoveAll(dir)
 	}
 	os.Exit(code)
 }
@@ -171,6 +175,121 @@ func BenchmarkStorePutInstallation(b *testing.B) {
 				}
 			})
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "puts/s")
+		})
+	}
+}
+
+// coldStores holds, per block size, a closed store of coldRows installations, compacted: each
+// iteration of the cold benchmarks opens it with an empty block cache (the OS's page cache
+// is warm), as a fan-out's first scan of a span or a lookup of a row not read lately finds it.
+var coldStores struct {
+	sync.Mutex
+	dirs map[int]string
+}
+
+const coldRows = 100_000
+
+func coldStore(b *testing.B, blockSize int) string {
+	coldStores.Lock()
+	defer coldStores.Unlock()
+	if dir, ok := coldStores.dirs[blockSize]; ok {
+		return dir
+	}
+	dir, err := os.MkdirTemp("", "pushd-store-cold-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := Open(dir, Options{blockSize: blockSize})
+	if err != nil {
+		b.Fatal(err)
+	}
+	insts := make([]push.Installation, coldRows)
+	for i := range insts {
+		insts[i] = benchInst(i)
+	}
+	if err = s.SeedInstallations(benchApp, benchBuckets, insts); err == nil {
+		err = s.db.Compact(context.Background(), []byte{0}, []byte{0xFF}, true)
+	}
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	if coldStores.dirs == nil {
+		coldStores.dirs = map[int]string{}
+	}
+	coldStores.dirs[blockSize] = dir
+	return dir
+}
+
+// BenchmarkStoreCold compares Pebble's 4 KiB table blocks with the store's 32 KiB (Open) on
+// reads that start with an empty block cache: a scan of every by_bucket row, and 20,000 reads
+// of installations and device rows spread over the store (no row cache). It reports CPU per
+// row and per read, the process's (rusage), which counts Pebble's background goroutines too.
+func BenchmarkStoreCold(b *testing.B) {
+	const reads = 20_000
+	for _, bs := range []int{4 << 10, tableBlockSize} {
+		dir := coldStore(b, bs)
+		open := func(b *testing.B) *Store {
+			b.StopTimer()
+			defer b.StartTimer()
+			s, err := Open(dir, Options{blockSize: bs, DeviceCacheEntries: -1, InstallationCacheSize: -1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return s
+		}
+		closeStore := func(b *testing.B, s *Store) {
+			b.StopTimer()
+			defer b.StartTimer()
+			if err := s.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Run(fmt.Sprintf("block=%dKiB/scan", bs>>10), func(b *testing.B) {
+			ctx := context.Background()
+			var rows int64
+			var cpu time.Duration
+			for b.Loop() {
+				s := open(b)
+				c0 := procstat.CPU(b)
+				for bk := range benchBuckets {
+					if err := s.Scan(ctx, store.ScanRange{AppID: benchApp, Bucket: bk}, func(*store.Row) error { rows++; return nil }); err != nil {
+						b.Fatal(err)
+					}
+				}
+				cpu += procstat.CPU(b) - c0
+				closeStore(b, s)
+			}
+			if rows != int64(b.N)*coldRows {
+				b.Fatalf("scanned %d rows, want %d", rows, int64(b.N)*coldRows)
+			}
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(rows), "cpu-ns/row")
+		})
+		b.Run(fmt.Sprintf("block=%dKiB/get", bs>>10), func(b *testing.B) {
+			ctx := context.Background()
+			var cpu time.Duration
+			for b.Loop() {
+				s := open(b)
+				c0 := procstat.CPU(b)
+				for r := range reads {
+					in := benchInst(r * 7919 % coldRows) // 7919 is prime: every read a new row
+					if _, err := s.GetInstallation(ctx, benchApp, in.ObjectID); err != nil {
+						b.Fatal(err)
+					}
+					kind, id := push.KindIID, in.InstallationID
+					if id == "" {
+						kind, id = push.KindToken, in.DeviceToken
+					}
+					if oid, err := s.LookupDevice(ctx, benchApp, kind, id); err != nil || oid != in.ObjectID {
+						b.Fatalf("LookupDevice(%s) = %q, %v; want %s", id, oid, err, in.ObjectID)
+					}
+				}
+				cpu += procstat.CPU(b) - c0
+				closeStore(b, s)
+			}
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*reads), "cpu-ns/read")
 		})
 	}
 }
