@@ -270,9 +270,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	// Blocks of 32 KiB instead of Pebble's 4 KiB, and index blocks of 256 KiB (CockroachDB's
 	// sizes; later levels inherit L0's): a fan-out scan reads every block of its span, and each
 	// block read from disk costs a cgo allocation, a cache insert, a pread and an index step
-	// whatever its size. A cold scan of 100,000 installations cost 0.7–1.0 µs of CPU per row
-	// against 1.2–2.0 µs, and a cold point read no more (16–17 µs against 19–22 µs); see
-	// docs/decisions.md, "Table blocks of 32 KiB".
+	// whatever its size. A scan of 100,000 installations with an empty block cache cost
+	// 0.63–0.67× the CPU per row, and a read of an installation and its device row no more
+	// (BenchmarkStoreCold); see docs/decisions.md, "Table blocks of 32 KiB".
 	po.Levels[0].BlockSize = cmp.Or(opts.blockSize, tableBlockSize)
 	po.Levels[0].IndexBlockSize = tableIndexBlockSize
 	// Values of at least valueSeparationMin bytes (installation documents of the primary

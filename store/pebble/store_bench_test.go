@@ -269,21 +269,24 @@ func BenchmarkStoreCold(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("block=%dKiB/get", bs>>10), func(b *testing.B) {
 			ctx := context.Background()
+			rows := make([]push.Route, reads)
+			for r := range rows {
+				rows[r] = benchInst(r * 7919 % coldRows).Route // 7919 is prime: every read a new row
+			}
 			var cpu time.Duration
 			for b.Loop() {
 				s := open(b)
 				c0 := procstat.CPU(b)
-				for r := range reads {
-					in := benchInst(r * 7919 % coldRows) // 7919 is prime: every read a new row
-					if _, err := s.GetInstallation(ctx, benchApp, in.ObjectID); err != nil {
+				for _, rt := range rows {
+					if _, err := s.GetInstallation(ctx, benchApp, rt.ObjectID); err != nil {
 						b.Fatal(err)
 					}
-					kind, id := push.KindIID, in.InstallationID
+					kind, id := push.KindIID, rt.InstallationID
 					if id == "" {
-						kind, id = push.KindToken, in.DeviceToken
+						kind, id = push.KindToken, rt.DeviceToken
 					}
-					if oid, err := s.LookupDevice(ctx, benchApp, kind, id); err != nil || oid != in.ObjectID {
-						b.Fatalf("LookupDevice(%s) = %q, %v; want %s", id, oid, err, in.ObjectID)
+					if oid, err := s.LookupDevice(ctx, benchApp, kind, id); err != nil || oid != rt.ObjectID {
+						b.Fatalf("LookupDevice(%s) = %q, %v; want %s", id, oid, err, rt.ObjectID)
 					}
 				}
 				cpu += procstat.CPU(b) - c0
