@@ -5,6 +5,7 @@ package main
 import (
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -45,13 +46,7 @@ func TestExecWithHugePagesExecutesOnce(t *testing.T) {
 	}
 }
 
-// slicesWithout returns environ without the variable name.
+// slicesWithout returns a copy of environ without the variable name.
 func slicesWithout(environ []string, name string) []string {
-	out := environ[:0:0]
-	for _, kv := range environ {
-		if !strings.HasPrefix(kv, name+"=") {
-			out = append(out, kv)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(environ), func(kv string) bool { return strings.HasPrefix(kv, name+"=") })
 }

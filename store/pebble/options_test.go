@@ -8,8 +8,6 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
-
-	"github.com/pushd/pushd/push"
 )
 
 // Every table, flushed or compacted, is written with Pebble's fastest compression profile
@@ -74,11 +72,7 @@ func TestStoreLogsBackgroundWork(t *testing.T) {
 // index while it fits in 256 KiB: see Open.
 func TestStoreTablesUseLargeBlocks(t *testing.T) {
 	s := openTest(t)
-	insts := make([]push.Installation, 5000)
-	for i := range insts {
-		insts[i] = benchInst(i)
-	}
-	if err := s.SeedInstallations(benchApp, benchBuckets, insts); err != nil {
+	if err := seedBenchInsts(s, 5000); err != nil {
 		t.Fatal(err)
 	}
 	flushAndCompact(t, s)

@@ -271,7 +271,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	// sizes; later levels inherit L0's): a fan-out scan reads every block of its span, and each
 	// block read from disk costs a cgo allocation, a cache insert, a pread and an index step
 	// whatever its size. A scan of 100,000 installations with an empty block cache cost
-	// 0.63–0.67× the CPU per row, and a read of an installation and its device row no more
+	// 0.47–0.67× the CPU per row, and a read of an installation and its device row no more
 	// (BenchmarkStoreCold); see docs/decisions.md, "Table blocks of 32 KiB".
 	po.Levels[0].BlockSize = cmp.Or(opts.blockSize, tableBlockSize)
 	po.Levels[0].IndexBlockSize = tableIndexBlockSize

@@ -43,6 +43,15 @@ func benchInst(i int) push.Installation {
 	}
 }
 
+// seedBenchInsts writes benchInst(0) to benchInst(n-1) into s through the bulk path.
+func seedBenchInsts(s *Store, n int) error {
+	insts := make([]push.Installation, n)
+	for i := range insts {
+		insts[i] = benchInst(i)
+	}
+	return s.SeedInstallations(benchApp, benchBuckets, insts)
+}
+
 var seeded struct {
 	once sync.Once
 	dir  string
@@ -63,11 +72,7 @@ func seededStore(b *testing.B) *Store {
 		if seeded.err != nil {
 			return
 		}
-		insts := make([]push.Installation, benchRows)
-		for i := range insts {
-			insts[i] = benchInst(i)
-		}
-		if seeded.err = seeded.s.SeedInstallations(benchApp, benchBuckets, insts); seeded.err != nil {
+		if seeded.err = seedBenchInsts(seeded.s, benchRows); seeded.err != nil {
 			return
 		}
 		// Compact everything so scans read settled sstables, as on a long-running node, and no
@@ -203,11 +208,7 @@ func coldStore(b *testing.B, blockSize int) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	insts := make([]push.Installation, coldRows)
-	for i := range insts {
-		insts[i] = benchInst(i)
-	}
-	if err = s.SeedInstallations(benchApp, benchBuckets, insts); err == nil {
+	if err = seedBenchInsts(s, coldRows); err == nil {
 		err = s.db.Compact(context.Background(), []byte{0}, []byte{0xFF}, true)
 	}
 	if cerr := s.Close(); err == nil {
