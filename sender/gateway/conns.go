@@ -7,25 +7,25 @@ import (
 	"sync/atomic"
 )
 
-// ErrClosed is returned by Conns.Acquire after Close.
+// ErrClosed is returned by Conns.AcquireContext after Close.
 var ErrClosed = errors.New("connections closed")
 
 // Conns is a small set of HTTP/2 connections (each element is a client whose transport holds
-// exactly one connection). Acquire picks the connection with the fewest requests in flight and
-// opens another only when every open one already carries streams requests and fewer than max
-// are open, so a pool runs on one connection until its streams saturate.
-//
-// A set built by NewConns shares the open connections once all max carry streams requests
-// (Acquire never waits). A set built by NewBoundedConns never puts more than streams requests
-// on one connection: AcquireContext waits for a Release instead.
+// exactly one connection). A request takes a slot first (at most max*streams are taken), then
+// the connection with the fewest requests in flight, and opens another only when every open
+// one already carries streams requests, so a set runs on one connection until its streams
+// saturate. It never puts more than streams requests on one connection: AcquireContext waits
+// for a Release instead. x/net/http2 with StrictMaxConcurrentStreams stalls a connection given
+// more callers than the server's stream limit (golang/go#70809), and without it opens
+// connections beyond max; the lean transport (sender/h2) queues what is beyond the server's.
 type Conns[T any] struct {
 	max     int
 	streams int64
 	dial    func() (T, error)
 	close   func(T)
-	// slots counts the requests in flight, at most max*streams (NewBoundedConns); nil for a
-	// sharing set. With every slot holder counted in some connection's inflight, a holder
-	// always finds a connection below streams once max are open.
+	// slots counts the requests in flight, at most max*streams. With every slot holder
+	// counted in some connection's inflight, a holder always finds a connection below
+	// streams once max are open.
 	slots *slots
 
 	list atomic.Pointer[[]*Conn[T]] // immutable snapshot; replaced under mu
@@ -38,20 +38,18 @@ type Conns[T any] struct {
 type Conn[T any] struct {
 	C        T
 	inflight atomic.Int64
-	slots    *slots // the set's (bounded sets only)
+	slots    *slots // the set's
 }
 
 // Release ends one request acquired on c.
 func (c *Conn[T]) Release() {
 	c.inflight.Add(-1) // before the slot goes back: a slot holder never sees it counted
-	if c.slots != nil {
-		c.slots.give(1)
-	}
+	c.slots.give(1)
 }
 
-// NewConns returns an empty sharing set; dial builds one connection's client (it must not
+// NewBoundedConns returns an empty set; dial builds one connection's client (it must not
 // block on the network: connecting happens on first use), closeFn releases it.
-func NewConns[T any](max, streams int, dial func() (T, error), closeFn func(T)) *Conns[T] {
+func NewBoundedConns[T any](max, streams int, dial func() (T, error), closeFn func(T)) *Conns[T] {
 	if max < 1 {
 		max = 1
 	}
@@ -59,64 +57,27 @@ func NewConns[T any](max, streams int, dial func() (T, error), closeFn func(T)) 
 		streams = 1
 	}
 	c := &Conns[T]{max: max, streams: int64(streams), dial: dial, close: closeFn}
+	c.slots = newSlots(c.max * int(c.streams))
 	c.list.Store(&[]*Conn[T]{})
 	return c
 }
 
-// NewBoundedConns is NewConns for clients whose transport must never be handed more
-// concurrent requests than streams per connection; use AcquireContext. x/net/http2 with
-// StrictMaxConcurrentStreams stalls a connection given more callers than the server's stream
-// limit (golang/go#70809), and without it opens connections beyond max.
-func NewBoundedConns[T any](max, streams int, dial func() (T, error), closeFn func(T)) *Conns[T] {
-	c := NewConns(max, streams, dial, closeFn)
-	c.slots = newSlots(c.max * int(c.streams))
-	return c
-}
-
-// Acquire returns the connection for one request of a sharing set; the caller calls Release
-// when the request ends.
-func (c *Conns[T]) Acquire() (*Conn[T], error) {
-	if c.slots != nil {
-		panic("BUG: Acquire on a bounded gateway.Conns; use AcquireContext")
-	}
-	for {
-		list := *c.list.Load()
-		best := least(list)
-		if best != nil && (best.inflight.Load() < c.streams || len(list) >= c.max) {
-			best.inflight.Add(1)
-			return best, nil
-		}
-		if err := c.grow(len(list)); err != nil {
-			if best != nil { // cannot open another: share the open ones
-				best.inflight.Add(1)
-				return best, nil
-			}
-			return nil, err
-		}
-	}
-}
-
-// AcquireContext is Acquire for any set; on a bounded set it waits, until ctx ends or the
-// set closes, while max connections each carry streams requests.
+// AcquireContext returns the connection for one request, waiting, until ctx ends or the set
+// closes, while max connections each carry streams requests; the caller calls Release when
+// the request ends.
 func (c *Conns[T]) AcquireContext(ctx context.Context) (*Conn[T], error) {
-	if c.slots == nil {
-		return c.Acquire()
-	}
 	if _, err := c.slots.take(ctx, 1, 1); err != nil {
 		return nil, err
 	}
 	return c.place()
 }
 
-// AcquireUpTo is AcquireContext for up to most requests of a bounded set: it waits until at
-// least least streams are free (least is capped at the set's capacity), takes up to most and
-// appends their connections to dst. A batch at the stream limit waits once for several
-// answers instead of once for each. A connection that cannot be opened ends the call with
-// what was taken (the error only when that is nothing).
+// AcquireUpTo is AcquireContext for up to most requests: it waits until at least least
+// streams are free (least is capped at the set's capacity), takes up to most and appends
+// their connections to dst. A batch at the stream limit waits once for several answers
+// instead of once for each. A connection that cannot be opened ends the call with what was
+// taken (the error only when that is nothing).
 func (c *Conns[T]) AcquireUpTo(ctx context.Context, least, most int, dst []*Conn[T]) ([]*Conn[T], error) {
-	if c.slots == nil {
-		panic("BUG: AcquireUpTo on a sharing gateway.Conns")
-	}
 	least = max(1, min(least, most, c.max*int(c.streams)))
 	n, err := c.slots.take(ctx, least, max(least, most))
 	if err != nil {
@@ -156,13 +117,9 @@ func (c *Conns[T]) place() (*Conn[T], error) {
 	}
 }
 
-// TryAcquire is AcquireContext without the wait: false when a bounded set has every stream
-// taken (or the set is closed); a sharing set answers as Acquire.
+// TryAcquire is AcquireContext without the wait: false when every stream is taken (or the set
+// is closed).
 func (c *Conns[T]) TryAcquire() (*Conn[T], bool) {
-	if c.slots == nil {
-		cn, err := c.Acquire()
-		return cn, err == nil
-	}
 	if !c.slots.tryTake() {
 		return nil, false
 	}
@@ -223,7 +180,7 @@ func (c *Conns[T]) grow(seen int) error {
 // Len is the number of open connections.
 func (c *Conns[T]) Len() int { return len(*c.list.Load()) }
 
-// Close closes every connection; later Acquire calls fail with ErrClosed.
+// Close closes every connection; later AcquireContext calls fail with ErrClosed.
 func (c *Conns[T]) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -231,9 +188,7 @@ func (c *Conns[T]) Close() {
 		return
 	}
 	c.closed = true
-	if c.slots != nil {
-		c.slots.close()
-	}
+	c.slots.close()
 	list := *c.list.Load()
 	c.list.Store(&[]*Conn[T]{})
 	for _, cn := range list {

@@ -15,12 +15,12 @@ import (
 
 func TestGatewayConnsGrowOnlyWhenSaturated(t *testing.T) {
 	dials, closes := 0, 0
-	c := NewConns(3, 2, func() (int, error) { dials++; return dials, nil }, func(int) { closes++ })
+	c := NewBoundedConns(3, 2, func() (int, error) { dials++; return dials, nil }, func(int) { closes++ })
 	var held []*Conn[int]
 	acquire := func() *Conn[int] {
-		cn, err := c.Acquire()
-		if err != nil {
-			t.Fatal(err)
+		cn, ok := c.TryAcquire()
+		if !ok {
+			t.Fatalf("no stream free with %d of 6 held", len(held))
 		}
 		held = append(held, cn)
 		return cn
@@ -33,11 +33,14 @@ func TestGatewayConnsGrowOnlyWhenSaturated(t *testing.T) {
 	if cn := acquire(); cn.C != 2 || c.Len() != 2 {
 		t.Fatalf("third request went to connection %d of %d", cn.C, c.Len())
 	}
-	for range 10 {
+	for range 3 {
 		acquire()
 	}
-	if c.Len() != 3 {
-		t.Fatalf("%d connections, want the max 3", c.Len())
+	if c.Len() != 3 || dials != 3 {
+		t.Fatalf("%d connections (%d dials), want the max 3", c.Len(), dials)
+	}
+	if _, ok := c.TryAcquire(); ok {
+		t.Fatal("a seventh request on 3 connections of 2 streams")
 	}
 	for _, cn := range held {
 		cn.Release()
@@ -49,8 +52,8 @@ func TestGatewayConnsGrowOnlyWhenSaturated(t *testing.T) {
 	if closes != 3 {
 		t.Fatalf("closed %d of 3", closes)
 	}
-	if _, err := c.Acquire(); !errors.Is(err, ErrClosed) {
-		t.Fatalf("Acquire after Close: %v", err)
+	if _, err := c.AcquireContext(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("AcquireContext after Close: %v", err)
 	}
 }
 
