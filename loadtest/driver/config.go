@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/pushd/pushd/sender/fcm"
+	"github.com/pushd/pushd/sender/gateway"
 )
 
 // Scenario names, in the order they run.
@@ -105,6 +108,10 @@ type Config struct {
 	// LatencyCompare, when positive, runs the all scenario a second time with this latency
 	// added to every simulator answer (POST /_latency) and reports both rates and their ratio.
 	LatencyCompare time.Duration
+	// LatencyFloorAPNsConns and LatencyFloorFCMConns are the connections of the latency
+	// comparison's h2load runs: pushd's budget for each gateway (defaults: its defaults).
+	LatencyFloorAPNsConns int
+	LatencyFloorFCMConns  int
 }
 
 // RegisterFlags registers the driver flags on fs, writing into c. pushes receives --pushes
@@ -144,6 +151,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, pushes, sims *string) {
 	fs.IntVar(&c.FloorConnections, "floor-connections", 2, "HTTP/2 connections of each floor tool")
 	fs.IntVar(&c.FloorStreams, "floor-streams", 100, "requests in flight per connection of each floor tool")
 	fs.DurationVar(&c.LatencyCompare, "latency-compare", 0, "run the all scenario again with this latency added to every simulator answer (e.g. 20ms) and report both rates and their ratio (default -pushes: all)")
+	fs.IntVar(&c.LatencyFloorAPNsConns, "latency-floor-apns-connections", gateway.DefaultMaxConns, "connections of the latency comparison's h2load run against APNs: pushd's APNs connection budget")
+	fs.IntVar(&c.LatencyFloorFCMConns, "latency-floor-fcm-connections", fcm.DefaultMaxConns, "connections of the latency comparison's h2load run against FCM: pushd's FCM connection budget")
 	fs.StringVar(&c.ProfileDir, "profile-dir", "", "write CPU and allocation profiles of each scenario's push here (needs -pprof-url)")
 	fs.StringVar(&c.PprofURL, "pprof-url", "", "base URL of pushd's ops port, pushd started with --pprof (http://127.0.0.1:port)")
 	fs.StringVar(&c.PushdPIDFile, "pushd-pid-file", "", "file holding the pid of the running pushd (rewritten by its supervisor after a restart)")
@@ -256,6 +265,12 @@ func (c *Config) withDefaults() Config {
 	}
 	if out.FloorStreams <= 0 {
 		out.FloorStreams = 100
+	}
+	if out.LatencyFloorAPNsConns <= 0 {
+		out.LatencyFloorAPNsConns = gateway.DefaultMaxConns
+	}
+	if out.LatencyFloorFCMConns <= 0 {
+		out.LatencyFloorFCMConns = fcm.DefaultMaxConns
 	}
 	if out.RequestDeadline <= 0 {
 		out.RequestDeadline = 30 * time.Second

@@ -184,10 +184,19 @@ func (r *run) run(ctx context.Context) error {
 			r.rep.Scenarios = append(r.rep.Scenarios, *sr)
 		}
 		if r.cfg.LatencyCompare > 0 && name == latencyScenario(r.cfg.LatencyCompare) {
-			if lerr := r.setSimLatency(context.WithoutCancel(ctx), 0); lerr != nil && err == nil {
+			// The floor at both latencies right after the push, the latency still set first.
+			var floors []LatencyFloor
+			if err == nil {
+				floors = r.runLatencyFloor(ctx, files, sr, true, nil)
+			}
+			lerr := r.setSimLatency(context.WithoutCancel(ctx), 0)
+			if lerr != nil && err == nil {
 				err = lerr
 			}
-			r.rep.Latency = latencyComparison(r.rep.Scenarios, r.cfg.LatencyCompare)
+			if err == nil {
+				floors = r.runLatencyFloor(ctx, files, sr, false, floors)
+			}
+			r.rep.Latency = latencyComparison(r.rep.Scenarios, r.cfg.LatencyCompare, floors)
 		}
 		if err != nil {
 			return err

@@ -90,19 +90,24 @@ func Ratio(pushd, floor float64) float64 {
 func (f *Floor) setFigures() {
 	f.Runs = slices.DeleteFunc(f.Runs, func(fr FloorRun) bool { return fr.Tool == floorMixed })
 	for i := range f.Runs {
-		fr := &f.Runs[i]
-		if fr.OK > 0 && fr.Seconds > 0 {
-			fr.RequestsPerSecond = float64(fr.OK) / fr.Seconds
-			fr.CPUMicrosPerRequest = fr.CPUSeconds * 1e6 / float64(fr.OK)
-		}
-		if fr.Skipped == "" && fr.OK < fr.Requests*9/10 {
-			fr.Skipped = fmt.Sprintf("only %d of %d requests answered 200", fr.OK, fr.Requests)
-		}
+		f.Runs[i].setFigures()
 	}
 	if m, ok := f.mix(); ok {
 		f.Runs = append(f.Runs, m)
 	}
 	f.setRatios()
+}
+
+// setFigures derives the run's rate and CPU per request from its counts; a run with fewer than
+// nine in ten requests answered 200 is skipped.
+func (fr *FloorRun) setFigures() {
+	if fr.OK > 0 && fr.Seconds > 0 {
+		fr.RequestsPerSecond = float64(fr.OK) / fr.Seconds
+		fr.CPUMicrosPerRequest = fr.CPUSeconds * 1e6 / float64(fr.OK)
+	}
+	if fr.Skipped == "" && fr.OK < fr.Requests*9/10 {
+		fr.Skipped = fmt.Sprintf("only %d of %d requests answered 200", fr.OK, fr.Requests)
+	}
 }
 
 // mix is h2load's floor for the scenario's proportions of APNs and FCM deliveries: the CPU
@@ -228,51 +233,20 @@ func (r *run) simURL(name string) string {
 // apnsFloor runs h2load and the Go floor against the APNs simulator, n requests each, and adds
 // their runs to f.
 func (r *run) apnsFloor(ctx context.Context, f *Floor, files simFiles, dir string, n int) error {
-	apnsURL := r.simURL(push.ChannelAPNs)
-	if apnsURL == "" {
-		r.logf("floor apns: skipped: no simulator named apns in -sim-stats")
-		return nil
+	req, err := r.apnsRequest(files, dir, n)
+	if err != nil || req == nil {
+		return err
 	}
-	var tokens []string
-	for i := range r.pop.Main {
-		if d := &r.pop.Main[i]; d.IOS && !d.Dead {
-			tokens = append(tokens, d.Token)
-		}
-	}
-	if len(tokens) == 0 {
-		r.logf("floor apns: skipped: the population has no iOS token")
-		return nil
-	}
-	key, err := sim.ParseAPNsKey(files.p8)
-	if err != nil {
-		return fmt.Errorf("cannot read the APNs key for the floor: %w", err)
-	}
-	jwt, err := sim.NewAPNsToken(key, files.keyID, r.cfg.APNsTeamID, time.Now())
-	if err != nil {
-		return fmt.Errorf("cannot sign the floor's APNs token: %w", err)
-	}
-	var uris, toks strings.Builder
-	for i := range min(n, len(tokens)) {
-		fmt.Fprintf(&uris, "%s/3/device/%s\n", apnsURL, tokens[i])
-		fmt.Fprintf(&toks, "%s\n", tokens[i])
-	}
-	files2 := map[string]string{"uris.txt": uris.String(), "tokens.txt": toks.String(), "body.json": floorBody}
-	for name, content := range files2 {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
-			return fmt.Errorf("cannot write the floor's %s: %w", name, err)
-		}
-	}
-	hdrs := []string{"authorization: bearer " + jwt, "apns-topic: " + r.cfg.Topic, "apns-push-type: alert", "apns-priority: 10", "content-type: application/json"}
-	c, m := strconv.Itoa(f.Connections), strconv.Itoa(f.Streams)
-	f.Runs = append(f.Runs, r.h2loadRun(ctx, floorAPNs, n, []string{"-i", filepath.Join(dir, "uris.txt"), "-d", filepath.Join(dir, "body.json")}, hdrs))
+	f.Runs = append(f.Runs, r.h2loadRun(ctx, floorAPNs, n, f.Connections, req))
 
 	g := FloorRun{Tool: "go-http2", Gateway: floorAPNs}
 	if r.cfg.FloorGo == "" {
 		g.Skipped = "no -floor-go binary (loadtest/cmd/h2floor)"
 	} else {
-		args := []string{"-url", apnsURL, "-tokens", filepath.Join(dir, "tokens.txt"), "-n", strconv.Itoa(n), "-c", c, "-m", m,
+		args := []string{"-url", req.url, "-tokens", filepath.Join(dir, "tokens.txt"), "-n", strconv.Itoa(n),
+			"-c", strconv.Itoa(f.Connections), "-m", strconv.Itoa(f.Streams),
 			"-body", filepath.Join(dir, "body.json"), "-ca", filepath.Join(dir, "ca.pem")}
-		for _, h := range hdrs {
+		for _, h := range req.headers {
 			args = append(args, "-header", h)
 		}
 		out, cpu, _, err := runTool(ctx, r.cfg.FloorGo, args)
@@ -298,14 +272,75 @@ func (r *run) apnsFloor(ctx context.Context, f *Floor, files simFiles, dir strin
 	return nil
 }
 
-// fcmFloor runs h2load against the FCM simulator, n requests with an access token the
-// simulator's token endpoint grants for the main app's service account, and adds its run to
-// f. Every request carries the same registration token (h2load sends one body).
+// floorRequest is what a floor tool sends to one simulator: its URL, h2load's request
+// arguments (-i uris or -d body and URI) and the headers.
+type floorRequest struct {
+	url     string
+	args    []string
+	headers []string
+}
+
+// apnsRequest writes the APNs floor's files into dir (uris.txt and tokens.txt for n of the
+// population's live iOS tokens, body.json) and returns its request; nil, logged, when there is
+// no APNs simulator or no iOS token.
+func (r *run) apnsRequest(files simFiles, dir string, n int) (*floorRequest, error) {
+	apnsURL := r.simURL(push.ChannelAPNs)
+	if apnsURL == "" {
+		r.logf("floor apns: skipped: no simulator named apns in -sim-stats")
+		return nil, nil
+	}
+	var tokens []string
+	for i := range r.pop.Main {
+		if d := &r.pop.Main[i]; d.IOS && !d.Dead {
+			tokens = append(tokens, d.Token)
+		}
+	}
+	if len(tokens) == 0 {
+		r.logf("floor apns: skipped: the population has no iOS token")
+		return nil, nil
+	}
+	key, err := sim.ParseAPNsKey(files.p8)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the APNs key for the floor: %w", err)
+	}
+	jwt, err := sim.NewAPNsToken(key, files.keyID, r.cfg.APNsTeamID, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("cannot sign the floor's APNs token: %w", err)
+	}
+	var uris, toks strings.Builder
+	for i := range min(n, len(tokens)) {
+		fmt.Fprintf(&uris, "%s/3/device/%s\n", apnsURL, tokens[i])
+		fmt.Fprintf(&toks, "%s\n", tokens[i])
+	}
+	written := map[string]string{"uris.txt": uris.String(), "tokens.txt": toks.String(), "body.json": floorBody}
+	for name, content := range written {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			return nil, fmt.Errorf("cannot write the floor's %s: %w", name, err)
+		}
+	}
+	return &floorRequest{url: apnsURL, args: []string{"-i", filepath.Join(dir, "uris.txt"), "-d", filepath.Join(dir, "body.json")},
+		headers: []string{"authorization: bearer " + jwt, "apns-topic: " + r.cfg.Topic, "apns-push-type: alert", "apns-priority: 10", "content-type: application/json"}}, nil
+}
+
+// fcmFloor runs h2load against the FCM simulator, n requests, and adds its run to f.
 func (r *run) fcmFloor(ctx context.Context, f *Floor, files simFiles, dir string, n int) error {
+	req, err := r.fcmRequest(ctx, files, dir)
+	if err != nil || req == nil {
+		return err
+	}
+	f.Runs = append(f.Runs, r.h2loadRun(ctx, floorFCM, n, f.Connections, req))
+	return nil
+}
+
+// fcmRequest writes the FCM floor's message into dir and returns its request, with an access
+// token the simulator's token endpoint grants for the main app's service account; nil, logged,
+// when there is no FCM simulator or no live registration token. Every request carries the same
+// registration token (h2load sends one body).
+func (r *run) fcmRequest(ctx context.Context, files simFiles, dir string) (*floorRequest, error) {
 	fcmURL := r.simURL(push.ChannelFCM)
 	if fcmURL == "" {
 		r.logf("floor fcm: skipped: no simulator named fcm in -sim-stats")
-		return nil
+		return nil, nil
 	}
 	token := ""
 	for i := range r.pop.Main {
@@ -316,23 +351,22 @@ func (r *run) fcmFloor(ctx context.Context, f *Floor, files simFiles, dir string
 	}
 	if token == "" {
 		r.logf("floor fcm: skipped: the population has no live FCM registration token")
-		return nil
+		return nil, nil
 	}
 	var sa sim.ServiceAccount
 	if err := json.Unmarshal(files.sa, &sa); err != nil || sa.ProjectID == "" || sa.TokenURI == "" {
-		return fmt.Errorf("cannot read the project and token_uri of the floor's service account: %v", err)
+		return nil, fmt.Errorf("cannot read the project and token_uri of the floor's service account: %v", err)
 	}
 	access, err := r.fcmAccessToken(ctx, files.sa, sa.TokenURI)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "fcm-body.json"), fmt.Appendf(nil, fcmFloorBody, token), 0o600); err != nil {
-		return fmt.Errorf("cannot write the floor's fcm-body.json: %w", err)
+		return nil, fmt.Errorf("cannot write the floor's fcm-body.json: %w", err)
 	}
-	hdrs := []string{"authorization: Bearer " + access, "content-type: application/json"}
 	uri := fcmURL + "/v1/projects/" + sa.ProjectID + "/messages:send"
-	f.Runs = append(f.Runs, r.h2loadRun(ctx, floorFCM, n, []string{"-d", filepath.Join(dir, "fcm-body.json"), uri}, hdrs))
-	return nil
+	return &floorRequest{url: uri, args: []string{"-d", filepath.Join(dir, "fcm-body.json"), uri},
+		headers: []string{"authorization: Bearer " + access, "content-type: application/json"}}, nil
 }
 
 // fcmAccessToken is the access token the FCM simulator's token endpoint (tokenURI, the service
@@ -363,19 +397,19 @@ func (r *run) fcmAccessToken(ctx context.Context, saJSON []byte, tokenURI string
 	return tok.AccessToken, nil
 }
 
-// h2loadRun runs h2load with n requests on the floor's connections and streams, the request's
-// args (-i uris or -d body and URI) and headers, as the floor run of gateway.
-func (r *run) h2loadRun(ctx context.Context, gateway string, n int, req, hdrs []string) FloorRun {
+// h2loadRun runs h2load with n requests of req on conns connections, each with the floor's
+// streams in flight, as the floor run of gateway.
+func (r *run) h2loadRun(ctx context.Context, gateway string, n, conns int, req *floorRequest) FloorRun {
 	h2 := FloorRun{Tool: "h2load", Gateway: gateway}
 	if r.cfg.FloorH2load == "" {
 		h2.Skipped = "h2load not available (Debian package nghttp2-client; scripts/loadtest.sh installs it when run as root)"
 		return h2
 	}
-	args := []string{"-n", strconv.Itoa(n), "-c", strconv.Itoa(r.cfg.FloorConnections), "-m", strconv.Itoa(r.cfg.FloorStreams), "-t", "1"}
-	for _, h := range hdrs {
+	args := []string{"-n", strconv.Itoa(n), "-c", strconv.Itoa(conns), "-m", strconv.Itoa(r.cfg.FloorStreams), "-t", "1"}
+	for _, h := range req.headers {
 		args = append(args, "-H", h)
 	}
-	args = append(args, req...)
+	args = append(args, req.args...)
 	out, cpu, secs, err := runTool(ctx, r.cfg.FloorH2load, args)
 	h2.Requests, h2.CPUSeconds = int64(n), cpu
 	if err == nil {
