@@ -69,6 +69,7 @@ func Drive(b *testing.B, d Sender, ds []push.Delivery) (elapsed time.Duration, c
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := procstat.CPU(b)
+	r0, w0, io0 := procstat.Syscalls()
 	start := time.Now()
 	var wg sync.WaitGroup
 	for range senders {
@@ -96,6 +97,11 @@ func Drive(b *testing.B, d Sender, ds []push.Delivery) (elapsed time.Duration, c
 	wg.Wait()
 	elapsed = time.Since(start)
 	cpuPerDelivery = float64((procstat.CPU(b) - cpu0).Microseconds()) / float64(len(ds))
+	if r1, w1, io1 := procstat.Syscalls(); io0 && io1 {
+		// How many answers a read brings and how many requests a write carries.
+		b.ReportMetric(float64(r1-r0)/float64(len(ds)), "reads/delivery")
+		b.ReportMetric(float64(w1-w0)/float64(len(ds)), "writes/delivery")
+	}
 	b.StopTimer()
 	if n := failed.Load(); n > 0 {
 		b.Fatalf("%d deliveries not sent", n)
