@@ -467,6 +467,9 @@ func (r *run) scenario(ctx context.Context, idx int, s *Scenario) (*ScenarioRepo
 	if p1, pid1, ok := r.mon.proc(); measured && ok && pid1 == pid0 {
 		sr.CPUSeconds = (p1.CPU - p0.CPU).Seconds()
 		sr.RSSStart, sr.RSSEnd = p0.RSS, p1.RSS
+		if p0.HaveIO && p1.HaveIO {
+			sr.Reads, sr.Writes = p1.Reads-p0.Reads, p1.Writes-p0.Writes
+		}
 	}
 	if err := prof.finish(ctx); err != nil {
 		return nil, err

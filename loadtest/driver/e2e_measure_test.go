@@ -42,6 +42,10 @@ func TestDriverEndToEndMeasures(t *testing.T) {
 		t.Errorf("pushd's build %q, not named in the report:\n%s", p.Build, out)
 	}
 	for _, s := range r.Scenarios {
+		// pushd read the answers and wrote the requests: both kinds of system call counted.
+		if s.Reads <= 0 || s.Writes <= 0 || s.ReadsPerDelivery <= 0 || s.WritesPerDelivery <= 0 {
+			t.Errorf("scenario %s: %d reads and %d writes (%.2f and %.2f per delivery), want both counted", s.Name, s.Reads, s.Writes, s.ReadsPerDelivery, s.WritesPerDelivery)
+		}
 		if s.CPUSeconds <= 0 || s.CPUMicrosPerDelivery <= 0 || s.RSSStart <= 0 || s.RSSPeak < s.RSSEnd ||
 			s.LastDeliverySeconds <= 0 || s.LastDeliverySeconds < s.FirstDeliverySeconds {
 			t.Errorf("scenario %s: cpu %.3fs (%.1f µs/delivery), rss %d→%d peak %d, first %.2fs last %.2fs",

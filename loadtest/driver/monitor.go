@@ -235,6 +235,10 @@ func (r *run) scenarioFigures(sr *ScenarioReport, acceptAt time.Time, base, fina
 	if sr.CPUSeconds > 0 && sr.Sent > 0 {
 		sr.CPUMicrosPerDelivery = sr.CPUSeconds * 1e6 / float64(sr.Sent)
 	}
+	if sr.Reads > 0 && sr.Sent > 0 {
+		sr.ReadsPerDelivery = float64(sr.Reads) / float64(sr.Sent)
+		sr.WritesPerDelivery = float64(sr.Writes) / float64(sr.Sent)
+	}
 	points, _, _, _ := r.mon.snapshot()
 	sr.RSSPeak = max(sr.RSSStart, sr.RSSEnd)
 	acceptT := acceptAt.Sub(r.rep.StartedAt).Seconds()

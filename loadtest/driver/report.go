@@ -111,9 +111,16 @@ type ScenarioReport struct {
 	// the highest RSS sampled.
 	CPUSeconds           float64 `json:"cpuSeconds,omitempty"`
 	CPUMicrosPerDelivery float64 `json:"cpuMicrosPerDelivery,omitempty"`
-	RSSStart             int64   `json:"rssStart,omitempty"`
-	RSSEnd               int64   `json:"rssEnd,omitempty"`
-	RSSPeak              int64   `json:"rssPeak,omitempty"`
+	// ReadsPerDelivery and WritesPerDelivery are pushd's read and write system calls over the
+	// push per delivery (/proc/<pid>/io): how many answers a read brings and how many requests
+	// a write carries, where the gateways' answer pattern shows in pushd's CPU.
+	Reads             int64   `json:"reads,omitempty"`  // over the push
+	Writes            int64   `json:"writes,omitempty"` // over the push
+	ReadsPerDelivery  float64 `json:"readsPerDelivery,omitempty"`
+	WritesPerDelivery float64 `json:"writesPerDelivery,omitempty"`
+	RSSStart          int64   `json:"rssStart,omitempty"`
+	RSSEnd            int64   `json:"rssEnd,omitempty"`
+	RSSPeak           int64   `json:"rssPeak,omitempty"`
 	// From the first accepted push call to the simulators' first and last acceptance of the
 	// scenario (resolution: the sample interval; 0 when no simulator delivery was expected).
 	FirstDeliverySeconds float64  `json:"firstDeliverySeconds,omitempty"`
@@ -265,15 +272,16 @@ func (r *Report) writeResources(b *strings.Builder) error {
 		}
 	}
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tcpu-s\tcpu-µs/delivery\trss-start-MB\trss-end-MB\trss-peak-MB\taccept→first-s\taccept→last-s\t")
+	fmt.Fprintln(tw, "scenario\tcpu-s\tcpu-µs/delivery\trss-start-MB\trss-end-MB\trss-peak-MB\taccept→first-s\taccept→last-s\treads/delivery\twrites/delivery\t")
 	rows := 0
 	for _, s := range r.Scenarios {
 		if s.CPUSeconds == 0 && s.FirstDeliverySeconds == 0 && s.LastDeliverySeconds == 0 {
 			continue
 		}
 		rows++
-		fmt.Fprintf(tw, "%s\t%.2f\t%.1f\t%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t\n", s.Name, s.CPUSeconds, s.CPUMicrosPerDelivery,
-			mb(s.RSSStart), mb(s.RSSEnd), mb(s.RSSPeak), s.FirstDeliverySeconds, s.LastDeliverySeconds)
+		fmt.Fprintf(tw, "%s\t%.2f\t%.1f\t%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%s\t%s\t\n", s.Name, s.CPUSeconds, s.CPUMicrosPerDelivery,
+			mb(s.RSSStart), mb(s.RSSEnd), mb(s.RSSPeak), s.FirstDeliverySeconds, s.LastDeliverySeconds,
+			perDelivery(s.ReadsPerDelivery), perDelivery(s.WritesPerDelivery))
 	}
 	if rows > 0 {
 		if err := tw.Flush(); err != nil {
@@ -298,4 +306,12 @@ func (r *Report) writeResources(b *strings.Builder) error {
 		}
 	}
 	return nil
+}
+
+// perDelivery formats a count per delivery, "-" when it was not measured.
+func perDelivery(v float64) string {
+	if v <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", v)
 }

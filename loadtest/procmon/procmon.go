@@ -24,6 +24,11 @@ type Sample struct {
 	CPU time.Duration // user + system CPU time since the process started
 	RSS int64         // resident set size, bytes (VmRSS)
 	HWM int64         // peak resident set size, bytes (VmHWM)
+	// Reads and Writes are the read and write system calls so far (syscr and syscw of
+	// /proc/<pid>/io, a call that found nothing to read included); HaveIO is false when that
+	// file cannot be read (another user's process, a kernel without task I/O accounting).
+	Reads, Writes int64
+	HaveIO        bool
 }
 
 // Read samples process pid.
@@ -43,7 +48,40 @@ func Read(pid int) (Sample, error) {
 	if s.RSS, s.HWM, err = ParseStatus(status); err != nil {
 		return s, fmt.Errorf("cannot read the memory of process %d: %w", pid, err)
 	}
+	if io, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid)); err == nil {
+		s.Reads, s.Writes, err = ParseIO(io)
+		s.HaveIO = err == nil
+	}
 	return s, nil
+}
+
+// ParseIO returns syscr and syscw of a /proc/<pid>/io file.
+func ParseIO(b []byte) (reads, writes int64, err error) {
+	var haveR, haveW bool
+	for line := range bytes.Lines(b) {
+		key, val, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			continue
+		}
+		var dst *int64
+		switch string(key) {
+		case "syscr":
+			dst, haveR = &reads, true
+		case "syscw":
+			dst, haveW = &writes, true
+		default:
+			continue
+		}
+		n, err := strconv.ParseInt(string(bytes.TrimSpace(val)), 10, 64)
+		if err != nil || n < 0 {
+			return 0, 0, fmt.Errorf("%s is %q, want a count", key, bytes.TrimSpace(val))
+		}
+		*dst = n
+	}
+	if !haveR || !haveW {
+		return 0, 0, fmt.Errorf("no syscr or syscw line in %q", trunc(b))
+	}
+	return reads, writes, nil
 }
 
 // ParseStat returns utime + stime of a /proc/<pid>/stat line. The command name (field 2)

@@ -1,6 +1,7 @@
 package procmon
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -43,6 +44,41 @@ func TestProcmonParseStatus(t *testing.T) {
 			t.Errorf("ParseStatus(%q) accepted", bad)
 		}
 	}
+}
+
+func TestProcmonParseIO(t *testing.T) {
+	io := []byte("rchar: 6976\nwchar: 0\nsyscr: 10\nsyscw: 3\nread_bytes: 0\nwrite_bytes: 0\ncancelled_write_bytes: 0\n")
+	r, w, err := ParseIO(io)
+	if err != nil || r != 10 || w != 3 {
+		t.Fatalf("ParseIO = %d, %d, %v; want 10 reads and 3 writes", r, w, err)
+	}
+	for _, bad := range []string{"rchar: 1\n", "syscr: 1\n", "syscr: x\nsyscw: 1\n", "syscr: 1\nsyscw: -2\n"} {
+		if _, _, err := ParseIO([]byte(bad)); err == nil {
+			t.Errorf("ParseIO(%q) accepted", bad)
+		}
+	}
+}
+
+// TestProcmonReadIO reads a real child's system calls: a shell writing a line at a time
+// counts its writes.
+func TestProcmonReadIO(t *testing.T) {
+	if _, err := os.Stat("/proc/self/io"); err != nil {
+		t.Skip("no /proc/self/io")
+	}
+	cmd := exec.Command("sh", "-c", "while :; do echo x; done")
+	cmd.Stdout = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Skip(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	first, err := Read(cmd.Process.Pid)
+	if err != nil || !first.HaveIO {
+		t.Fatalf("Read = %+v, %v; want the child's I/O counts", first, err)
+	}
+	waitfor.True(t, 30*time.Second, "the child's writes to be counted", func() bool {
+		s, err := Read(cmd.Process.Pid)
+		return err == nil && s.HaveIO && s.Writes >= first.Writes+100
+	})
 }
 
 // TestProcmonReadChild reads a real child process and sees its CPU grow while it spins:
