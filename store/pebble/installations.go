@@ -92,7 +92,7 @@ func (s *Store) readInstWith(appID, objectID string, decode func([]byte) (stored
 	key := instKey(buf[:0], appID, objectID)
 	var gen uint64
 	if s.insts != nil {
-		v, g, ok := s.insts.get(key)
+		v, g, ok := s.insts.get(key) // a copy: the cache rewrites its ring
 		if ok {
 			return decode(v)
 		}
@@ -107,7 +107,7 @@ func (s *Store) readInstWith(appID, objectID string, decode func([]byte) (stored
 	}
 	defer closer.Close()
 	if fill && s.insts != nil {
-		s.insts.fill(key, append([]byte(nil), v...), gen)
+		s.insts.fill(key, v, gen) // copied into the cache's ring
 	}
 	return decode(v)
 }

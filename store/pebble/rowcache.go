@@ -1,6 +1,7 @@
 package pebble
 
 import (
+	"encoding/binary"
 	"hash/maphash"
 	"sync"
 
@@ -31,32 +32,47 @@ import (
 // without the cache; a writer holding a row's stripe finds what the last writer left, because
 // every writer of these rows tells the cache before it releases the stripes.
 //
-// The cache holds at most its bounds (entries, bytes): a shard that is full drops arbitrary
-// entries (Go's map iteration starts at a random place) for each new one. Values are never
-// changed once cached: a []byte value is a copy the cache owns, and readers only read it.
+// The cache holds at most its bounds (entries, bytes). Each shard keeps its entries in one
+// ring of bytes, oldest first, and an index from a key's 64-bit hash to its entry's offset:
+// neither holds a pointer, so the collector neither scans nor marks the cache, however many
+// rows it holds (with a map of strings, the rows a node's upserts had cached were most of its
+// live heap, and every collection marked them one by one). A shard that is full drops its
+// oldest entries for each new one. A value is copied in by a write and out by a get: readers
+// own what they get.
 type rowCache[V string | []byte] struct {
 	seed    maphash.Seed
 	entries int // per shard; 0: no bound
-	bytes   int // per shard, of keys, values and rowEntryOverhead; 0: no bound
-	shards  [rowCacheShards]rowShard[V]
+	ring    int // per shard: the ring's bytes
+	shards  [rowCacheShards]rowShard
 }
 
 const rowCacheShards = 64
 
-// rowEntryOverhead is what an entry costs besides its key's and value's bytes: the map slot
-// (key and value headers, tophash) and the two allocations' rounding, about.
-const rowEntryOverhead = 64
+// rowEntryOverhead is what an entry costs besides its key's and value's bytes: its header in
+// the ring (the key's hash, the key's and the value's lengths).
+const rowEntryOverhead = 16
 
-type rowShard[V string | []byte] struct {
-	mu    sync.Mutex
-	gen   uint64
-	m     map[string]V
-	bytes int
-	_     [32]byte // one shard per 64-byte cache line
+// rowEntryBytes is the ring's room per entry of a cache bounded by entries alone: a device
+// row's key (the app id, the kind and the device id) and an object id, with the header.
+const rowEntryBytes = 200
+
+type rowShard struct {
+	mu  sync.Mutex
+	gen uint64
+	// idx maps a key's hash to its live entry's offset in ring. Entries are laid out in ring
+	// from tail to head, wrapping at wrapEnd when wrapped; a rewritten or forgotten key's old
+	// entry stays in the ring, dead, until the ring's turn comes to drop it.
+	idx                 map[uint64]uint32
+	ring                []byte // allocated at the first write
+	tail, head, wrapEnd int
+	wrapped             bool
+	live, bytes         int      // live entries and what they cost (key, value, rowEntryOverhead)
+	_                   [32]byte // 128 bytes a shard: two cache lines of its own
 }
 
 // newRowCache returns a cache of about entries entries and bytes bytes (either <= 0: no such
-// bound), or nil (no cache) when neither bound is positive.
+// bound), or nil (no cache) when neither bound is positive. A cache bounded by entries alone
+// holds rowEntryBytes of ring per entry.
 func newRowCache[V string | []byte](entries, bytes int) *rowCache[V] {
 	if entries <= 0 && bytes <= 0 {
 		return nil
@@ -66,23 +82,27 @@ func newRowCache[V string | []byte](entries, bytes int) *rowCache[V] {
 		c.entries = max(1, entries/rowCacheShards)
 	}
 	if bytes > 0 {
-		c.bytes = max(1, bytes/rowCacheShards)
+		c.ring = max(1, bytes/rowCacheShards)
+	} else {
+		c.ring = c.entries * rowEntryBytes
 	}
+	c.ring = min(c.ring, 1<<31) // offsets are uint32
 	for i := range c.shards {
-		c.shards[i].m = make(map[string]V)
+		c.shards[i].idx = make(map[uint64]uint32)
 	}
 	return c
 }
 
-func (c *rowCache[V]) shard(key []byte) *rowShard[V] {
-	return &c.shards[maphash.Bytes(c.seed, key)%rowCacheShards]
-}
+func (c *rowCache[V]) shard(h uint64) *rowShard { return &c.shards[h%rowCacheShards] }
 
-// get returns the cached value of key, and the shard's generation for a later fill.
+// get returns a copy of the cached value of key, and the shard's generation for a later fill.
 func (c *rowCache[V]) get(key []byte) (v V, gen uint64, ok bool) {
-	sh := c.shard(key)
+	h := maphash.Bytes(c.seed, key)
+	sh := c.shard(h)
 	sh.mu.Lock()
-	v, ok = sh.m[string(key)]
+	if val, found := sh.lookup(h, key); found {
+		v, ok = V(val), true // a copy: the ring's bytes are rewritten later
+	}
 	gen = sh.gen
 	sh.mu.Unlock()
 	return v, gen, ok
@@ -90,55 +110,132 @@ func (c *rowCache[V]) get(key []byte) (v V, gen uint64, ok bool) {
 
 // fill caches v for key, read from Pebble after a get that returned gen, unless the shard has
 // forgotten or learnt anything since.
-func (c *rowCache[V]) fill(key []byte, v V, gen uint64) {
-	sh := c.shard(key)
+func (c *rowCache[V]) fill(key []byte, v V, gen uint64) { fillRow(c, key, v, gen) }
+
+// set caches v for key, written by a batch just committed under the row's stripe: fills of
+// values read before it are refused (the generation moves on), and the next writer of the row,
+// which takes the stripe after this call, finds the value it left.
+func (c *rowCache[V]) set(key []byte, v V) { setRow(c, key, v) }
+
+// fillRow and setRow are fill and set for a value of either kind of bytes (a device row's
+// value comes from a batch as []byte, for a cache of strings).
+func fillRow[V, B string | []byte](c *rowCache[V], key []byte, v B, gen uint64) {
+	h := maphash.Bytes(c.seed, key)
+	sh := c.shard(h)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if sh.gen != gen {
 		return
 	}
-	c.put(sh, key, v)
+	putRow(c, sh, h, key, v)
 }
 
-// set caches v for key, written by a batch just committed under the row's stripe: fills of
-// values read before it are refused (the generation moves on), and the next writer of the row,
-// which takes the stripe after this call, finds the value it left.
-func (c *rowCache[V]) set(key []byte, v V) {
-	sh := c.shard(key)
+func setRow[V, B string | []byte](c *rowCache[V], key []byte, v B) {
+	h := maphash.Bytes(c.seed, key)
+	sh := c.shard(h)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	sh.gen++
-	c.put(sh, key, v)
+	putRow(c, sh, h, key, v)
 }
 
-// put stores v for key in sh, whose lock the caller holds, dropping arbitrary entries while the
-// shard would exceed a bound. A value larger than a shard's byte bound is not kept.
-func (c *rowCache[V]) put(sh *rowShard[V], key []byte, v V) {
-	size := len(key) + len(v) + rowEntryOverhead
-	if old, ok := sh.m[string(key)]; ok {
-		delete(sh.m, string(key))
-		sh.bytes -= len(key) + len(old) + rowEntryOverhead
+// lookup returns the ring's bytes of key's value (valid while the caller holds sh.mu).
+func (sh *rowShard) lookup(h uint64, key []byte) ([]byte, bool) {
+	off, ok := sh.idx[h]
+	if !ok {
+		return nil, false
 	}
-	if c.bytes > 0 && size > c.bytes {
+	k, v := sh.entry(int(off))
+	if string(k) != string(key) { // another key of the same hash
+		return nil, false
+	}
+	return v, true
+}
+
+// entry returns the key and value of the entry at off.
+func (sh *rowShard) entry(off int) (key, value []byte) {
+	kl := int(binary.LittleEndian.Uint32(sh.ring[off+8:]))
+	vl := int(binary.LittleEndian.Uint32(sh.ring[off+12:]))
+	k := off + rowEntryOverhead
+	return sh.ring[k : k+kl], sh.ring[k+kl : k+kl+vl]
+}
+
+// putRow stores v for key (hash h) in sh, whose lock the caller holds, dropping the oldest
+// entries while the shard would exceed a bound. A value larger than the ring is not kept.
+func putRow[V, B string | []byte](c *rowCache[V], sh *rowShard, h uint64, key []byte, v B) {
+	sh.drop(h)
+	size := rowEntryOverhead + len(key) + len(v)
+	if size > c.ring {
 		return
 	}
-	for len(sh.m) > 0 && ((c.entries > 0 && len(sh.m) >= c.entries) || (c.bytes > 0 && sh.bytes+size > c.bytes)) {
-		for k, old := range sh.m {
-			delete(sh.m, k)
-			sh.bytes -= len(k) + len(old) + rowEntryOverhead
+	if sh.ring == nil {
+		sh.ring = make([]byte, c.ring)
+	}
+	for c.entries > 0 && sh.live >= c.entries {
+		sh.evictOldest()
+	}
+	for {
+		if !sh.wrapped {
+			if len(sh.ring)-sh.head >= size {
+				break
+			}
+			// No room before the ring's end: the entries wrap; what follows head stays unused.
+			sh.wrapEnd, sh.head, sh.wrapped = sh.head, 0, true
+		}
+		if sh.tail-sh.head >= size {
 			break
 		}
+		sh.evictOldest()
 	}
-	sh.m[string(key)] = v
+	off := sh.head
+	binary.LittleEndian.PutUint64(sh.ring[off:], h)
+	binary.LittleEndian.PutUint32(sh.ring[off+8:], uint32(len(key)))
+	binary.LittleEndian.PutUint32(sh.ring[off+12:], uint32(len(v)))
+	copy(sh.ring[off+rowEntryOverhead:], key)
+	copy(sh.ring[off+rowEntryOverhead+len(key):], v)
+	sh.head += size
+	sh.idx[h] = uint32(off)
+	sh.live++
 	sh.bytes += size
 }
 
+// drop forgets the live entry of hash h, if any (its bytes stay in the ring, dead).
+func (sh *rowShard) drop(h uint64) {
+	off, ok := sh.idx[h]
+	if !ok {
+		return
+	}
+	k, v := sh.entry(int(off))
+	delete(sh.idx, h)
+	sh.live--
+	sh.bytes -= rowEntryOverhead + len(k) + len(v)
+}
+
+// evictOldest drops the entry at the ring's tail, live or dead; the ring holds one.
+func (sh *rowShard) evictOldest() {
+	off := sh.tail
+	h := binary.LittleEndian.Uint64(sh.ring[off:])
+	k, v := sh.entry(off)
+	if cur, ok := sh.idx[h]; ok && int(cur) == off {
+		sh.drop(h)
+	}
+	sh.tail += rowEntryOverhead + len(k) + len(v)
+	if sh.wrapped && sh.tail == sh.wrapEnd {
+		sh.tail, sh.wrapped = 0, false
+	}
+	if !sh.wrapped && sh.tail == sh.head {
+		sh.tail, sh.head = 0, 0 // empty: the whole ring is room again
+	}
+}
+
 func (c *rowCache[V]) forget(key []byte) {
-	sh := c.shard(key)
+	h := maphash.Bytes(c.seed, key)
+	sh := c.shard(h)
 	sh.mu.Lock()
-	if old, ok := sh.m[string(key)]; ok {
-		delete(sh.m, string(key))
-		sh.bytes -= len(key) + len(old) + rowEntryOverhead
+	if off, ok := sh.idx[h]; ok {
+		if k, _ := sh.entry(int(off)); string(k) == string(key) {
+			sh.drop(h)
+		}
 	}
 	sh.gen++
 	sh.mu.Unlock()
@@ -149,8 +246,8 @@ func (c *rowCache[V]) clear() {
 	for i := range c.shards {
 		sh := &c.shards[i]
 		sh.mu.Lock()
-		clear(sh.m)
-		sh.bytes = 0
+		clear(sh.idx)
+		sh.tail, sh.head, sh.wrapped, sh.live, sh.bytes = 0, 0, false, 0, 0
 		sh.gen++
 		sh.mu.Unlock()
 	}
@@ -161,7 +258,7 @@ func (c *rowCache[V]) len() (entries, bytes int) {
 	for i := range c.shards {
 		sh := &c.shards[i]
 		sh.mu.Lock()
-		entries += len(sh.m)
+		entries += sh.live
 		bytes += sh.bytes
 		sh.mu.Unlock()
 	}
@@ -179,7 +276,7 @@ func (s *Store) learnRows(b *pebble.Batch) {
 				return
 			}
 			if kind == pebble.InternalKeyKindSet {
-				s.devices.set(key, string(value))
+				setRow(s.devices, key, value)
 			} else {
 				s.devices.forget(key)
 			}
@@ -188,7 +285,7 @@ func (s *Store) learnRows(b *pebble.Batch) {
 				return
 			}
 			if kind == pebble.InternalKeyKindSet {
-				s.insts.set(key, append([]byte(nil), value...))
+				s.insts.set(key, value) // copied into the ring
 			} else {
 				s.insts.forget(key)
 			}
