@@ -57,31 +57,37 @@ func Read(pid int) (Sample, error) {
 
 // ParseIO returns syscr and syscw of a /proc/<pid>/io file.
 func ParseIO(b []byte) (reads, writes int64, err error) {
-	var haveR, haveW bool
-	for line := range bytes.Lines(b) {
-		key, val, ok := bytes.Cut(line, []byte(":"))
-		if !ok {
-			continue
-		}
-		var dst *int64
-		switch string(key) {
-		case "syscr":
-			dst, haveR = &reads, true
-		case "syscw":
-			dst, haveW = &writes, true
-		default:
-			continue
-		}
+	reads, writes, ok, err := twoValues(b, "syscr", "syscw", func(val []byte) (int64, bool) {
 		n, err := strconv.ParseInt(string(bytes.TrimSpace(val)), 10, 64)
-		if err != nil || n < 0 {
-			return 0, 0, fmt.Errorf("%s is %q, want a count", key, bytes.TrimSpace(val))
+		return n, err == nil && n >= 0
+	}, "want a count")
+	if err == nil && !ok {
+		err = fmt.Errorf("no syscr or syscw line in %q", trunc(b))
+	}
+	return reads, writes, err
+}
+
+// twoValues reads the values of keys a and b from the "key: value" lines of file, each by
+// parse (false: the value is malformed, an error saying want); ok is false when a line is
+// missing.
+func twoValues(file []byte, a, b string, parse func(val []byte) (int64, bool), want string) (va, vb int64, ok bool, err error) {
+	var haveA, haveB bool
+	for line := range bytes.Lines(file) {
+		key, val, found := bytes.Cut(line, []byte(":"))
+		if !found || string(key) != a && string(key) != b {
+			continue
 		}
-		*dst = n
+		n, good := parse(val)
+		if !good {
+			return 0, 0, false, fmt.Errorf("%s is %q, %s", key, bytes.TrimSpace(val), want)
+		}
+		if string(key) == a {
+			va, haveA = n, true
+		} else {
+			vb, haveB = n, true
+		}
 	}
-	if !haveR || !haveW {
-		return 0, 0, fmt.Errorf("no syscr or syscw line in %q", trunc(b))
-	}
-	return reads, writes, nil
+	return va, vb, haveA && haveB, nil
 }
 
 // ParseStat returns utime + stime of a /proc/<pid>/stat line. The command name (field 2)
@@ -110,35 +116,18 @@ func ParseStat(b []byte) (time.Duration, error) {
 
 // ParseStatus returns VmRSS and VmHWM of a /proc/<pid>/status file, in bytes.
 func ParseStatus(b []byte) (rss, hwm int64, err error) {
-	var haveRSS, haveHWM bool
-	for line := range bytes.Lines(b) {
-		key, val, ok := bytes.Cut(line, []byte(":"))
-		if !ok {
-			continue
-		}
-		var dst *int64
-		switch string(key) {
-		case "VmRSS":
-			dst, haveRSS = &rss, true
-		case "VmHWM":
-			dst, haveHWM = &hwm, true
-		default:
-			continue
-		}
+	rss, hwm, ok, err := twoValues(b, "VmRSS", "VmHWM", func(val []byte) (int64, bool) {
 		f := bytes.Fields(val)
 		if len(f) != 2 || string(f[1]) != "kB" {
-			return 0, 0, fmt.Errorf("%s is %q, want <n> kB", key, bytes.TrimSpace(val))
+			return 0, false
 		}
 		n, err := strconv.ParseInt(string(f[0]), 10, 64)
-		if err != nil || n < 0 {
-			return 0, 0, fmt.Errorf("%s is %q, want <n> kB", key, bytes.TrimSpace(val))
-		}
-		*dst = n * 1024
+		return n * 1024, err == nil && n >= 0
+	}, "want <n> kB")
+	if err == nil && !ok {
+		err = fmt.Errorf("no VmRSS or VmHWM line (a kernel thread or a zombie?)")
 	}
-	if !haveRSS || !haveHWM {
-		return 0, 0, fmt.Errorf("no VmRSS or VmHWM line (a kernel thread or a zombie?)")
-	}
-	return rss, hwm, nil
+	return rss, hwm, err
 }
 
 func trunc(b []byte) []byte {
