@@ -6,11 +6,11 @@ package procstat
 
 import (
 	"os"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pushd/pushd/loadtest/procmon"
 )
 
 // CPU is this process's user+system CPU time so far.
@@ -31,22 +31,6 @@ func Syscalls() (reads, writes int64, ok bool) {
 	if err != nil {
 		return 0, 0, false
 	}
-	var gotR, gotW bool
-	for line := range strings.Lines(string(b)) {
-		key, val, found := strings.Cut(strings.TrimSpace(line), ": ")
-		if !found {
-			continue
-		}
-		n, err := strconv.ParseInt(val, 10, 64)
-		if err != nil {
-			continue
-		}
-		switch key {
-		case "syscr":
-			reads, gotR = n, true
-		case "syscw":
-			writes, gotW = n, true
-		}
-	}
-	return reads, writes, gotR && gotW
+	reads, writes, err = procmon.ParseIO(b)
+	return reads, writes, err == nil
 }
