@@ -185,16 +185,16 @@ func (r *run) run(ctx context.Context) error {
 		}
 		if r.cfg.LatencyCompare > 0 && name == latencyScenario(r.cfg.LatencyCompare) {
 			// The floor at both latencies right after the push, the latency still set first.
+			reset := func() error { return r.setSimLatency(context.WithoutCancel(ctx), 0) }
 			var floors []LatencyFloor
+			var lerr error
 			if err == nil {
-				floors = r.runLatencyFloor(ctx, files, sr, true, nil)
+				floors, lerr = r.latencyFloors(ctx, files, sr, reset)
+			} else {
+				lerr = reset()
 			}
-			lerr := r.setSimLatency(context.WithoutCancel(ctx), 0)
 			if lerr != nil && err == nil {
 				err = lerr
-			}
-			if err == nil {
-				floors = r.runLatencyFloor(ctx, files, sr, false, floors)
 			}
 			r.rep.Latency = latencyComparison(r.rep.Scenarios, r.cfg.LatencyCompare, floors)
 		}

@@ -54,59 +54,70 @@ func (c *Config) latencyFloorConns(gateway string) int {
 	return c.LatencyFloorAPNsConns
 }
 
-// runLatencyFloor runs h2load against every gateway the push sc reached, on pushd's connection
-// budget for it, with the latency the simulators add now, and records the run in floors, as the
-// latency run when withLatency, else as the zero one. Failures are logged and in the runs'
-// Skipped: the floor informs the comparison and does not fail the load test.
-func (r *run) runLatencyFloor(ctx context.Context, files simFiles, sc *ScenarioReport, withLatency bool, floors []LatencyFloor) []LatencyFloor {
-	if sc == nil {
-		return floors
-	}
+// latencyFloors runs h2load against every gateway the push sc reached, on pushd's connection
+// budget for it: first with the latency the simulators add now, then, once reset has taken it
+// off, with none. Each gateway's request (its files, its signed or granted token) is made once
+// for both runs. Failures to measure are logged and in the runs' Skipped: the floor informs the
+// comparison and does not fail the load test; reset's error is returned, the zero runs then
+// left out.
+func (r *run) latencyFloors(ctx context.Context, files simFiles, sc *ScenarioReport, reset func() error) ([]LatencyFloor, error) {
 	dir, err := os.MkdirTemp("", "pushd-latency-floor-")
 	if err != nil {
 		r.logf("latency floor: cannot make a temp dir: %v", err)
-		return floors
+		return nil, reset()
 	}
 	defer os.RemoveAll(dir)
+	var floors []LatencyFloor
+	type toSend struct {
+		req *floorRequest
+		n   int
+	}
+	var reqs []toSend // floors[i]'s
 	for _, gw := range []string{floorAPNs, floorFCM} {
-		sent := sc.ByChannel[gw].Sent
-		if sent == 0 {
+		delivered := sc.ByChannel[gw].Sent
+		if delivered == 0 {
 			continue
 		}
 		var req *floorRequest
-		n := floorRequests(r.cfg.FloorRequests, sent)
+		n := floorRequests(r.cfg.FloorRequests, delivered)
 		if gw == floorAPNs {
 			req, err = r.apnsRequest(files, dir, n)
 		} else {
 			req, err = r.fcmRequest(ctx, files, dir)
 		}
-		if err != nil || req == nil {
-			if err != nil {
-				r.logf("latency floor %s: %v", gw, err)
-			}
+		if err != nil {
+			r.logf("latency floor %s: %v", gw, err)
+		}
+		if req == nil {
 			continue
 		}
-		i := slices.IndexFunc(floors, func(f LatencyFloor) bool { return f.Gateway == gw })
-		if i < 0 {
-			floors = append(floors, LatencyFloor{Gateway: gw, Connections: r.cfg.latencyFloorConns(gw), Streams: r.cfg.FloorStreams})
-			i = len(floors) - 1
-		}
-		f := &floors[i]
-		fr := r.h2loadRun(ctx, gw, n, f.Connections, req)
-		fr.setFigures()
-		when := "no added latency"
-		if withLatency {
-			f.Latency, when = fr, "the latency"
-		} else {
-			f.Zero = fr
-		}
-		if fr.Skipped != "" {
-			r.logf("latency floor %s with %s: %s", fr.Name(), when, fr.Skipped)
-		} else {
-			r.logf("latency floor %s with %s on %d connections: %.0f requests/s", fr.Name(), when, f.Connections, fr.RequestsPerSecond)
+		floors = append(floors, LatencyFloor{Gateway: gw, Connections: r.cfg.latencyFloorConns(gw), Streams: r.cfg.FloorStreams})
+		reqs = append(reqs, toSend{req, n})
+	}
+	measure := func(withLatency bool) {
+		for i := range floors {
+			f := &floors[i]
+			fr := r.h2loadRun(ctx, f.Gateway, reqs[i].n, f.Connections, reqs[i].req)
+			fr.setFigures()
+			when := "no added latency"
+			if withLatency {
+				f.Latency, when = fr, "the latency"
+			} else {
+				f.Zero = fr
+			}
+			if fr.Skipped != "" {
+				r.logf("latency floor %s with %s: %s", fr.Name(), when, fr.Skipped)
+			} else {
+				r.logf("latency floor %s with %s on %d connections: %.0f requests/s", fr.Name(), when, f.Connections, fr.RequestsPerSecond)
+			}
 		}
 	}
-	return floors
+	measure(true)
+	if err := reset(); err != nil {
+		return floors, err
+	}
+	measure(false)
+	return floors, nil
 }
 
 // latencyScenario names the all scenario run again with d added to every simulator answer.
