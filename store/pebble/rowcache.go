@@ -232,10 +232,8 @@ func (c *rowCache[V]) forget(key []byte) {
 	h := maphash.Bytes(c.seed, key)
 	sh := c.shard(h)
 	sh.mu.Lock()
-	if off, ok := sh.idx[h]; ok {
-		if k, _ := sh.entry(int(off)); string(k) == string(key) {
-			sh.drop(h)
-		}
+	if _, ok := sh.lookup(h, key); ok {
+		sh.drop(h)
 	}
 	sh.gen++
 	sh.mu.Unlock()
