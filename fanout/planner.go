@@ -47,6 +47,9 @@ type Planner struct {
 
 	// runner runs a job's only task in the planner (PlannerConfig.InlineSingle), or nil.
 	runner TaskRunner
+	// logSyncsStore: the log's synced writes make every earlier write of the store durable
+	// (SetLogSyncsStore).
+	logSyncsStore bool
 }
 
 // TaskRunner runs one task to its end in the caller's goroutine, as a worker runs a task it
@@ -68,6 +71,16 @@ type FreshPlan struct {
 // SetRunner makes the planner run a job planned as one task with r, when
 // PlannerConfig.InlineSingle is set. Call it before Run.
 func (p *Planner) SetRunner(r TaskRunner) { p.runner = r }
+
+// SetLogSyncsStore tells the planner that the log's synced writes (an Append, the consumer's
+// synced offset commit) make every earlier write of its store durable: queue/embedded over
+// the store's own Pebble, one WAL for both. The planner then records every plan without an
+// fsync of its own (RecordNoSync), since a synced write of the log always follows it before
+// the job counts as handled: the tasks' append, or the offset commit that ends the consumer's
+// read batch. A crash before that write loses the job's offset too, so the job is planned
+// again; one after it finds the record written, as the WAL keeps the writes in their order.
+// Never set it for Kafka or for a log in another database. Call it before Run.
+func (p *Planner) SetLogSyncsStore() { p.logSyncsStore = true }
 
 // NewPlanner builds a planner.
 func NewPlanner(cfg PlannerConfig, st PlannerStore, lg Log, logger *zap.Logger, ms *metrics.Set) (*Planner, error) {
@@ -183,10 +196,11 @@ func (p *Planner) plan(ctx context.Context, job *push.Job, h *gateHold) error {
 	}
 
 	// Record first, append second: once a worker can finish a task, the record already says
-	// how many tasks make the push complete. A plan whose task runs here is recorded without
-	// an fsync of its own where the store can (RecordNoSync): the task's synced writes follow.
+	// how many tasks make the push complete. A plan is recorded without an fsync of its own
+	// where the store can (RecordNoSync) and a synced write follows that makes it durable:
+	// the synced writes of the task that runs here, or the log's (SetLogSyncsStore).
 	ns, noSync := p.st.(RecordNoSync)
-	noSync = noSync && p.inline(tasks)
+	noSync = noSync && (p.inline(tasks) || p.logSyncsStore)
 	update := func(fn func(*push.Notification) error) error {
 		app, oid := job.AppID, job.NotificationObjectID
 		var err error

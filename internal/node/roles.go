@@ -153,6 +153,11 @@ func addFanout(p *parts, g *service.Group, _ *Hooks) error {
 		return err
 	}
 	g.Add("planner", pl)
+	if p.cfg.Log == "embedded" && p.pebble != nil {
+		// The embedded log lives in the store's own Pebble: the tasks' append or the synced
+		// offset commit after a plan makes its record durable too (one fsync per plan fewer).
+		pl.SetLogSyncsStore()
+	}
 	// Own-channel targets go to push.direct, for the gateway role (sender/direct).
 	w, err := fanout.NewWorker(p.cfg.Worker, p.store, p.queue, direct.NewHandoff(d, p.queue), p.log, set)
 	if err != nil {
