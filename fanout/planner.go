@@ -323,9 +323,10 @@ func (p *Planner) inline(tasks []push.Task) bool {
 }
 
 // SourceCounter is a store that can count the rows of a query push's source cheaply: the
-// app's installations (channel "") or those in channel, in buckets lo to hi-1, up to limit.
+// app's installations (channel "") or those in channel, in buckets lo to mid-1, up to limit
+// (n), and whether buckets lo to hi-1 hold any at all (any), in one pass.
 type SourceCounter interface {
-	CountSource(ctx context.Context, appID, channel string, lo, hi, limit int) (int, error)
+	CountSource(ctx context.Context, appID, channel string, lo, mid, hi, limit int) (n int, any bool, err error)
 }
 
 // AbsenceKnower is a store that remembers scans narrowed to a device type that found no row
@@ -342,43 +343,42 @@ type AbsenceKnower interface {
 // count, the plan is of point tasks, or MinTaskRows is 0.
 //
 // It is 0 when the store can tell that the source holds no row the job's scan would read: no
-// row in any of its buckets (the first range's count found none, or no count was made), or
+// row in any of its buckets (found in the same pass as the first range's count), or
 // none of the device type the where pins, by a scan remembered (AbsenceKnower). Such a push
 // has no target: it is done at once, with no task to read, write and complete.
 func (p *Planner) taskCount(ctx context.Context, job *push.Job, tp *taskPlan, buckets int) (int, error) {
 	if tp.src == push.SourcePoint || tp.len() == 0 {
 		return tp.len(), nil
 	}
-	k, first := tp.len(), -1 // first: the rows counted in the first range; -1 none counted
+	lo, hi := tp.spans[0][0], tp.spans[len(tp.spans)-1][1]
+	k, anyRow := tp.len(), true // anyRow false: counted, and the source holds no row at all
 	c, counts := p.st.(SourceCounter)
-	if counts && p.cfg.MinTaskRows > 0 && tp.len() >= 2 {
-		lo, hi := tp.spans[0][0], tp.spans[0][1]
-		n, err := c.CountSource(ctx, job.AppID, tp.channel, lo, hi, p.cfg.MinTaskRows)
+	if counts && (p.cfg.MinTaskRows > 0 || tp.len() == 1) {
+		// The first range's rows, and whether any range holds a row, in one pass. A plan of
+		// one range needs only the second.
+		mid, limit := tp.spans[0][1], max(p.cfg.MinTaskRows, 1)
+		n, any, err := c.CountSource(ctx, job.AppID, tp.channel, lo, mid, hi, limit)
 		if err != nil {
 			return 0, fmt.Errorf("cannot count the source of job %s: %w", job.ID, err)
 		}
-		if n >= p.cfg.MinTaskRows {
-			return tp.len(), nil // every range holds a task's worth
+		anyRow = any
+		if tp.len() >= 2 && p.cfg.MinTaskRows > 0 {
+			if n >= p.cfg.MinTaskRows {
+				return tp.len(), nil // every range holds a task's worth
+			}
+			est := n * buckets / (mid - lo)
+			k = min(max(est/p.cfg.MinTaskRows, 1), tp.len())
 		}
-		est := n * buckets / (hi - lo)
-		k, first = min(max(est/p.cfg.MinTaskRows, 1), tp.len()), n
 	}
 	if k == 1 {
 		// A source of one task's rows at most: it may hold none the task would read.
-		lo, hi := tp.spans[0][0], tp.spans[len(tp.spans)-1][1]
-		if a, ok := p.st.(AbsenceKnower); ok && tp.deviceType != "" && a.KnownEmpty(job.AppID, tp.channel, tp.deviceType, lo, hi) {
+		if !anyRow {
 			p.empty.Inc()
 			return 0, nil
 		}
-		if counts && first <= 0 {
-			n, err := c.CountSource(ctx, job.AppID, tp.channel, lo, hi, 1)
-			if err != nil {
-				return 0, fmt.Errorf("cannot count the source of job %s: %w", job.ID, err)
-			}
-			if n == 0 {
-				p.empty.Inc()
-				return 0, nil
-			}
+		if a, ok := p.st.(AbsenceKnower); ok && tp.deviceType != "" && a.KnownEmpty(job.AppID, tp.channel, tp.deviceType, lo, hi) {
+			p.empty.Inc()
+			return 0, nil
 		}
 	}
 	if k < tp.len() {

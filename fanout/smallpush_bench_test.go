@@ -16,14 +16,19 @@ import (
 // (256 buckets) and a where that matches none of them, as in the intake load test: plan
 // (count, record update, task append) and run every task (progress, record check, scan,
 // completion). "split" is the plan of 32 tasks, "one" the plan sized by MinTaskRows, its task
-// handed to a worker, "inline" the same task run by the planner itself (the default wiring).
+// handed to a worker, "inline" the same task run by the planner itself (the default wiring),
+// "nobody" a push to a channel nobody is in (the source counted empty: no task).
 // cpu-µs/push is the process's CPU (the test's synced writes make ns/op mostly fsync waits).
 func BenchmarkFanoutSmallPush(b *testing.B) {
 	for _, c := range []struct {
 		name    string
 		minRows int
 		inline  bool
-	}{{"split", 0, false}, {"one", 2000, false}, {"inline", 2000, true}} {
+		where   string
+	}{
+		{"split", 0, false, `{"age":{"$gt":1000}}`}, {"one", 2000, false, `{"age":{"$gt":1000}}`},
+		{"inline", 2000, true, `{"age":{"$gt":1000}}`}, {"nobody", 2000, true, `{"channels":"nobody"}`},
+	} {
 		b.Run(c.name, func(b *testing.B) {
 			e := newEnv(b)
 			e.createApp(push.DefaultBuckets, nil)
@@ -43,7 +48,7 @@ func BenchmarkFanoutSmallPush(b *testing.B) {
 			b.ResetTimer()
 			cpu0 := procstat.CPU(b)
 			for range b.N {
-				job := e.submitRecordOnly(push.Job{Where: json.RawMessage(`{"age":{"$gt":1000}}`)})
+				job := e.submitRecordOnly(push.Job{Where: json.RawMessage(c.where)})
 				if err := p.Plan(ctx, &job); err != nil {
 					b.Fatal(err)
 				}

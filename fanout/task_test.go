@@ -424,7 +424,7 @@ func TestFanoutPlannerSizesTasks(t *testing.T) {
 	// 1,300 rows, 300 a task: about four tasks, as the first range's count says.
 	p300, _ := planner(300)
 	mid, n := plan(p300, `{}`)
-	first, err := e.st.CountSource(ctx, testApp, "", 0, 8, 1<<20)
+	first, _, err := e.st.CountSource(ctx, testApp, "", 0, 8, 64, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -182,27 +182,34 @@ func (s *Store) KnownEmpty(appID, channel, deviceType string, lo, hi int) bool {
 }
 
 // CountSource counts the by_bucket rows of app (channel "") or its by_channel rows of channel
-// in buckets lo to hi-1, stopping at limit: fan-out's planner sizes a push's tasks by it
-// (fanout.SourceCounter). One iterator, keys only.
-func (s *Store) CountSource(ctx context.Context, appID, channel string, lo, hi, limit int) (int, error) {
+// in buckets lo to mid-1, stopping at limit, and says whether buckets lo to hi-1 hold any row:
+// fan-out's planner sizes a push's tasks by the first and plans none when the second is false
+// (fanout.SourceCounter). One iterator, keys only: when the first range holds no row, the
+// seek that found that out has found the rest's first row too.
+func (s *Store) CountSource(ctx context.Context, appID, channel string, lo, mid, hi, limit int) (n int, any bool, err error) {
 	if err := s.enter(); err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	defer s.exit()
-	if lo < 0 || hi > maxBuckets || lo >= hi {
-		return 0, fmt.Errorf("cannot count buckets %d to %d of app %s: out of range", lo, hi-1, appID)
+	if lo < 0 || hi > maxBuckets || lo >= mid || mid > hi {
+		return 0, false, fmt.Errorf("cannot count buckets %d to %d (first range to %d) of app %s: out of range", lo, hi-1, mid-1, appID)
 	}
 	lower, upper := sourcePrefix(nil, appID, channel, lo), prefixEnd(sourcePrefix(nil, appID, channel, hi-1))
+	firstEnd := upper
+	if mid < hi {
+		firstEnd = sourcePrefix(nil, appID, channel, mid)
+	}
 	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
-		return 0, fmt.Errorf("cannot count the installations of app %s: %w", appID, err)
+		return 0, false, fmt.Errorf("cannot count the installations of app %s: %w", appID, err)
 	}
-	n := 0
-	for valid := it.First(); valid && n < limit; valid = it.Next() {
+	valid := it.First()
+	any = valid
+	for ; valid && n < limit && bytes.Compare(it.Key(), firstEnd) < 0; valid = it.Next() {
 		n++
 	}
 	if err := it.Close(); err != nil {
-		return 0, fmt.Errorf("cannot count the installations of app %s: %w", appID, err)
+		return 0, false, fmt.Errorf("cannot count the installations of app %s: %w", appID, err)
 	}
-	return n, nil
+	return n, any, nil
 }

@@ -89,18 +89,41 @@ func TestStoreScanBucketsMatchesScan(t *testing.T) {
 	if err := s.ScanBuckets(ctx, store.ScanRange{AppID: benchApp, Bucket: 5}, 5, nil); err == nil {
 		t.Error("an empty bucket range was accepted")
 	}
+	// One installation alone in channel solo, in bucket b (neither the first nor the last), so
+	// that a first range before it is empty while the rest is not.
+	solo := benchInst(5000)
+	for i := 5001; push.Bucket(solo.Route.ObjectID, benchBuckets) == 0 || push.Bucket(solo.Route.ObjectID, benchBuckets) == benchBuckets-1; i++ {
+		solo = benchInst(i)
+	}
+	solo.Route.Channels = []string{"solo"}
+	if err := s.PutInstallation(ctx, benchApp, benchBuckets, solo); err != nil {
+		t.Fatal(err)
+	}
+	b := push.Bucket(solo.Route.ObjectID, benchBuckets)
 	for _, c := range []struct {
 		channel      string
-		lo, hi       int
+		lo, mid, hi  int
 		limit, count int
+		any          bool
 	}{
-		{"", 0, benchBuckets, 1000, all}, {"", 0, benchBuckets, 100, 100}, {"news", 0, benchBuckets, 1000, all},
-		{"nope", 0, benchBuckets, 1000, 0}, {"", 3, 9, 1000, len(oneByOne(store.ScanRange{AppID: benchApp, Bucket: 3}, 9))},
-		{"news", 15, 16, 1000, len(oneByOne(store.ScanRange{AppID: benchApp, Channel: "news", Bucket: 15}, 16))},
+		{"", 0, benchBuckets, benchBuckets, 1000, all + 1, true}, {"", 0, benchBuckets, benchBuckets, 100, 100, true},
+		{"news", 0, benchBuckets, benchBuckets, 1000, all, true}, {"nope", 0, benchBuckets, benchBuckets, 1000, 0, false},
+		{"nope", 0, 1, benchBuckets, 1000, 0, false},
+		{"", 3, 9, benchBuckets, 1000, len(oneByOne(store.ScanRange{AppID: benchApp, Bucket: 3}, 9)), true},
+		{"news", 15, 16, 16, 1000, len(oneByOne(store.ScanRange{AppID: benchApp, Channel: "news", Bucket: 15}, 16)), true},
+		{"news", 0, 2, 16, 3, 3, true},
+		{"solo", 0, b, benchBuckets, 1000, 0, true}, {"solo", 0, b, b, 1000, 0, false},
+		{"solo", 0, b + 1, benchBuckets, 1000, 1, true}, {"solo", b, b + 1, b + 1, 1, 1, true},
+		{"solo", b + 1, b + 2, benchBuckets, 1000, 0, false},
 	} {
-		got, err := s.CountSource(ctx, benchApp, c.channel, c.lo, c.hi, c.limit)
-		if err != nil || got != c.count {
-			t.Errorf("CountSource(channel %q, buckets %d-%d, limit %d) = %d, %v; want %d", c.channel, c.lo, c.hi-1, c.limit, got, err, c.count)
+		got, any, err := s.CountSource(ctx, benchApp, c.channel, c.lo, c.mid, c.hi, c.limit)
+		if err != nil || got != c.count || any != c.any {
+			t.Errorf("CountSource(channel %q, buckets %d-%d of %d-%d, limit %d) = %d, %v, %v; want %d, %v", c.channel, c.lo, c.mid-1, c.lo, c.hi-1, c.limit, got, any, err, c.count, c.any)
+		}
+	}
+	for _, r := range [][3]int{{0, 0, 4}, {3, 5, 4}, {0, 4, maxBuckets + 1}, {-1, 2, 4}} {
+		if _, _, err := s.CountSource(ctx, benchApp, "", r[0], r[1], r[2], 10); err == nil {
+			t.Errorf("CountSource over buckets %d, %d, %d was accepted", r[0], r[1], r[2])
 		}
 	}
 }
