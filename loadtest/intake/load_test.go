@@ -177,6 +177,30 @@ func TestIntakeRequestsAreValid(t *testing.T) {
 	}
 }
 
+// The warm-up's pushes (run tag "w" appended) and the measured loops' never share a req_id: one
+// that did was answered from the first push's claim, an accepted push with no job.
+func TestIntakeWarmupReqIDsApart(t *testing.T) {
+	apps := []App{{ID: "app1", MasterKey: "mk1"}}
+	reqID := regexp.MustCompile(`"req_id":"([A-Za-z0-9]+)"`)
+	ids := func(run string, n int64) map[string]bool {
+		fn, out := PushRequests(apps, "h:1", run), map[string]bool{}
+		for i := range n {
+			m := reqID.FindSubmatch(fn(nil, i))
+			if m == nil {
+				t.Fatalf("push %d of run %s has no req_id", i, run)
+			}
+			out[string(m[1])] = true
+		}
+		return out
+	}
+	warm := ids("a1b2c3w", 2000)
+	for id := range ids("a1b2c3", 60000) {
+		if warm[id] {
+			t.Fatalf("req_id %s is both a warm-up push's and a measured one's", id)
+		}
+	}
+}
+
 // TestUpsertPassesUpdate: every pass over the devices sends device d to the same app with the
 // same installationId, so that the passes after the first are updates, whatever the numbers
 // of apps and devices (32 apps and 30,000 devices, the intake's default, sent each device's

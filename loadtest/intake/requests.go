@@ -42,7 +42,8 @@ func finish(dst, body []byte) []byte {
 // PushRequests makes the intake's typical push: POST /1.1/push with the master key of the
 // apps in turn, half of them to channels, half with a where on deviceType and a custom field,
 // each with a req_id unique in the run (as the SDKs and the load test's other scenarios send
-// one: run, at most 8 letters and digits, then i in base 36; pushd takes 16 at most) and an alert with a title and a badge. No installation is subscribed to the channels
+// one: run, at most 8 letters and digits, then i in base 36 on reqIDDigits digits; pushd takes
+// 16 at most) and an alert with a title and a badge. No installation is subscribed to the channels
 // or matches the where, so fan-out plans each push and finds no target: the figures are the
 // intake's, not the sender's.
 func PushRequests(apps []App, host, run string) RequestFunc {
@@ -62,10 +63,26 @@ func PushRequests(apps []App, host, run string) RequestFunc {
 		}
 		body = append(body, `"data":{"alert":"Sale starts now: 20% off everything","title":"Shop","badge":"Increment","sound":"default"},"expiration_interval":3600,"req_id":"`...)
 		body = append(body, run...)
-		body = strconv.AppendInt(body, i, 36)
+		body = appendFixed36(body, i)
 		body = append(body, `"}`...)
 		return finish(dst, body)
 	}
+}
+
+// reqIDDigits is the width of a push's number in its req_id. A fixed width keeps the req_ids
+// of runs whose tags differ in length apart (the warm-up's run+"w" and the run's: with the
+// number's shortest form, run's push 1152, "w0" in base 36, was the warm-up's push 0, answered
+// from its req_id claim with no new push); 36^6 numbers are more than any load sends.
+const reqIDDigits = 6
+
+// appendFixed36 appends i in base 36, zero-padded to reqIDDigits digits.
+func appendFixed36(dst []byte, i int64) []byte {
+	var b [16]byte
+	d := strconv.AppendInt(b[:0], i, 36)
+	for range reqIDDigits - len(d) {
+		dst = append(dst, '0')
+	}
+	return append(dst, d...)
 }
 
 // UpsertRequests makes POST /1.1/installations for device i mod devices, with the app keys
