@@ -124,7 +124,7 @@ if [ -n "${INTAKE_PROFILE_DIR:-}" ]; then
 	prof_pid=$!
 fi
 
-"$load_bin" --pushd "http://127.0.0.1:$port" --pushd-pid-file "$work/pushd.pid" "$@" &
+"$load_bin" --pushd "http://127.0.0.1:$port" --pushd-ops "http://127.0.0.1:$ops_port" --pushd-pid-file "$work/pushd.pid" "$@" &
 load_pid=$!
 status=0
 wait "$load_pid" || status=$?

@@ -41,12 +41,12 @@ func main() {
 }
 
 type config struct {
-	pushd, adminToken, pidFile, report string
-	apps, conns                        int
-	upserts, devices, pushes, rateN    int
-	rate                               int
-	warmup                             int
-	floor                              bool
+	pushd, ops, adminToken, pidFile, report string
+	apps, conns                             int
+	upserts, devices, pushes, rateN         int
+	rate                                    int
+	warmup                                  int
+	floor                                   bool
 }
 
 func run() int {
@@ -55,6 +55,7 @@ func run() int {
 	var serveFloor string
 	fs.StringVar(&c.pushd, "pushd", "http://127.0.0.1:8080", "base URL of pushd's REST API")
 	fs.StringVar(&c.adminToken, "admin-token", os.Getenv("PUSHD_ADMIN_TOKEN"), "pushd admin token (default $PUSHD_ADMIN_TOKEN)")
+	fs.StringVar(&c.ops, "pushd-ops", "", "base URL of pushd's ops port: the push loads also report pushes planned/s, read from fan-out's counters there (\"\": not reported)")
 	fs.StringVar(&c.pidFile, "pushd-pid-file", "", "file holding pushd's pid: its CPU per request is read from /proc")
 	fs.IntVar(&c.apps, "apps", 32, "apps the requests go to in turn (an app may make at most 9,600 push calls a minute)")
 	fs.IntVar(&c.conns, "conns", 256, "keep-alive connections, one request in flight on each")
@@ -123,9 +124,14 @@ type Figures struct {
 	// The server process's user+system CPU per request (0: not measured): while the load ran,
 	// and from the load's start until the process was quiet again (fan-out's planning of the
 	// accepted pushes, Pebble's flushes and compactions included).
-	CPULoadUs    float64 `json:"cpuMicrosPerRequestDuringLoad"`
-	CPUus        float64 `json:"cpuMicrosPerRequest"`
-	FirstFailure string  `json:"firstFailure,omitempty"`
+	CPULoadUs float64 `json:"cpuMicrosPerRequestDuringLoad"`
+	CPUus     float64 `json:"cpuMicrosPerRequest"`
+	// PlannedPerSecond (push loads, with -pushd-ops) is the accepted pushes over the time from
+	// the load's start until fan-out had planned every one of them: what the loop sustains,
+	// where PerSecond counts the answers alone and a planner that lags behind the API does its
+	// work after them.
+	PlannedPerSecond float64 `json:"plannedPerSecond,omitempty"`
+	FirstFailure     string  `json:"firstFailure,omitempty"`
 	// SlowWindows are the open loop's windows (intake.WindowSpan of due time) in which more
 	// than 1% of the requests took over intake.SlowLatency, in order: the p99's tail, with
 	// wall-clock times to line up with pushd's log (its store's flushes and compactions).
@@ -214,13 +220,14 @@ func measure(ctx context.Context, c config) (*Report, error) {
 		n     int
 		rate  int
 		first int64
+		push  bool
 	}
 	shapes := []shape{
 		{name: "upserts (closed loop)", n: c.upserts, reqs: func(h string) intake.RequestFunc {
 			return intake.UpsertRequests(apps, h, runID, int64(c.devices))
 		}},
-		{name: "pushes (closed loop)", n: c.pushes, reqs: func(h string) intake.RequestFunc { return intake.PushRequests(apps, h, runID) }},
-		{name: fmt.Sprintf("pushes at %d/s (open loop)", c.rate), n: c.rateN, rate: c.rate, first: int64(c.pushes + c.warmup),
+		{name: "pushes (closed loop)", n: c.pushes, push: true, reqs: func(h string) intake.RequestFunc { return intake.PushRequests(apps, h, runID) }},
+		{name: fmt.Sprintf("pushes at %d/s (open loop)", c.rate), n: c.rateN, rate: c.rate, first: int64(c.pushes + c.warmup), push: true,
 			reqs: func(h string) intake.RequestFunc { return intake.PushRequests(apps, h, runID) }},
 	}
 	rep := &Report{StartedAt: time.Now().UTC(), Conns: c.conns, Apps: c.apps, OK: true}
@@ -242,7 +249,11 @@ func measure(ctx context.Context, c config) (*Report, error) {
 		}
 		row := Row{Name: s.name, Rate: s.rate}
 		l := intake.Load{Addr: u.Host, Conns: c.conns, OK: ok, Request: s.reqs(u.Host), Rate: s.rate}
-		f, err := runOne(ctx, &l, s.first, s.n, pid)
+		var handled *opsCounter
+		if s.push && c.ops != "" {
+			handled = &opsCounter{url: c.ops, client: http.DefaultClient}
+		}
+		f, err := runOne(ctx, &l, s.first, s.n, pid, handled)
 		if err != nil {
 			return rep, fmt.Errorf("cannot run %s against pushd: %w", s.name, err)
 		}
@@ -252,7 +263,7 @@ func measure(ctx context.Context, c config) (*Report, error) {
 		}
 		if floorAddr != "" {
 			fl := intake.Load{Addr: floorAddr, Conns: c.conns, OK: ok, Request: s.reqs(floorAddr), Rate: s.rate}
-			ff, err := runOne(ctx, &fl, s.first, s.n, floorPID)
+			ff, err := runOne(ctx, &fl, s.first, s.n, floorPID, nil)
 			if err != nil {
 				return rep, fmt.Errorf("cannot run %s against the floor: %w", s.name, err)
 			}
@@ -299,10 +310,21 @@ func settle(ctx context.Context, pid int) error {
 	return nil
 }
 
+// opsCounter reads how many jobs pushd's fan-out has handled, from its ops port.
+type opsCounter struct {
+	url    string
+	client *http.Client
+}
+
+// plannedPoll is how often the wait for fan-out's planning reads pushd's metrics: the
+// figure's resolution, at about a metrics page of pushd's CPU per poll.
+const plannedPoll = 10 * time.Millisecond
+
 // runOne runs l, once process pid (0: none) is quiet, and reads the CPU it used from then
 // until it is quiet again: the work the requests caused after their answers (fan-out
-// planning the pushes, Pebble flushing and compacting) counts in their CPU per request.
-func runOne(ctx context.Context, l *intake.Load, first int64, n, pid int) (Figures, error) {
+// planning the pushes, Pebble flushing and compacting) counts in their CPU per request. With
+// handled, it also times the load's start until fan-out has planned every accepted push.
+func runOne(ctx context.Context, l *intake.Load, first int64, n, pid int, handled *opsCounter) (Figures, error) {
 	var before procmon.Sample
 	var err error
 	if pid > 0 {
@@ -313,6 +335,13 @@ func runOne(ctx context.Context, l *intake.Load, first int64, n, pid int) (Figur
 			return Figures{}, err
 		}
 	}
+	var handled0 int64
+	if handled != nil {
+		if handled0, err = intake.HandledJobs(ctx, handled.client, handled.url); err != nil {
+			return Figures{}, err
+		}
+	}
+	start := time.Now()
 	res, err := l.Run(ctx, first, n)
 	if err != nil {
 		return Figures{}, err
@@ -332,6 +361,17 @@ func runOne(ctx context.Context, l *intake.Load, first int64, n, pid int) (Figur
 			return Figures{}, err
 		}
 		f.CPULoadUs = float64((loaded.CPU - before.CPU).Microseconds()) / float64(res.Requests)
+	}
+	if accepted := res.Requests - res.Failed; handled != nil && accepted > 0 {
+		wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		at, err := intake.WaitHandled(wctx, handled.client, handled.url, handled0+accepted, plannedPoll)
+		cancel()
+		if err != nil {
+			return Figures{}, fmt.Errorf("cannot time fan-out's planning of %d accepted pushes: %w", accepted, err)
+		}
+		f.PlannedPerSecond = float64(accepted) / at.Sub(start).Seconds()
+	}
+	if pid > 0 {
 		if err := settle(ctx, pid); err != nil {
 			return Figures{}, err
 		}
@@ -403,10 +443,15 @@ func createApps(ctx context.Context, base, token, runID string, n int) ([]intake
 
 func (r *Report) writeTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "scenario\trequests\tfailed\treq/s\tp50 ms\tp99 ms\tCPU µs/req in load\tto quiet\tfloor req/s\tfloor p50\tfloor p99\tfloor CPU µs/req\trate ratio\tCPU ratio\t\n")
+	fmt.Fprintf(tw, "scenario\trequests\tfailed\treq/s\tp50 ms\tp99 ms\tCPU µs/req in load\tto quiet\tplanned/s\tfloor req/s\tfloor p50\tfloor p99\tfloor CPU µs/req\trate ratio\tCPU ratio\t\n")
 	for _, row := range r.Rows {
 		p := row.Pushd
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.2f\t%.2f\t%.1f\t%.1f\t", row.Name, p.Requests, p.Failed, p.PerSecond, p.P50ms, p.P99ms, p.CPULoadUs, p.CPUus)
+		if p.PlannedPerSecond > 0 {
+			fmt.Fprintf(tw, "%.0f\t", p.PlannedPerSecond)
+		} else {
+			fmt.Fprintf(tw, "-\t")
+		}
 		if f := row.Floor; f != nil {
 			fmt.Fprintf(tw, "%.0f\t%.2f\t%.2f\t%.1f\t%.2f\t×%.1f\t\n", f.PerSecond, f.P50ms, f.P99ms, f.CPUus, row.RateRatio, row.CPURatio)
 		} else {
