@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pushd/pushd/sender/apns"
 	"github.com/pushd/pushd/sender/fcm"
-	"github.com/pushd/pushd/sender/gateway"
 )
 
 // Scenario names, in the order they run.
@@ -151,7 +151,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, pushes, sims *string) {
 	fs.IntVar(&c.FloorConnections, "floor-connections", 2, "HTTP/2 connections of each floor tool")
 	fs.IntVar(&c.FloorStreams, "floor-streams", 100, "requests in flight per connection of each floor tool")
 	fs.DurationVar(&c.LatencyCompare, "latency-compare", 0, "run the all scenario again with this latency added to every simulator answer (e.g. 20ms) and report both rates and their ratio (default -pushes: all)")
-	fs.IntVar(&c.LatencyFloorAPNsConns, "latency-floor-apns-connections", gateway.DefaultMaxConns, "connections of the latency comparison's h2load run against APNs: pushd's APNs connection budget")
+	fs.IntVar(&c.LatencyFloorAPNsConns, "latency-floor-apns-connections", apns.DefaultMaxConns, "connections of the latency comparison's h2load run against APNs: pushd's APNs connection budget")
 	fs.IntVar(&c.LatencyFloorFCMConns, "latency-floor-fcm-connections", fcm.DefaultMaxConns, "connections of the latency comparison's h2load run against FCM: pushd's FCM connection budget")
 	fs.StringVar(&c.ProfileDir, "profile-dir", "", "write CPU and allocation profiles of each scenario's push here (needs -pprof-url)")
 	fs.StringVar(&c.PprofURL, "pprof-url", "", "base URL of pushd's ops port, pushd started with --pprof (http://127.0.0.1:port)")
@@ -267,7 +267,7 @@ func (c *Config) withDefaults() Config {
 		out.FloorStreams = 100
 	}
 	if out.LatencyFloorAPNsConns <= 0 {
-		out.LatencyFloorAPNsConns = gateway.DefaultMaxConns
+		out.LatencyFloorAPNsConns = apns.DefaultMaxConns
 	}
 	if out.LatencyFloorFCMConns <= 0 {
 		out.LatencyFloorFCMConns = fcm.DefaultMaxConns

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pushd/pushd/sender/apns"
+	"github.com/pushd/pushd/sender/fcm"
 )
 
 // TestDriverLatencyCompareEndToEnd runs scripts/loadtest.sh as make loadtest-latency does, with
@@ -43,13 +46,14 @@ func TestDriverLatencyCompareEndToEnd(t *testing.T) {
 		t.Fatalf("latency comparison %+v, want both rates and their ratio", c)
 	}
 	// The floor: h2load against both gateways at both latencies, on pushd's default budgets
-	// (4 APNs connections, 16 FCM ones), or each run saying h2load is missing.
+	// (apns.DefaultMaxConns APNs connections, fcm.DefaultMaxConns FCM ones), or each run
+	// saying h2load is missing.
 	if len(c.Floor) != 2 {
 		t.Fatalf("latency floor %+v, want one per gateway the push reached\n%s", c.Floor, out)
 	}
 	measured := 0
 	for _, f := range c.Floor {
-		if want := map[string]int{floorAPNs: 4, floorFCM: 16}[f.Gateway]; f.Connections != want || f.Streams != 100 {
+		if want := map[string]int{floorAPNs: apns.DefaultMaxConns, floorFCM: fcm.DefaultMaxConns}[f.Gateway]; f.Connections != want || f.Streams != 100 {
 			t.Errorf("latency floor %s on %d×%d, want %d×100", f.Gateway, f.Connections, f.Streams, want)
 		}
 		for _, fr := range []FloorRun{f.Zero, f.Latency} {

@@ -320,7 +320,7 @@ func TestAPNsClientNoTopic(t *testing.T) {
 func TestAPNsClientConnectionsGrowOnlyWhenSaturated(t *testing.T) {
 	s := newSim(t, sim.APNsConfig{Knobs: sim.Knobs{Latency: 20 * time.Millisecond}})
 	cfg := simConfig(s)
-	cfg.StreamsPerConn = 2
+	cfg.StreamsPerConn, cfg.MaxConns = 2, 4 // 16 in flight would need 8: held to 4
 	cl := mustClient(t, tokenCreds(t, s, testTeam), delivery(devToken(0)), cfg)
 	if got := cl.Send(context.Background(), delivery(devToken(0))); got.Kind != gateway.KindSent {
 		t.Fatal(got)

@@ -56,3 +56,18 @@ func TestAPNsRouteAllocatesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestAPNsConfigDefaults: APNs's pool may open enough connections of 500 streams to keep all of
+// fan-out's deliveries in flight at a gateway 20 ms away (its defaults: 4 tasks × 8 batches ×
+// 100 = 3,200); a configured MaxConns stays.
+func TestAPNsConfigDefaults(t *testing.T) {
+	c := Config{}.WithDefaults()
+	if c.MaxConns != DefaultMaxConns || c.StreamsPerConn != 500 || c.MaxConns*c.StreamsPerConn < 3200 {
+		t.Errorf("defaults: %d connections × %d streams, want %d × 500, at least 3,200 in flight", c.MaxConns, c.StreamsPerConn, DefaultMaxConns)
+	}
+	c = Config{}
+	c.MaxConns = 3
+	if got := c.WithDefaults().MaxConns; got != 3 {
+		t.Errorf("a configured MaxConns of 3 became %d", got)
+	}
+}

@@ -32,11 +32,14 @@ type Config struct {
 // DefaultMaxConns is FCM's default ConnConfig.MaxConns. At 100 streams a connection, the
 // other gateways' 4 (gateway.DefaultMaxConns) capped FCM at 400 deliveries in flight: about 20,000 a second once the
 // gateway takes 20 ms to answer (0.47 of the zero-latency rate in the load test's latency
-// comparison). 10 would carry the dispatcher's 1,000 in flight (sender.Config.Workers) if a
-// batch's streams filled connections evenly; 16 leaves room for the uneven fill (measured
-// 0.85–0.86 of the zero-latency rate at 20 ms against 0.76–0.82 with 10, the same CPU per
-// delivery). A pool opens a connection only when every open one is full.
-const DefaultMaxConns = 16
+// comparison). 16 (1,600 in flight) held 0.85–0.86 of that rate while the zero-latency rate
+// was 15–20k/s; once pushd reached 40–50k/s there, a gateway that answers in 20 ms and takes
+// longer under load kept 16 connections at 34–37k/s (0.73–0.80), as h2load on 16 connections
+// (0.65–0.69). 32 gave 0.91–1.02 in the same runs. A pool opens a connection only when every
+// open one is full, which a saturated local simulator also makes happen: there the push without
+// latency cost 1.0–1.1 times the CPU per delivery, spread over more connections (docs/decisions.md,
+// "More in flight for a gateway 20 ms away").
+const DefaultMaxConns = 32
 
 // WithDefaults fills zero fields.
 func (c Config) WithDefaults() Config {
