@@ -77,7 +77,7 @@ loadtest-intake: ## load test of the intake: upserts/s and pushes/s at max, p99 
 # The same whole-population push twice in one run: with the simulators answering at once, then
 # with LATENCY added to every answer (pushsim's POST /_latency); prints both rates and the ratio.
 LATENCY              ?= 20ms
-LATENCY_INSTALLATIONS ?= 50000
+LATENCY_INSTALLATIONS ?= 200000
 loadtest-latency: ## load test: one push at 0 and at LATENCY=20ms per gateway answer, both rates and their ratio (target ≥ 0.9)
 	LOADTEST_SIM_INVALID_RATE=0 scripts/loadtest.sh --installations $(LATENCY_INSTALLATIONS) --latency-compare $(LATENCY) \
 		--report loadtest-latency.json --html loadtest-latency.html $(LOADTEST_FLAGS)
