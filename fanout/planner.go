@@ -351,12 +351,23 @@ func (p *Planner) taskCount(ctx context.Context, job *push.Job, tp *taskPlan, bu
 		return tp.len(), nil
 	}
 	lo, hi := tp.spans[0][0], tp.spans[len(tp.spans)-1][1]
+	knownEmpty := func() bool { // by a scan remembered: memory only, so asked before counting
+		a, ok := p.st.(AbsenceKnower)
+		return ok && tp.deviceType != "" && a.KnownEmpty(job.AppID, tp.channel, tp.deviceType, lo, hi)
+	}
+	if tp.len() == 1 && knownEmpty() {
+		p.empty.Inc()
+		return 0, nil
+	}
 	k, anyRow := tp.len(), true // anyRow false: counted, and the source holds no row at all
 	c, counts := p.st.(SourceCounter)
 	if counts && (p.cfg.MinTaskRows > 0 || tp.len() == 1) {
 		// The first range's rows, and whether any range holds a row, in one pass. A plan of
-		// one range needs only the second.
-		mid, limit := tp.spans[0][1], max(p.cfg.MinTaskRows, 1)
+		// one range needs only the second: one row tells.
+		mid, limit := tp.spans[0][1], p.cfg.MinTaskRows
+		if tp.len() == 1 || limit < 1 {
+			limit = 1
+		}
 		n, any, err := c.CountSource(ctx, job.AppID, tp.channel, lo, mid, hi, limit)
 		if err != nil {
 			return 0, fmt.Errorf("cannot count the source of job %s: %w", job.ID, err)
@@ -372,11 +383,7 @@ func (p *Planner) taskCount(ctx context.Context, job *push.Job, tp *taskPlan, bu
 	}
 	if k == 1 {
 		// A source of one task's rows at most: it may hold none the task would read.
-		if !anyRow {
-			p.empty.Inc()
-			return 0, nil
-		}
-		if a, ok := p.st.(AbsenceKnower); ok && tp.deviceType != "" && a.KnownEmpty(job.AppID, tp.channel, tp.deviceType, lo, hi) {
+		if !anyRow || tp.len() > 1 && knownEmpty() {
 			p.empty.Inc()
 			return 0, nil
 		}

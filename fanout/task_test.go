@@ -869,3 +869,61 @@ func TestFanoutPlannerPlansNoTaskForAnEmptySource(t *testing.T) {
 	plan(`{"deviceType":"ios"}`, 1, 1)
 	empty(2)
 }
+
+// countCalls is the real store, recording each CountSource the planner asks for.
+type countCalls struct {
+	*pebble.Store
+	calls [][4]int // lo, mid, hi, limit
+}
+
+func (s *countCalls) CountSource(ctx context.Context, appID, channel string, lo, mid, hi, limit int) (int, bool, error) {
+	s.calls = append(s.calls, [4]int{lo, mid, hi, limit})
+	return s.Store.CountSource(ctx, appID, channel, lo, mid, hi, limit)
+}
+
+// A query push's source is counted in one pass: the first range up to MinTaskRows, with
+// whether any range holds a row; a plan of one range asks for one row only, and a push the
+// store knows to find nobody of its device type is not counted at all.
+func TestFanoutPlannerCountsOnce(t *testing.T) {
+	for _, c := range []struct {
+		buckets int
+		where   string
+		want    [][4]int
+	}{
+		{64, `{"channels":"nobody"}`, [][4]int{{0, 8, 64, DefaultPlannerConfig().MinTaskRows}}},
+		{64, `{}`, [][4]int{{0, 8, 64, DefaultPlannerConfig().MinTaskRows}}},
+		{8, `{"channels":"nobody"}`, [][4]int{{0, 8, 8, 1}}},
+		{8, `{"deviceType":"ios"}`, [][4]int{{0, 8, 8, 1}}}, // its scan then remembers no iOS row
+		{8, `{"deviceType":"ios"}`, nil},                    // known empty: not counted
+	} {
+		e := newEnv(t)
+		e.createApp(c.buckets, nil)
+		var android []push.Installation
+		for i := 1; i < 40; i += 2 { // odd: Android only (testFields)
+			android = append(android, testInst(i, time.Now()))
+		}
+		if err := e.st.SeedInstallations(testApp, c.buckets, android); err != nil {
+			t.Fatal(err)
+		}
+		st := &countCalls{Store: e.st}
+		p, err := NewPlanner(DefaultPlannerConfig(), st, e.lg, zap.NewNop(), metrics.NewSet())
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.SetRunner(e.worker(DefaultWorkerConfig(), newRecSender()))
+		job := e.submitRecordOnly(push.Job{Where: json.RawMessage(c.where)})
+		if err := p.Plan(context.Background(), &job); err != nil {
+			t.Fatal(err)
+		}
+		if c.want == nil { // the same push again, on the same store
+			st.calls = nil
+			job := e.submitRecordOnly(push.Job{Where: json.RawMessage(c.where)})
+			if err := p.Plan(context.Background(), &job); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !slices.Equal(st.calls, c.want) {
+			t.Errorf("%d buckets, %s: counted %v, want %v", c.buckets, c.where, st.calls, c.want)
+		}
+	}
+}
