@@ -365,7 +365,7 @@ func (p *Planner) taskCount(ctx context.Context, job *push.Job, tp *taskPlan, bu
 		// The first range's rows, and whether any range holds a row, in one pass. A plan of
 		// one range needs only the second: one row tells.
 		mid, limit := tp.spans[0][1], p.cfg.MinTaskRows
-		if tp.len() == 1 || limit < 1 {
+		if tp.len() == 1 {
 			limit = 1
 		}
 		n, any, err := c.CountSource(ctx, job.AppID, tp.channel, lo, mid, hi, limit)
@@ -373,7 +373,7 @@ func (p *Planner) taskCount(ctx context.Context, job *push.Job, tp *taskPlan, bu
 			return 0, fmt.Errorf("cannot count the source of job %s: %w", job.ID, err)
 		}
 		anyRow = any
-		if tp.len() >= 2 && p.cfg.MinTaskRows > 0 {
+		if tp.len() >= 2 { // so MinTaskRows > 0
 			if n >= p.cfg.MinTaskRows {
 				return tp.len(), nil // every range holds a task's worth
 			}

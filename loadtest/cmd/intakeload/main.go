@@ -249,11 +249,11 @@ func measure(ctx context.Context, c config) (*Report, error) {
 		}
 		row := Row{Name: s.name, Rate: s.rate}
 		l := intake.Load{Addr: u.Host, Conns: c.conns, OK: ok, Request: s.reqs(u.Host), Rate: s.rate}
-		var handled *opsCounter
-		if s.push && c.ops != "" {
-			handled = &opsCounter{url: c.ops, client: http.DefaultClient}
+		ops := "" // pushd's ops URL, for the push loads' planned/s
+		if s.push {
+			ops = c.ops
 		}
-		f, err := runOne(ctx, &l, s.first, s.n, pid, handled)
+		f, err := runOne(ctx, &l, s.first, s.n, pid, ops)
 		if err != nil {
 			return rep, fmt.Errorf("cannot run %s against pushd: %w", s.name, err)
 		}
@@ -263,7 +263,7 @@ func measure(ctx context.Context, c config) (*Report, error) {
 		}
 		if floorAddr != "" {
 			fl := intake.Load{Addr: floorAddr, Conns: c.conns, OK: ok, Request: s.reqs(floorAddr), Rate: s.rate}
-			ff, err := runOne(ctx, &fl, s.first, s.n, floorPID, nil)
+			ff, err := runOne(ctx, &fl, s.first, s.n, floorPID, "")
 			if err != nil {
 				return rep, fmt.Errorf("cannot run %s against the floor: %w", s.name, err)
 			}
@@ -310,12 +310,6 @@ func settle(ctx context.Context, pid int) error {
 	return nil
 }
 
-// opsCounter reads how many jobs pushd's fan-out has handled, from its ops port.
-type opsCounter struct {
-	url    string
-	client *http.Client
-}
-
 // plannedPoll is how often the wait for fan-out's planning reads pushd's metrics: the
 // figure's resolution, at about a metrics page of pushd's CPU per poll.
 const plannedPoll = 10 * time.Millisecond
@@ -323,8 +317,9 @@ const plannedPoll = 10 * time.Millisecond
 // runOne runs l, once process pid (0: none) is quiet, and reads the CPU it used from then
 // until it is quiet again: the work the requests caused after their answers (fan-out
 // planning the pushes, Pebble flushing and compacting) counts in their CPU per request. With
-// handled, it also times the load's start until fan-out has planned every accepted push.
-func runOne(ctx context.Context, l *intake.Load, first int64, n, pid int, handled *opsCounter) (Figures, error) {
+// ops (pushd's ops URL), it also times the load's start until fan-out has planned every
+// accepted push.
+func runOne(ctx context.Context, l *intake.Load, first int64, n, pid int, ops string) (Figures, error) {
 	var before procmon.Sample
 	var err error
 	if pid > 0 {
@@ -336,8 +331,8 @@ func runOne(ctx context.Context, l *intake.Load, first int64, n, pid int, handle
 		}
 	}
 	var handled0 int64
-	if handled != nil {
-		if handled0, err = intake.HandledJobs(ctx, handled.client, handled.url); err != nil {
+	if ops != "" {
+		if handled0, err = intake.HandledJobs(ctx, http.DefaultClient, ops); err != nil {
 			return Figures{}, err
 		}
 	}
@@ -362,9 +357,9 @@ func runOne(ctx context.Context, l *intake.Load, first int64, n, pid int, handle
 		}
 		f.CPULoadUs = float64((loaded.CPU - before.CPU).Microseconds()) / float64(res.Requests)
 	}
-	if accepted := res.Requests - res.Failed; handled != nil && accepted > 0 {
+	if accepted := res.Requests - res.Failed; ops != "" && accepted > 0 {
 		wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-		at, err := intake.WaitHandled(wctx, handled.client, handled.url, handled0+accepted, plannedPoll)
+		at, err := intake.WaitHandled(wctx, http.DefaultClient, ops, handled0+accepted, plannedPoll)
 		cancel()
 		if err != nil {
 			return Figures{}, fmt.Errorf("cannot time fan-out's planning of %d accepted pushes: %w", accepted, err)
